@@ -1,0 +1,14 @@
+//! Schema migrations of vps-graph. One module per migration: `DeriveMigrationName` takes the
+//! migration's name from its module path.
+pub use sea_orm_migration::prelude::*;
+
+mod m20261129_000001_foundation;
+
+pub struct Migrator;
+
+#[async_trait::async_trait]
+impl MigratorTrait for Migrator {
+    fn migrations() -> Vec<Box<dyn MigrationTrait>> {
+        vec![Box::new(m20261129_000001_foundation::Migration)]
+    }
+}

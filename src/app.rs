@@ -1,0 +1,91 @@
+//! Wiring: the database, the feed, the services, the schema and the router of one process.
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{LimitArgs, ServeArgs};
+use crate::error::Result;
+use crate::graphql::{self, AppSchema, Limits};
+use crate::http::{self, HttpState};
+use crate::metrics::Metrics;
+use crate::service::bootstrap::{self, FirstStart};
+use crate::service::feed::Feed;
+use crate::service::{Services, tokens};
+use crate::store;
+
+/// What a process needs to start, from the command line or from a test.
+#[derive(Clone, Debug)]
+pub struct AppConfig {
+    pub database_url: String,
+    pub db_max_connections: u32,
+    pub admin_token: Option<String>,
+    pub demo: bool,
+    pub limits: LimitArgs,
+}
+
+impl From<&ServeArgs> for AppConfig {
+    fn from(args: &ServeArgs) -> Self {
+        AppConfig {
+            database_url: args.database.database_url.clone(),
+            db_max_connections: args.database.db_max_connections,
+            admin_token: args.admin_token.clone(),
+            demo: !args.no_demo,
+            limits: args.limits,
+        }
+    }
+}
+
+pub struct App {
+    pub services: Services,
+    pub schema: AppSchema,
+    pub stop: CancellationToken,
+    /// Set on the first start of a database with the demo on: the tokens to print once.
+    pub first_start: Option<FirstStart>,
+    max_body_bytes: usize,
+}
+
+impl App {
+    pub async fn start(config: AppConfig) -> Result<App> {
+        prepare_sqlite_dir(&config.database_url);
+        let db = store::connect(&config.database_url, config.db_max_connections).await?;
+        let metrics = Arc::new(Metrics::default());
+        let stop = CancellationToken::new();
+        let poll = Duration::from_millis(config.limits.feed_poll_ms.max(10));
+        let feed = Feed::start(db.clone(), metrics.clone(), poll, stop.clone()).await?;
+        let services =
+            Services { db, feed, metrics, admin_token_hash: config.admin_token.as_deref().map(tokens::hash_secret) };
+        let first_start = if config.demo { bootstrap::demo(&services).await? } else { None };
+        let limits = Limits {
+            depth: config.limits.max_depth,
+            complexity: config.limits.max_complexity,
+            aliases: config.limits.max_aliases,
+        };
+        let schema = graphql::build(services.clone(), limits);
+        Ok(App { services, schema, stop, first_start, max_body_bytes: config.limits.max_body_bytes })
+    }
+
+    pub fn router(&self) -> Router {
+        let state = HttpState {
+            schema: self.schema.clone(),
+            services: self.services.clone(),
+            metrics: self.services.metrics.clone(),
+        };
+        http::router(state, self.max_body_bytes)
+    }
+}
+
+/// A relative SQLite file needs its folder (`./data/` by default) before it can be created.
+fn prepare_sqlite_dir(url: &str) {
+    let Some(rest) = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:")) else {
+        return;
+    };
+    let path = rest.split('?').next().unwrap_or("");
+    if path.is_empty() || path.starts_with(':') {
+        return;
+    }
+    if let Some(parent) = std::path::Path::new(path).parent().filter(|p| !p.as_os_str().is_empty()) {
+        let _ = std::fs::create_dir_all(parent);
+    }
+}

@@ -1,0 +1,95 @@
+//! Command line and environment: every flag also reads a `VPS_GRAPH_*` variable.
+use std::net::SocketAddr;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "vps-graph",
+    version,
+    about = "Control plane for volumes, snapshots, addresses and filesystems on tenant cloud accounts"
+)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub serve: ServeArgs,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run the service (the default).
+    Serve(ServeArgs),
+    /// Apply pending database migrations and exit.
+    Migrate(DatabaseArgs),
+    /// Print the GraphQL schema (SDL).
+    Schema,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct DatabaseArgs {
+    /// Database URL: `sqlite://path?mode=rwc` (created and migrated on start) or `postgres://…`.
+    #[arg(long, env = "VPS_GRAPH_DATABASE_URL", default_value = "sqlite://data/vps-graph.db?mode=rwc")]
+    pub database_url: String,
+    /// Most database connections (PostgreSQL; SQLite always uses one).
+    #[arg(long, env = "VPS_GRAPH_DB_MAX_CONNECTIONS", default_value_t = 16)]
+    pub db_max_connections: u32,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum LogFormat {
+    Pretty,
+    Json,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub database: DatabaseArgs,
+    /// Address to listen on.
+    #[arg(long, env = "VPS_GRAPH_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+    /// Log format (the level is set with RUST_LOG, default info).
+    #[arg(long, env = "VPS_GRAPH_LOG_FORMAT", value_enum, default_value = "pretty")]
+    pub log_format: LogFormat,
+    /// A static operator token for automation, like an admin secret (kept only as a hash in memory).
+    #[arg(long, env = "VPS_GRAPH_ADMIN_TOKEN", hide_env_values = true)]
+    pub admin_token: Option<String>,
+    /// Do not create the demo tenant, pool and tokens on first start.
+    #[arg(long, env = "VPS_GRAPH_NO_DEMO")]
+    pub no_demo: bool,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+}
+
+#[derive(Args, Debug, Clone, Copy)]
+pub struct LimitArgs {
+    /// Deepest selection a query may have.
+    #[arg(long, env = "VPS_GRAPH_MAX_DEPTH", default_value_t = 12)]
+    pub max_depth: usize,
+    /// Highest complexity (fields counted, lists weighted) a query may have.
+    #[arg(long, env = "VPS_GRAPH_MAX_COMPLEXITY", default_value_t = 2000)]
+    pub max_complexity: usize,
+    /// Most aliases a query may use.
+    #[arg(long, env = "VPS_GRAPH_MAX_ALIASES", default_value_t = 30)]
+    pub max_aliases: usize,
+    /// Largest request body, in bytes.
+    #[arg(long, env = "VPS_GRAPH_MAX_BODY_BYTES", default_value_t = 256 * 1024)]
+    pub max_body_bytes: usize,
+    /// How often the event tailer looks at the outbox when nothing woke it, in milliseconds.
+    #[arg(long, env = "VPS_GRAPH_FEED_POLL_MS", default_value_t = 1000)]
+    pub feed_poll_ms: u64,
+}
+
+impl Default for LimitArgs {
+    fn default() -> Self {
+        LimitArgs {
+            max_depth: 12,
+            max_complexity: 2000,
+            max_aliases: 30,
+            max_body_bytes: 256 * 1024,
+            feed_poll_ms: 1000,
+        }
+    }
+}

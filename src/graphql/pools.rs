@@ -1,0 +1,263 @@
+//! Provider accounts, pools and quotas.
+use async_graphql::{Context, Enum, InputObject, Object, Result, SimpleObject};
+use chrono::{DateTime, Utc};
+
+use super::{actor, services};
+use crate::service::pools::{self as svc, PoolView, QuotaLimit, strings};
+use crate::store::entity::{provider_account, quota};
+
+#[derive(Enum, Clone, Copy, PartialEq, Eq)]
+pub enum ProviderKind {
+    Digitalocean,
+    Aws,
+}
+
+impl ProviderKind {
+    fn as_str(self) -> &'static str {
+        match self {
+            ProviderKind::Digitalocean => svc::KIND_DIGITALOCEAN,
+            ProviderKind::Aws => svc::KIND_AWS,
+        }
+    }
+
+    fn parse(kind: &str) -> Self {
+        if kind == svc::KIND_AWS { ProviderKind::Aws } else { ProviderKind::Digitalocean }
+    }
+}
+
+#[derive(Enum, Clone, Copy, PartialEq, Eq)]
+pub enum Billing {
+    /// The platform's account: resources bill usage.
+    Metered,
+    /// The tenant's own account: no usage is billed.
+    Byo,
+}
+
+impl Billing {
+    fn as_str(self) -> &'static str {
+        match self {
+            Billing::Metered => svc::BILLING_METERED,
+            Billing::Byo => svc::BILLING_BYO,
+        }
+    }
+}
+
+/// A provider account. Its credentials are never returned, nor where they are kept.
+pub struct ProviderAccount(pub provider_account::Model);
+
+#[Object]
+impl ProviderAccount {
+    async fn id(&self) -> &str {
+        &self.0.id
+    }
+    async fn name(&self) -> &str {
+        &self.0.name
+    }
+    async fn kind(&self) -> ProviderKind {
+        ProviderKind::parse(&self.0.kind)
+    }
+    async fn api_url(&self) -> Option<&str> {
+        Some(self.0.api_url.as_str()).filter(|u| !u.is_empty())
+    }
+    async fn regions(&self) -> Vec<String> {
+        strings(&self.0.regions)
+    }
+    async fn zones(&self) -> Vec<String> {
+        strings(&self.0.zones)
+    }
+    /// Set for a tenant's own (BYO) account.
+    async fn tenant_id(&self) -> Option<&str> {
+        self.0.tenant_id.as_deref()
+    }
+    async fn created_at(&self) -> DateTime<Utc> {
+        self.0.created_at
+    }
+}
+
+pub struct Pool(pub PoolView);
+
+#[Object]
+impl Pool {
+    async fn id(&self) -> &str {
+        &self.0.pool.id
+    }
+    async fn name(&self) -> &str {
+        &self.0.pool.name
+    }
+    async fn billing(&self) -> Billing {
+        if self.0.pool.billing == svc::BILLING_BYO { Billing::Byo } else { Billing::Metered }
+    }
+    async fn provider_account_id(&self) -> &str {
+        &self.0.pool.provider_account_id
+    }
+    async fn provider_kind(&self) -> ProviderKind {
+        ProviderKind::parse(&self.0.account.kind)
+    }
+    async fn regions(&self) -> Vec<String> {
+        strings(&self.0.account.regions)
+    }
+    async fn zones(&self) -> Vec<String> {
+        strings(&self.0.account.zones)
+    }
+    async fn created_at(&self) -> DateTime<Utc> {
+        self.0.pool.created_at
+    }
+}
+
+/// How much of one resource a tenant may hold in one pool, and holds now.
+pub struct Quota(pub quota::Model);
+
+#[Object]
+impl Quota {
+    async fn tenant_id(&self) -> &str {
+        &self.0.tenant_id
+    }
+    async fn pool_id(&self) -> &str {
+        &self.0.pool_id
+    }
+    /// e.g. `diskGiB`, `addresses`.
+    async fn resource(&self) -> &str {
+        &self.0.resource
+    }
+    async fn max(&self) -> i64 {
+        self.0.max
+    }
+    async fn used(&self) -> i64 {
+        self.0.used
+    }
+    async fn version(&self) -> i64 {
+        self.0.version
+    }
+}
+
+#[derive(InputObject)]
+pub struct ProviderAccountCreateInput {
+    pub name: String,
+    pub kind: ProviderKind,
+    /// The API base URL; DigitalOcean defaults to its public API.
+    pub api_url: Option<String>,
+    /// Where the credential is: `env:VARIABLE` or `file:/path`. The secret itself is never sent here.
+    pub credential_ref: String,
+    pub regions: Vec<String>,
+    #[graphql(default)]
+    pub zones: Vec<String>,
+    /// Set for a tenant's own (BYO) account.
+    pub tenant_id: Option<String>,
+}
+
+#[derive(InputObject)]
+pub struct PoolCreateInput {
+    pub name: String,
+    pub provider_account_id: String,
+    pub billing: Billing,
+}
+
+#[derive(InputObject)]
+pub struct QuotaLimitInput {
+    pub resource: String,
+    pub max: i64,
+}
+
+#[derive(InputObject)]
+pub struct PoolOfferInput {
+    pub pool_id: String,
+    pub tenant_id: String,
+    #[graphql(default)]
+    pub quotas: Vec<QuotaLimitInput>,
+}
+
+#[derive(InputObject)]
+pub struct QuotaSetInput {
+    pub tenant_id: String,
+    pub pool_id: String,
+    pub resource: String,
+    pub max: i64,
+}
+
+#[derive(SimpleObject)]
+pub struct PoolOfferPayload {
+    pub pool_id: String,
+    pub tenant_id: String,
+    pub quotas: Vec<Quota>,
+}
+
+#[derive(Default)]
+pub struct PoolQuery;
+
+#[Object]
+impl PoolQuery {
+    /// Every provider account (operator).
+    async fn provider_accounts(&self, ctx: &Context<'_>) -> Result<Vec<ProviderAccount>> {
+        Ok(services(ctx).provider_account_list(actor(ctx)?).await?.into_iter().map(ProviderAccount).collect())
+    }
+
+    /// The pools offered to the tenant (`compute:pools:read`).
+    async fn pools(&self, ctx: &Context<'_>, tenant_id: String) -> Result<Vec<Pool>> {
+        Ok(services(ctx).pool_list(actor(ctx)?, &tenant_id).await?.into_iter().map(Pool).collect())
+    }
+
+    /// The tenant's quotas with max and used, on one pool or all (`compute:quotas:read`).
+    async fn quotas(&self, ctx: &Context<'_>, tenant_id: String, pool_id: Option<String>) -> Result<Vec<Quota>> {
+        let quotas = services(ctx).quota_list(actor(ctx)?, &tenant_id, pool_id.as_deref()).await?;
+        Ok(quotas.into_iter().map(Quota).collect())
+    }
+}
+
+#[derive(Default)]
+pub struct PoolMutation;
+
+#[Object]
+impl PoolMutation {
+    /// Records a provider account (operator). Publishes `providerAccount.created`.
+    async fn provider_account_create(
+        &self,
+        ctx: &Context<'_>,
+        input: ProviderAccountCreateInput,
+    ) -> Result<ProviderAccount> {
+        let input = svc::ProviderAccountCreate {
+            name: input.name,
+            kind: input.kind.as_str().into(),
+            api_url: input.api_url,
+            credential_ref: input.credential_ref,
+            regions: input.regions,
+            zones: input.zones,
+            tenant_id: input.tenant_id,
+        };
+        Ok(ProviderAccount(services(ctx).provider_account_create(actor(ctx)?, input).await?))
+    }
+
+    /// Creates a pool on an account (operator): METERED on the platform's, BYO on a tenant's own.
+    /// Publishes `pool.created`.
+    async fn pool_create(&self, ctx: &Context<'_>, input: PoolCreateInput) -> Result<Pool> {
+        let input = svc::PoolCreate {
+            name: input.name,
+            provider_account_id: input.provider_account_id,
+            billing: input.billing.as_str().into(),
+        };
+        Ok(Pool(services(ctx).pool_create(actor(ctx)?, input).await?))
+    }
+
+    /// Offers a pool to a tenant with its quota rows (operator). Publishes `pool.offered` and
+    /// `quota.updated` per row.
+    async fn pool_offer(&self, ctx: &Context<'_>, input: PoolOfferInput) -> Result<PoolOfferPayload> {
+        let quotas = input.quotas.into_iter().map(|q| QuotaLimit { resource: q.resource, max: q.max }).collect();
+        let offer = svc::PoolOffer { pool_id: input.pool_id.clone(), tenant_id: input.tenant_id.clone(), quotas };
+        let quotas = services(ctx).pool_offer(actor(ctx)?, offer).await?;
+        Ok(PoolOfferPayload {
+            pool_id: input.pool_id,
+            tenant_id: input.tenant_id,
+            quotas: quotas.into_iter().map(Quota).collect(),
+        })
+    }
+
+    /// Sets the max of a tenant's quota on an offered pool (operator). Publishes `quota.updated`.
+    async fn quota_set(&self, ctx: &Context<'_>, input: QuotaSetInput) -> Result<Quota> {
+        let input = svc::QuotaSet {
+            tenant_id: input.tenant_id,
+            pool_id: input.pool_id,
+            resource: input.resource,
+            max: input.max,
+        };
+        Ok(Quota(services(ctx).quota_set(actor(ctx)?, input).await?))
+    }
+}

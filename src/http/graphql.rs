@@ -1,0 +1,186 @@
+//! `/graphql` over HTTP and WebSocket, per the GraphQL-over-HTTP spec: the response type follows
+//! `Accept` (`application/graphql-response+json` only when asked, else `application/json`), a
+//! request error under graphql-response+json is status 400, an unsupported body type 415, and a
+//! mutation over GET 405. The bearer token is read once per request (or per WebSocket, from
+//! `connection_init`) and handed to resolvers as the `Caller`.
+use async_graphql::http::{ALL_WEBSOCKET_PROTOCOLS, parse_query_string};
+use async_graphql::parser::types::OperationType;
+use async_graphql::{BatchRequest, BatchResponse, Data};
+use async_graphql_axum::{GraphQLProtocol, GraphQLWebSocket};
+use axum::body::Bytes;
+use axum::extract::{FromRequestParts, Request, State, WebSocketUpgrade};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+use super::HttpState;
+use crate::error::Code;
+use crate::graphql::Caller;
+use crate::metrics::GaugeGuard;
+
+const GRAPHQL_RESPONSE: &str = "application/graphql-response+json";
+const JSON: &str = "application/json";
+
+pub async fn post(State(state): State<HttpState>, headers: HeaderMap, body: Bytes) -> Response {
+    let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let media = content_type.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    if media != JSON && media != "application/graphql+json" {
+        return (StatusCode::UNSUPPORTED_MEDIA_TYPE, "send the request as application/json\n").into_response();
+    }
+    let batch: BatchRequest = match serde_json::from_slice(&body) {
+        Ok(batch) => batch,
+        Err(err) => return request_error(&headers, &format!("the body is not a GraphQL request: {err}")),
+    };
+    let caller = caller(&state, header_token(&headers)).await;
+    let batch = batch.data(caller);
+    let response = state.schema.execute_batch(batch).await;
+    respond(&state, &headers, response)
+}
+
+pub async fn get(State(state): State<HttpState>, request: Request) -> Response {
+    if request.headers().contains_key(header::UPGRADE) {
+        return websocket(state, request).await;
+    }
+    let headers = request.headers().clone();
+    let query = request.uri().query().unwrap_or("");
+    let graphql_request = match parse_query_string(query) {
+        Ok(r) => r,
+        Err(err) => return request_error(&headers, &format!("the query string is not a GraphQL request: {err}")),
+    };
+    if is_mutation(&graphql_request) {
+        let mut response = (StatusCode::METHOD_NOT_ALLOWED, "mutations are sent with POST\n").into_response();
+        response.headers_mut().insert(header::ALLOW, HeaderValue::from_static("POST"));
+        return response;
+    }
+    let caller = caller(&state, header_token(&headers)).await;
+    let response = state.schema.execute(graphql_request.data(caller)).await;
+    respond(&state, &headers, BatchResponse::Single(response))
+}
+
+fn is_mutation(request: &async_graphql::Request) -> bool {
+    let Ok(document) = async_graphql::parser::parse_query(&request.query) else {
+        return false;
+    };
+    let chosen = match &request.operation_name {
+        Some(name) => {
+            document.operations.iter().find(|(n, _)| n.map(|n| n.as_str()) == Some(name.as_str())).map(|(_, op)| op)
+        }
+        None => document.operations.iter().next().map(|(_, op)| op),
+    };
+    chosen.is_some_and(|op| op.node.ty == OperationType::Mutation)
+}
+
+fn wants_graphql_response(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|v| v.split(';').next().unwrap_or("").trim().eq_ignore_ascii_case(GRAPHQL_RESPONSE))
+}
+
+fn respond(state: &HttpState, headers: &HeaderMap, response: BatchResponse) -> Response {
+    let responses: Vec<&async_graphql::Response> = match &response {
+        BatchResponse::Single(r) => vec![r],
+        BatchResponse::Batch(rs) => rs.iter().collect(),
+    };
+    let mut request_error = false;
+    for r in &responses {
+        for err in &r.errors {
+            let code = err
+                .extensions
+                .as_ref()
+                .and_then(|e| e.get("code"))
+                .and_then(|c| match c {
+                    async_graphql::Value::String(s) => Some(s.clone()),
+                    _ => None,
+                })
+                .unwrap_or_else(|| "GRAPHQL_VALIDATION_FAILED".into());
+            state.metrics.inc("vps_graph_graphql_errors_total", &[("code", &code)]);
+        }
+        request_error |= r.data == async_graphql::Value::Null && !r.errors.is_empty();
+    }
+    let graphql_response = wants_graphql_response(headers);
+    let status = if graphql_response && request_error { StatusCode::BAD_REQUEST } else { StatusCode::OK };
+    let content_type = if graphql_response { GRAPHQL_RESPONSE } else { JSON };
+    // Serialized straight to a string: a serde_json::Value would sort the keys and lose the
+    // selection-set order.
+    let body = match serde_json::to_string(&response) {
+        Ok(body) => body,
+        Err(_) => return StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+    };
+    (status, [(header::CONTENT_TYPE, content_type)], body).into_response()
+}
+
+fn request_error(headers: &HeaderMap, message: &str) -> Response {
+    let body = json!({ "errors": [{ "message": message, "extensions": { "code": Code::InvalidInput.as_str() } }] });
+    let content_type = if wants_graphql_response(headers) { GRAPHQL_RESPONSE } else { JSON };
+    (StatusCode::BAD_REQUEST, [(header::CONTENT_TYPE, content_type)], body.to_string()).into_response()
+}
+
+fn header_token(headers: &HeaderMap) -> Option<String> {
+    headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).map(bearer)
+}
+
+/// `Bearer <secret>` → `<secret>`; anything else is taken as the secret itself (and fails).
+fn bearer(value: &str) -> String {
+    let value = value.trim();
+    match value.split_once(' ') {
+        Some((scheme, secret)) if scheme.eq_ignore_ascii_case("bearer") => secret.trim().to_owned(),
+        _ => value.to_owned(),
+    }
+}
+
+async fn caller(state: &HttpState, token: Option<String>) -> Caller {
+    match token {
+        None => Caller::Anonymous,
+        Some(secret) => match state.services.authenticate(&secret).await {
+            Ok(actor) => Caller::Authenticated(actor),
+            Err(err) => Caller::Rejected(err),
+        },
+    }
+}
+
+/// graphql-transport-ws (and the legacy graphql-ws) on the same path. The token comes in
+/// `connection_init` (`{"Authorization": "Bearer …"}`), or else from the upgrade request's header;
+/// a token that does not authenticate closes the connection.
+async fn websocket(state: HttpState, request: Request) -> Response {
+    let (mut parts, _) = request.into_parts();
+    let protocol = match GraphQLProtocol::from_request_parts(&mut parts, &state).await {
+        Ok(protocol) => protocol,
+        Err(rejection) => return rejection.into_response(),
+    };
+    let upgrade = match WebSocketUpgrade::from_request_parts(&mut parts, &state).await {
+        Ok(upgrade) => upgrade,
+        Err(rejection) => return rejection.into_response(),
+    };
+    let header = header_token(&parts.headers);
+    let schema = state.schema.clone();
+    upgrade
+        .protocols(ALL_WEBSOCKET_PROTOCOLS)
+        .on_upgrade(move |socket| async move {
+            let _open = GaugeGuard::new(state.metrics.clone(), "vps_graph_websocket_connections");
+            GraphQLWebSocket::new(socket, schema, protocol)
+                .on_connection_init(move |payload| async move {
+                    let token = init_token(&payload).or(header);
+                    match caller(&state, token).await {
+                        Caller::Rejected(err) => Err(async_graphql::Error::from(err)),
+                        caller => {
+                            let mut data = Data::default();
+                            data.insert(caller);
+                            Ok(data)
+                        }
+                    }
+                })
+                .serve()
+                .await
+        })
+        .into_response()
+}
+
+fn init_token(payload: &serde_json::Value) -> Option<String> {
+    ["Authorization", "authorization", "authToken", "token"]
+        .iter()
+        .find_map(|key| payload.get(key).and_then(|v| v.as_str()))
+        .map(bearer)
+}

@@ -1,0 +1,61 @@
+//! HTTP: `/graphql` (POST, GET for queries only, WebSocket), GraphiQL at `/`, `/healthz`,
+//! `/readyz`, `/metrics`. It knows nothing of SQL or providers.
+mod graphql;
+mod playground;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use tower_http::trace::TraceLayer;
+
+use crate::graphql::AppSchema;
+use crate::metrics::Metrics;
+use crate::service::Services;
+
+#[derive(Clone)]
+pub struct HttpState {
+    pub schema: AppSchema,
+    pub services: Services,
+    pub metrics: Arc<Metrics>,
+}
+
+pub fn router(state: HttpState, max_body_bytes: usize) -> Router {
+    Router::new()
+        .route("/graphql", get(graphql::get).post(graphql::post))
+        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
+        .route("/", get(playground::index))
+        .route("/{*path}", get(playground::asset))
+        .layer(middleware::from_fn_with_state(state.clone(), count_requests))
+        .layer(DefaultBodyLimit::max(max_body_bytes))
+        .layer(TraceLayer::new_for_http())
+        .with_state(state)
+}
+
+async fn readyz(State(state): State<HttpState>) -> Response {
+    if crate::store::ready(&state.services.db).await {
+        (StatusCode::OK, "ready\n").into_response()
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, "database unreachable or migrations pending\n").into_response()
+    }
+}
+
+async fn metrics(State(state): State<HttpState>) -> Response {
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], state.metrics.render()).into_response()
+}
+
+async fn count_requests(State(state): State<HttpState>, request: Request, next: Next) -> Response {
+    let route =
+        request.extensions().get::<MatchedPath>().map(|p| p.as_str().to_owned()).unwrap_or_else(|| "other".into());
+    let method = request.method().as_str().to_owned();
+    let response = next.run(request).await;
+    let status = response.status().as_u16().to_string();
+    state.metrics.inc("vps_graph_http_requests_total", &[("route", &route), ("method", &method), ("status", &status)]);
+    response
+}

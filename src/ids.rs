@@ -1,0 +1,40 @@
+//! Resource ids: a prefix, `_`, and a lower-case ULID, matching the seeds' patterns
+//! (`^pool_[0-9a-hjkmnp-tv-z]{26,52}$` …).
+use ulid::Ulid;
+
+pub const PROJECT: &str = "prj";
+pub const POOL: &str = "pool";
+pub const PROVIDER_ACCOUNT: &str = "pacct";
+pub const TOKEN: &str = "tok";
+pub const EVENT: &str = "evt";
+
+pub fn new_id(prefix: &str) -> String {
+    format!("{prefix}_{}", Ulid::generate().to_string().to_lowercase())
+}
+
+/// Whether `id` is `prefix` + `_` + 26 to 52 lower-case Crockford base32 characters.
+pub fn is_id(prefix: &str, id: &str) -> bool {
+    let Some(rest) = id.strip_prefix(prefix).and_then(|r| r.strip_prefix('_')) else {
+        return false;
+    };
+    (26..=52).contains(&rest.len()) && rest.bytes().all(is_crockford_lower)
+}
+
+fn is_crockford_lower(b: u8) -> bool {
+    matches!(b, b'0'..=b'9' | b'a'..=b'h' | b'j' | b'k' | b'm' | b'n' | b'p'..=b't' | b'v'..=b'z')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn new_ids_match_the_seed_pattern() {
+        let id = new_id(POOL);
+        assert!(is_id(POOL, &id), "{id}");
+        assert!(!is_id(PROJECT, &id));
+        assert!(!is_id(POOL, "pool_01JZ0000000000000000000000"));
+        assert!(!is_id(POOL, "pool_0123"));
+        assert!(!is_id(POOL, "pool_0000000000000000000000000i"));
+    }
+}

@@ -1,0 +1,17 @@
+//! vps-graph: a GraphQL control plane for the cloud resources that outlive a machine.
+//! Layers, top to bottom (each uses only those below it): `http` → `graphql` → `service` →
+//! `store`. See DESIGN.md in the shared folder for the one flow every call follows.
+pub mod app;
+pub mod config;
+pub mod error;
+pub mod graphql;
+pub mod http;
+pub mod ids;
+pub mod metrics;
+pub mod service;
+pub mod store;
+
+/// reqwest is built without a default TLS provider so only ring is compiled; install it once.
+pub fn init_crypto() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}

@@ -1,0 +1,80 @@
+//! The embedded default's first start: a demo tenant with a project, a provider account and a
+//! pool offered with quotas, and two tokens (an operator's and the demo tenant's) whose secrets
+//! are returned here once and never again. Later starts find the tenant and make nothing.
+use super::Services;
+use super::authz::{Actor, Grant, OPERATOR_SCOPE};
+use super::pools::{self, PoolCreate, PoolOffer, ProviderAccountCreate, QuotaLimit};
+use super::tenants::{ProjectCreate, TenantCreate};
+use super::tokens::TokenIssue;
+use crate::error::Result;
+
+pub const DEMO_TENANT: &str = "demo";
+
+pub struct FirstStart {
+    pub operator_token: String,
+    pub tenant_token: String,
+}
+
+/// Makes the demo data unless the demo tenant exists.
+pub async fn demo(services: &Services) -> Result<Option<FirstStart>> {
+    let system = Actor { token_id: None, tenant_id: None, grants: vec![Grant::new("*", OPERATOR_SCOPE)] };
+    if services.tenant_get(&system, DEMO_TENANT).await.is_ok() {
+        return Ok(None);
+    }
+    services.tenant_create(&system, TenantCreate { id: DEMO_TENANT.into(), name: "Demo tenant".into() }).await?;
+    services
+        .project_create(
+            &system,
+            ProjectCreate {
+                tenant_id: DEMO_TENANT.into(),
+                name: "default".into(),
+                description: None,
+                idempotency_key: None,
+            },
+        )
+        .await?;
+    let account = services
+        .provider_account_create(
+            &system,
+            ProviderAccountCreate {
+                name: "demo-digitalocean".into(),
+                kind: pools::KIND_DIGITALOCEAN.into(),
+                api_url: None,
+                credential_ref: "env:DIGITALOCEAN_TOKEN".into(),
+                regions: vec!["nyc3".into(), "sfo3".into(), "ams3".into()],
+                zones: vec![],
+                tenant_id: None,
+            },
+        )
+        .await?;
+    let pool = services
+        .pool_create(
+            &system,
+            PoolCreate { name: "demo".into(), provider_account_id: account.id, billing: pools::BILLING_METERED.into() },
+        )
+        .await?;
+    let quotas =
+        vec![QuotaLimit { resource: "diskGiB".into(), max: 2000 }, QuotaLimit { resource: "addresses".into(), max: 5 }];
+    services.pool_offer(&system, PoolOffer { pool_id: pool.pool.id, tenant_id: DEMO_TENANT.into(), quotas }).await?;
+    let (_, operator_token) = services
+        .token_issue(
+            &system,
+            TokenIssue {
+                tenant_id: None,
+                name: Some("operator".into()),
+                grants: vec![Grant::new("*", OPERATOR_SCOPE)],
+            },
+        )
+        .await?;
+    let (_, tenant_token) = services
+        .token_issue(
+            &system,
+            TokenIssue {
+                tenant_id: Some(DEMO_TENANT.into()),
+                name: Some("demo".into()),
+                grants: vec![Grant::new("compute:*", &format!("tenant/{DEMO_TENANT}"))],
+            },
+        )
+        .await?;
+    Ok(Some(FirstStart { operator_token, tenant_token }))
+}

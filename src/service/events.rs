@@ -1,0 +1,69 @@
+//! Reading the event feed: pages for the `events` query, and the filter and start position of
+//! a subscription. Both are decided on the tenant (`compute:events:read`), then each event is
+//! filtered to what the caller may read; the whole feed (no tenant) is the operator's.
+use std::sync::Arc;
+
+use super::authz::Actor;
+use super::feed::Filter;
+use super::{Services, validate};
+use crate::error::{Error, Result};
+use crate::store::outbox::{self, Event, Position};
+
+const MAX_PAGE: i32 = 1000;
+const MAX_TYPES: usize = 50;
+
+pub struct EventPage {
+    pub events: Vec<Arc<Event>>,
+    /// The position to continue after: the last event read, even one filtered out.
+    pub end: Position,
+    pub has_next_page: bool,
+}
+
+impl Services {
+    pub async fn event_list(
+        &self,
+        actor: &Actor,
+        tenant_id: Option<String>,
+        after: Option<&str>,
+        first: i32,
+    ) -> Result<EventPage> {
+        validate::range("first", i64::from(first), 1, i64::from(MAX_PAGE))?;
+        let filter = self.event_filter(actor, tenant_id, Vec::new())?;
+        let after = after.map(|c| self.feed.parse_cursor(c)).transpose()?.unwrap_or_default();
+        let rows = outbox::read_after(&self.db, after, filter.tenant_id.as_deref(), first as u64).await?;
+        let has_next_page = rows.len() == first as usize;
+        let end = rows.last().map(|e| e.position).unwrap_or(after);
+        let events = rows.into_iter().filter(|e| filter.accepts(e)).map(Arc::new).collect();
+        Ok(EventPage { events, end, has_next_page })
+    }
+
+    pub async fn event_subscription(
+        &self,
+        actor: &Actor,
+        tenant_id: Option<String>,
+        types: Vec<String>,
+        after: Option<&str>,
+    ) -> Result<(Filter, Option<Position>)> {
+        let filter = self.event_filter(actor, tenant_id, types)?;
+        let after = after.map(|c| self.feed.parse_cursor(c)).transpose()?;
+        Ok((filter, after))
+    }
+
+    fn event_filter(&self, actor: &Actor, tenant_id: Option<String>, types: Vec<String>) -> Result<Filter> {
+        match &tenant_id {
+            Some(tenant_id) => {
+                validate::tenant_id("tenantId", tenant_id)?;
+                actor.decide_list("compute:events:read", tenant_id)?;
+            }
+            None if actor.is_operator() => {}
+            None => return Err(Error::invalid_input("tenantId", "tenantId is required for a tenant's token")),
+        }
+        if types.len() > MAX_TYPES {
+            return Err(Error::invalid_input("types", format!("at most {MAX_TYPES} types")));
+        }
+        for t in &types {
+            validate::max_len("types", t, 128)?;
+        }
+        Ok(Filter { actor: actor.clone(), tenant_id, types, subject: None })
+    }
+}

@@ -1,0 +1,267 @@
+//! The event feed of one process: a single tailer reads new outbox rows (woken in-process after a
+//! commit, by LISTEN/NOTIFY on PostgreSQL for other replicas' commits, and by a slow poll as a
+//! safety net) and fans them out to subscribers over a broadcast channel; subscribers never query
+//! per event. A subscriber that starts `after` a cursor, or falls behind the channel, reads from
+//! the outbox until it has caught up, then goes live: no gap, no duplicate.
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::Stream;
+use sea_orm::{DatabaseConnection, DbBackend};
+use tokio::sync::{Notify, broadcast};
+use tokio_util::sync::CancellationToken;
+
+use crate::error::Result;
+use crate::metrics::{GaugeGuard, Metrics};
+use crate::service::authz::{Actor, Target, read_permission};
+use crate::store::outbox::{self, Cursor, Event, Position};
+
+const TAIL_BATCH: u64 = 512;
+const REPLAY_PAGE: u64 = 256;
+const CHANNEL_CAPACITY: usize = 2048;
+
+#[derive(Clone)]
+pub struct Feed {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    db: DatabaseConnection,
+    epoch: String,
+    wake: Notify,
+    live: Mutex<Live>,
+    metrics: Arc<Metrics>,
+}
+
+/// The tailer's position and the channel it sends on, changed together under one lock so a new
+/// subscriber knows exactly which events it will receive live.
+struct Live {
+    sender: broadcast::Sender<Arc<Event>>,
+    head: Position,
+}
+
+/// Which events a subscriber or a page wants.
+#[derive(Clone, Debug)]
+pub struct Filter {
+    pub actor: Actor,
+    pub tenant_id: Option<String>,
+    /// Exact types, or prefixes written `providerVolume.*`; empty means every type.
+    pub types: Vec<String>,
+    /// Only events about this subject.
+    pub subject: Option<String>,
+}
+
+impl Filter {
+    pub fn accepts(&self, event: &Event) -> bool {
+        if self.tenant_id.is_some() && event.tenant_id != self.tenant_id {
+            return false;
+        }
+        if self.subject.as_ref().is_some_and(|s| *s != event.subject) {
+            return false;
+        }
+        if !self.types.is_empty() && !self.types.iter().any(|t| type_matches(t, &event.event_type)) {
+            return false;
+        }
+        match &event.tenant_id {
+            Some(tenant_id) => {
+                let target =
+                    Target::resource(tenant_id, event.project_id.as_deref(), &event.subject_kind, &event.subject);
+                self.actor.allows(read_permission(&event.subject_kind), &target)
+            }
+            None => self.actor.is_operator(),
+        }
+    }
+}
+
+fn type_matches(pattern: &str, event_type: &str) -> bool {
+    match pattern.strip_suffix('*') {
+        Some(prefix) => event_type.starts_with(prefix),
+        None => pattern == event_type,
+    }
+}
+
+impl Feed {
+    /// Starts the tailer at the current end of the outbox.
+    pub async fn start(
+        db: DatabaseConnection,
+        metrics: Arc<Metrics>,
+        poll: Duration,
+        stop: CancellationToken,
+    ) -> Result<Feed> {
+        let epoch = outbox::feed_epoch(&db).await?;
+        let head = outbox::head(&db).await?;
+        let (sender, _) = broadcast::channel(CHANNEL_CAPACITY);
+        let feed = Feed {
+            inner: Arc::new(Inner { db, epoch, wake: Notify::new(), live: Mutex::new(Live { sender, head }), metrics }),
+        };
+        if feed.inner.db.get_database_backend() == DbBackend::Postgres {
+            tokio::spawn(listen(feed.clone(), stop.clone()));
+        }
+        tokio::spawn(tail(feed.clone(), poll, stop));
+        Ok(feed)
+    }
+
+    /// Tells the tailer new rows were committed.
+    pub fn wake(&self) {
+        self.inner.wake.notify_one();
+    }
+
+    pub fn epoch(&self) -> &str {
+        &self.inner.epoch
+    }
+
+    pub fn cursor(&self, position: Position) -> String {
+        Cursor { epoch: self.inner.epoch.clone(), position }.to_string()
+    }
+
+    pub fn parse_cursor(&self, text: &str) -> Result<Position> {
+        Cursor::parse(text, &self.inner.epoch)
+    }
+
+    pub fn db(&self) -> &DatabaseConnection {
+        &self.inner.db
+    }
+
+    /// Events the filter accepts, from `after` (replayed from the outbox) or from now on, in feed
+    /// order, until the feed stops.
+    pub fn subscribe(
+        &self,
+        filter: Filter,
+        after: Option<Position>,
+    ) -> impl Stream<Item = Result<Arc<Event>>> + Send + 'static + use<> {
+        let (receiver, head) = {
+            let live = self.inner.live.lock().unwrap_or_else(|e| e.into_inner());
+            (live.sender.subscribe(), live.head)
+        };
+        let state = Subscriber {
+            feed: self.clone(),
+            filter,
+            receiver,
+            last: after.unwrap_or(head),
+            replaying: after.is_some(),
+            ready: VecDeque::new(),
+            _open: GaugeGuard::new(self.inner.metrics.clone(), "vps_graph_subscribers"),
+        };
+        futures_util::stream::unfold(state, |mut state| async move {
+            let item = state.next().await?;
+            Some((item, state))
+        })
+    }
+}
+
+struct Subscriber {
+    feed: Feed,
+    filter: Filter,
+    receiver: broadcast::Receiver<Arc<Event>>,
+    /// The position of the last event this subscriber has passed (delivered or filtered out).
+    last: Position,
+    replaying: bool,
+    ready: VecDeque<Arc<Event>>,
+    _open: GaugeGuard,
+}
+
+impl Subscriber {
+    async fn next(&mut self) -> Option<Result<Arc<Event>>> {
+        loop {
+            if let Some(event) = self.ready.pop_front() {
+                self.feed.inner.metrics.inc("vps_graph_events_delivered_total", &[]);
+                return Some(Ok(event));
+            }
+            if self.replaying {
+                if let Err(err) = self.replay_page().await {
+                    return Some(Err(err));
+                }
+                continue;
+            }
+            match self.receiver.recv().await {
+                Ok(event) => self.pass(event),
+                Err(broadcast::error::RecvError::Lagged(_)) => self.replaying = true,
+                Err(broadcast::error::RecvError::Closed) => return None,
+            }
+        }
+    }
+
+    async fn replay_page(&mut self) -> Result<()> {
+        let tenant = self.filter.tenant_id.as_deref();
+        let page = outbox::read_after(self.feed.db(), self.last, tenant, REPLAY_PAGE).await?;
+        if (page.len() as u64) < REPLAY_PAGE {
+            self.replaying = false;
+        }
+        for event in page {
+            self.pass(Arc::new(event));
+        }
+        Ok(())
+    }
+
+    fn pass(&mut self, event: Arc<Event>) {
+        if event.position <= self.last {
+            return;
+        }
+        self.last = event.position;
+        if self.filter.accepts(&event) {
+            self.ready.push_back(event);
+        }
+    }
+}
+
+async fn tail(feed: Feed, poll: Duration, stop: CancellationToken) {
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => break,
+            _ = feed.inner.wake.notified() => {}
+            _ = tokio::time::sleep(poll) => {}
+        }
+        if let Err(err) = drain(&feed).await {
+            tracing::warn!(error = err.describe(), "feed tailer could not read the outbox");
+        }
+    }
+    // Dropping the sender ends every live subscription.
+    let (closed, _) = broadcast::channel(1);
+    feed.inner.live.lock().unwrap_or_else(|e| e.into_inner()).sender = closed;
+}
+
+async fn drain(feed: &Feed) -> Result<()> {
+    loop {
+        let head = feed.inner.live.lock().unwrap_or_else(|e| e.into_inner()).head;
+        let batch = outbox::read_after(feed.db(), head, None, TAIL_BATCH).await?;
+        let full = batch.len() as u64 == TAIL_BATCH;
+        feed.inner.metrics.add("vps_graph_events_tailed_total", &[], batch.len() as f64);
+        let mut live = feed.inner.live.lock().unwrap_or_else(|e| e.into_inner());
+        for event in batch {
+            live.head = event.position;
+            let _ = live.sender.send(Arc::new(event));
+        }
+        if !full {
+            return Ok(());
+        }
+    }
+}
+
+/// Wakes the tailer on other replicas' commits (PostgreSQL `NOTIFY` from the outbox trigger).
+async fn listen(feed: Feed, stop: CancellationToken) {
+    let pool = feed.db().get_postgres_connection_pool().clone();
+    loop {
+        let mut listener = match sqlx::postgres::PgListener::connect_with(&pool).await {
+            Ok(listener) => listener,
+            Err(err) => {
+                tracing::warn!(error = %err, "outbox LISTEN could not connect; polling meanwhile");
+                tokio::select! { _ = stop.cancelled() => return, _ = tokio::time::sleep(Duration::from_secs(5)) => continue }
+            }
+        };
+        if let Err(err) = listener.listen("vps_graph_outbox").await {
+            tracing::warn!(error = %err, "outbox LISTEN failed");
+            continue;
+        }
+        loop {
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                note = listener.recv() => match note {
+                    Ok(_) => feed.wake(),
+                    Err(err) => { tracing::warn!(error = %err, "outbox LISTEN dropped; reconnecting"); break; }
+                }
+            }
+        }
+        feed.wake();
+    }
+}

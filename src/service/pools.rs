@@ -1,0 +1,397 @@
+//! Provider accounts, the pools on them, and the quotas a pool is offered to a tenant with.
+//! A pool is on one account: the platform's (billing METERED) or a tenant's own (billing BYO,
+//! offered to that tenant only). Offering a pool creates the tenant's quota rows; a resource
+//! kind without a row gets nothing (QUOTA_EXCEEDED, fail closed).
+use std::collections::HashMap;
+
+use chrono::Utc;
+use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, Set};
+use serde_json::json;
+
+use super::authz::{Actor, Target};
+use super::tenants::find_tenant;
+use super::{Services, validate};
+use crate::error::{Code, Error, Result};
+use crate::ids;
+use crate::store::entity::{pool, pool_offer, provider_account, quota};
+use crate::store::is_unique_violation;
+use crate::store::outbox::NewEvent;
+
+pub const KIND_DIGITALOCEAN: &str = "digitalocean";
+pub const KIND_AWS: &str = "aws";
+pub const BILLING_METERED: &str = "metered";
+pub const BILLING_BYO: &str = "byo";
+const MAX_REGIONS: usize = 32;
+const MAX_QUOTAS_PER_OFFER: usize = 32;
+
+pub struct ProviderAccountCreate {
+    pub name: String,
+    pub kind: String,
+    pub api_url: Option<String>,
+    pub credential_ref: String,
+    pub regions: Vec<String>,
+    pub zones: Vec<String>,
+    pub tenant_id: Option<String>,
+}
+
+pub struct PoolCreate {
+    pub name: String,
+    pub provider_account_id: String,
+    pub billing: String,
+}
+
+pub struct QuotaLimit {
+    pub resource: String,
+    pub max: i64,
+}
+
+pub struct PoolOffer {
+    pub pool_id: String,
+    pub tenant_id: String,
+    pub quotas: Vec<QuotaLimit>,
+}
+
+pub struct QuotaSet {
+    pub tenant_id: String,
+    pub pool_id: String,
+    pub resource: String,
+    pub max: i64,
+}
+
+/// A pool with the account it is on.
+#[derive(Clone, Debug)]
+pub struct PoolView {
+    pub pool: pool::Model,
+    pub account: provider_account::Model,
+}
+
+pub fn strings(json: &serde_json::Value) -> Vec<String> {
+    json.as_array().map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect()).unwrap_or_default()
+}
+
+pub fn account_view(a: &provider_account::Model) -> serde_json::Value {
+    // Never the credential reference: the API does not return where secrets live.
+    json!({ "id": a.id, "name": a.name, "kind": a.kind, "apiUrl": a.api_url, "regions": a.regions, "zones": a.zones, "tenantId": a.tenant_id, "version": a.version })
+}
+
+pub fn pool_view(p: &pool::Model) -> serde_json::Value {
+    json!({ "id": p.id, "name": p.name, "providerAccountId": p.provider_account_id, "billing": p.billing, "version": p.version })
+}
+
+pub fn quota_view(q: &quota::Model) -> serde_json::Value {
+    json!({ "tenantId": q.tenant_id, "poolId": q.pool_id, "resource": q.resource, "max": q.max, "used": q.used, "version": q.version })
+}
+
+fn default_api_url(kind: &str) -> Option<&'static str> {
+    match kind {
+        KIND_DIGITALOCEAN => Some("https://api.digitalocean.com"),
+        _ => None,
+    }
+}
+
+impl Services {
+    pub async fn provider_account_create(
+        &self,
+        actor: &Actor,
+        input: ProviderAccountCreate,
+    ) -> Result<provider_account::Model> {
+        actor.require_operator()?;
+        validate::name("name", &input.name)?;
+        validate::credential_ref("credentialRef", &input.credential_ref)?;
+        let api_url = match (&input.api_url, default_api_url(&input.kind)) {
+            (Some(url), _) => url.clone(),
+            (None, Some(url)) => url.to_owned(),
+            (None, None) => String::new(),
+        };
+        if !api_url.is_empty() {
+            validate::url("apiUrl", &api_url)?;
+        }
+        check_places("regions", &input.regions, validate::region, true)?;
+        check_places("zones", &input.zones, validate::zone, false)?;
+        if input.kind == KIND_AWS && input.zones.is_empty() {
+            return Err(Error::invalid_input("zones", "an AWS account names the zones it uses"));
+        }
+        let txn = self.begin().await?;
+        if let Some(tenant_id) = &input.tenant_id {
+            find_tenant(&txn, tenant_id).await?;
+        }
+        let now = Utc::now();
+        let created = provider_account::ActiveModel {
+            id: Set(ids::new_id(ids::PROVIDER_ACCOUNT)),
+            tenant_id: Set(input.tenant_id.clone()),
+            name: Set(input.name.clone()),
+            kind: Set(input.kind),
+            api_url: Set(api_url),
+            credential_ref: Set(input.credential_ref),
+            regions: Set(json!(input.regions)),
+            zones: Set(json!(input.zones)),
+            sim: Set(false),
+            version: Set(1),
+            created_at: Set(now),
+            updated_at: Set(now),
+        }
+        .insert(&txn)
+        .await
+        .map_err(|err| unique_name(err, "provider account", &input.name))?;
+        let event = NewEvent {
+            event_type: "providerAccount.created".into(),
+            subject_kind: "provider-account",
+            subject: created.id.clone(),
+            tenant_id: created.tenant_id.clone(),
+            project_id: None,
+            version: created.version,
+            data: account_view(&created),
+        };
+        self.commit(txn, vec![event]).await?;
+        Ok(created)
+    }
+
+    pub async fn provider_account_list(&self, actor: &Actor) -> Result<Vec<provider_account::Model>> {
+        actor.require_operator()?;
+        Ok(provider_account::Entity::find().order_by_asc(provider_account::Column::Id).all(&self.db).await?)
+    }
+
+    pub async fn pool_create(&self, actor: &Actor, input: PoolCreate) -> Result<PoolView> {
+        actor.require_operator()?;
+        validate::name("name", &input.name)?;
+        validate::id("providerAccountId", ids::PROVIDER_ACCOUNT, &input.provider_account_id)?;
+        let txn = self.begin().await?;
+        let account = provider_account::Entity::find_by_id(input.provider_account_id.clone())
+            .one(&txn)
+            .await?
+            .ok_or_else(|| Error::not_found("provider-account", &input.provider_account_id))?;
+        let expected = if account.tenant_id.is_some() { BILLING_BYO } else { BILLING_METERED };
+        if input.billing != expected {
+            return Err(Error::invalid_input(
+                "billing",
+                format!(
+                    "a pool on {} account is billed {}",
+                    if expected == BILLING_BYO { "a tenant's own" } else { "the platform's" },
+                    expected.to_uppercase()
+                ),
+            ));
+        }
+        let now = Utc::now();
+        let created = pool::ActiveModel {
+            id: Set(ids::new_id(ids::POOL)),
+            name: Set(input.name.clone()),
+            provider_account_id: Set(account.id.clone()),
+            billing: Set(input.billing),
+            version: Set(1),
+            created_at: Set(now),
+            updated_at: Set(now),
+        }
+        .insert(&txn)
+        .await
+        .map_err(|err| unique_name(err, "pool", &input.name))?;
+        let event = NewEvent {
+            event_type: "pool.created".into(),
+            subject_kind: "pool",
+            subject: created.id.clone(),
+            tenant_id: account.tenant_id.clone(),
+            project_id: None,
+            version: created.version,
+            data: pool_view(&created),
+        };
+        self.commit(txn, vec![event]).await?;
+        Ok(PoolView { pool: created, account })
+    }
+
+    /// Offers a pool to a tenant: records the offer and creates (or resets the max of) the
+    /// tenant's quota rows on it.
+    pub async fn pool_offer(&self, actor: &Actor, input: PoolOffer) -> Result<Vec<quota::Model>> {
+        actor.require_operator()?;
+        validate::id("poolId", ids::POOL, &input.pool_id)?;
+        validate::tenant_id("tenantId", &input.tenant_id)?;
+        if input.quotas.len() > MAX_QUOTAS_PER_OFFER {
+            return Err(Error::invalid_input("quotas", format!("at most {MAX_QUOTAS_PER_OFFER} quotas")));
+        }
+        for limit in &input.quotas {
+            validate::quota_resource("quotas.resource", &limit.resource)?;
+            validate::range("quotas.max", limit.max, 0, i64::from(i32::MAX))?;
+        }
+        let txn = self.begin().await?;
+        find_tenant(&txn, &input.tenant_id).await?;
+        let view = find_pool(&txn, &input.pool_id).await?;
+        if let Some(owner) = &view.account.tenant_id
+            && *owner != input.tenant_id
+        {
+            return Err(Error::invalid_input(
+                "tenantId",
+                "a pool on a tenant's own account is offered to that tenant only",
+            ));
+        }
+        let now = Utc::now();
+        pool_offer::Entity::insert(pool_offer::ActiveModel {
+            tenant_id: Set(input.tenant_id.clone()),
+            pool_id: Set(input.pool_id.clone()),
+            created_at: Set(now),
+        })
+        .on_conflict_do_nothing()
+        .exec(&txn)
+        .await?;
+        let mut quotas = Vec::new();
+        let mut events = vec![NewEvent {
+            event_type: "pool.offered".into(),
+            subject_kind: "pool",
+            subject: input.pool_id.clone(),
+            tenant_id: Some(input.tenant_id.clone()),
+            project_id: None,
+            version: view.pool.version,
+            data: json!({ "pool": pool_view(&view.pool), "tenantId": input.tenant_id }),
+        }];
+        for limit in input.quotas {
+            let row = set_quota(&txn, &input.tenant_id, &input.pool_id, &limit.resource, limit.max).await?;
+            events.push(quota_event(&row));
+            quotas.push(row);
+        }
+        self.commit(txn, events).await?;
+        Ok(quotas)
+    }
+
+    pub async fn quota_set(&self, actor: &Actor, input: QuotaSet) -> Result<quota::Model> {
+        actor.require_operator()?;
+        validate::tenant_id("tenantId", &input.tenant_id)?;
+        validate::id("poolId", ids::POOL, &input.pool_id)?;
+        validate::quota_resource("resource", &input.resource)?;
+        validate::range("max", input.max, 0, i64::from(i32::MAX))?;
+        let txn = self.begin().await?;
+        find_tenant(&txn, &input.tenant_id).await?;
+        find_pool(&txn, &input.pool_id).await?;
+        let offered =
+            pool_offer::Entity::find_by_id((input.tenant_id.clone(), input.pool_id.clone())).one(&txn).await?;
+        if offered.is_none() {
+            return Err(Error::new(
+                Code::InvalidState,
+                format!("pool {} is not offered to tenant {}", input.pool_id, input.tenant_id),
+            )
+            .with_details(json!({ "reason": "notOffered" })));
+        }
+        let row = set_quota(&txn, &input.tenant_id, &input.pool_id, &input.resource, input.max).await?;
+        self.commit(txn, vec![quota_event(&row)]).await?;
+        Ok(row)
+    }
+
+    /// The pools offered to the tenant.
+    pub async fn pool_list(&self, actor: &Actor, tenant_id: &str) -> Result<Vec<PoolView>> {
+        actor.decide("compute:pools:read", &Target::tenant(tenant_id))?;
+        let offers =
+            pool_offer::Entity::find().filter(pool_offer::Column::TenantId.eq(tenant_id)).all(&self.db).await?;
+        let pool_ids: Vec<String> = offers.into_iter().map(|o| o.pool_id).collect();
+        let pools = pool::Entity::find()
+            .filter(pool::Column::Id.is_in(pool_ids))
+            .order_by_asc(pool::Column::Id)
+            .all(&self.db)
+            .await?;
+        let account_ids: Vec<String> = pools.iter().map(|p| p.provider_account_id.clone()).collect();
+        let accounts: HashMap<String, provider_account::Model> = provider_account::Entity::find()
+            .filter(provider_account::Column::Id.is_in(account_ids))
+            .all(&self.db)
+            .await?
+            .into_iter()
+            .map(|a| (a.id.clone(), a))
+            .collect();
+        Ok(pools
+            .into_iter()
+            .filter_map(|pool| {
+                accounts.get(&pool.provider_account_id).cloned().map(|account| PoolView { pool, account })
+            })
+            .collect())
+    }
+
+    /// The tenant's quotas, on one pool or on all.
+    pub async fn quota_list(&self, actor: &Actor, tenant_id: &str, pool_id: Option<&str>) -> Result<Vec<quota::Model>> {
+        if let Some(pool_id) = pool_id {
+            validate::id("poolId", ids::POOL, pool_id)?;
+        }
+        actor.decide("compute:quotas:read", &Target::tenant(tenant_id))?;
+        let mut query = quota::Entity::find().filter(quota::Column::TenantId.eq(tenant_id));
+        if let Some(pool_id) = pool_id {
+            query = query.filter(quota::Column::PoolId.eq(pool_id));
+        }
+        Ok(query.order_by_asc(quota::Column::PoolId).order_by_asc(quota::Column::Resource).all(&self.db).await?)
+    }
+}
+
+fn check_places(field: &str, values: &[String], rule: fn(&str, &str) -> Result<()>, required: bool) -> Result<()> {
+    if required && values.is_empty() {
+        return Err(Error::invalid_input(field, format!("{field} must name at least one")));
+    }
+    if values.len() > MAX_REGIONS {
+        return Err(Error::invalid_input(field, format!("at most {MAX_REGIONS} {field}")));
+    }
+    for (i, value) in values.iter().enumerate() {
+        rule(field, value)?;
+        if values[..i].contains(value) {
+            return Err(Error::invalid_input(field, format!("{value} is named twice")));
+        }
+    }
+    Ok(())
+}
+
+fn unique_name(err: sea_orm::DbErr, kind: &str, name: &str) -> Error {
+    if is_unique_violation(&err) {
+        Error::conflict(format!("a {kind} named {name} exists")).with_details(json!({ "field": "name" }))
+    } else {
+        err.into()
+    }
+}
+
+pub(crate) async fn find_pool(conn: &impl ConnectionTrait, pool_id: &str) -> Result<PoolView> {
+    let pool = pool::Entity::find_by_id(pool_id.to_owned())
+        .one(conn)
+        .await?
+        .ok_or_else(|| Error::not_found("pool", pool_id))?;
+    let account = provider_account::Entity::find_by_id(pool.provider_account_id.clone())
+        .one(conn)
+        .await?
+        .ok_or_else(|| Error::internal(format!("pool {pool_id} has no account")))?;
+    Ok(PoolView { pool, account })
+}
+
+async fn set_quota(
+    conn: &impl ConnectionTrait,
+    tenant_id: &str,
+    pool_id: &str,
+    resource: &str,
+    max: i64,
+) -> Result<quota::Model> {
+    let key = (tenant_id.to_owned(), pool_id.to_owned(), resource.to_owned());
+    let now = Utc::now();
+    let row = match quota::Entity::find_by_id(key).one(conn).await? {
+        Some(existing) => {
+            let version = existing.version + 1;
+            let mut row: quota::ActiveModel = existing.into();
+            row.max = Set(max);
+            row.version = Set(version);
+            row.updated_at = Set(now);
+            row.update(conn).await?
+        }
+        None => {
+            quota::ActiveModel {
+                tenant_id: Set(tenant_id.to_owned()),
+                pool_id: Set(pool_id.to_owned()),
+                resource: Set(resource.to_owned()),
+                max: Set(max),
+                used: Set(0),
+                version: Set(1),
+                updated_at: Set(now),
+            }
+            .insert(conn)
+            .await?
+        }
+    };
+    Ok(row)
+}
+
+fn quota_event(q: &quota::Model) -> NewEvent {
+    NewEvent {
+        event_type: "quota.updated".into(),
+        subject_kind: "quota",
+        subject: format!("{}/{}", q.pool_id, q.resource),
+        tenant_id: Some(q.tenant_id.clone()),
+        project_id: None,
+        version: q.version,
+        data: quota_view(q),
+    }
+}

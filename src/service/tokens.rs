@@ -1,0 +1,209 @@
+//! API tokens: issued by operators with grants, returned once, stored as a SHA-256 hash, and
+//! revoked by id. `authenticate` turns a bearer secret into the request's `Actor`.
+use chrono::Utc;
+use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, Set};
+use serde_json::json;
+use sha2::{Digest, Sha256};
+
+use super::authz::{Actor, Grant, OPERATOR_SCOPE};
+use super::tenants::find_tenant;
+use super::{Services, validate};
+use crate::error::{Code, Error, Result};
+use crate::ids;
+use crate::store::entity::{api_token, project, token_grant};
+use crate::store::idempotency::hex;
+use crate::store::outbox::NewEvent;
+
+const SECRET_PREFIX: &str = "vpsg_";
+const MAX_GRANTS: usize = 64;
+/// The kinds a single-resource scope may name.
+const RESOURCE_KINDS: &[&str] =
+    &["provider-volume", "provider-snapshot", "provider-address", "network", "filesystem", "instance", "pool"];
+
+pub struct TokenIssue {
+    pub tenant_id: Option<String>,
+    pub name: Option<String>,
+    pub grants: Vec<Grant>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Token {
+    pub token: api_token::Model,
+    pub grants: Vec<Grant>,
+}
+
+pub fn hash_secret(secret: &str) -> String {
+    hex(&Sha256::digest(secret.as_bytes()))
+}
+
+fn new_secret() -> Result<String> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).map_err(|e| Error::internal(format!("no randomness: {e}")))?;
+    Ok(format!("{SECRET_PREFIX}{}", hex(&bytes)))
+}
+
+fn token_view(t: &Token) -> serde_json::Value {
+    let grants: Vec<_> = t.grants.iter().map(|g| json!({ "permission": g.permission, "scope": g.scope })).collect();
+    json!({ "id": t.token.id, "tenantId": t.token.tenant_id, "name": t.token.name, "grants": grants, "createdAt": t.token.created_at, "revokedAt": t.token.revoked_at })
+}
+
+impl Services {
+    /// Issues a token and returns it with its secret, which is never shown again.
+    pub async fn token_issue(&self, actor: &Actor, input: TokenIssue) -> Result<(Token, String)> {
+        actor.require_operator()?;
+        if input.grants.is_empty() || input.grants.len() > MAX_GRANTS {
+            return Err(Error::invalid_input("grants", format!("a token has 1 to {MAX_GRANTS} grants")));
+        }
+        let name = input.name.unwrap_or_default();
+        validate::max_len("name", &name, 128)?;
+        let txn = self.begin().await?;
+        if let Some(tenant_id) = &input.tenant_id {
+            validate::tenant_id("tenantId", tenant_id)?;
+            find_tenant(&txn, tenant_id).await?;
+        }
+        for grant in &input.grants {
+            check_grant(&txn, input.tenant_id.as_deref(), grant).await?;
+        }
+        let secret = new_secret()?;
+        let token = api_token::ActiveModel {
+            id: Set(ids::new_id(ids::TOKEN)),
+            tenant_id: Set(input.tenant_id.clone()),
+            name: Set(name),
+            secret_hash: Set(hash_secret(&secret)),
+            created_at: Set(Utc::now()),
+            revoked_at: Set(None),
+        }
+        .insert(&txn)
+        .await?;
+        let mut grants: Vec<Grant> = Vec::new();
+        for grant in input.grants {
+            if grants.contains(&grant) {
+                continue;
+            }
+            token_grant::ActiveModel {
+                token_id: Set(token.id.clone()),
+                permission: Set(grant.permission.clone()),
+                scope: Set(grant.scope.clone()),
+            }
+            .insert(&txn)
+            .await?;
+            grants.push(grant);
+        }
+        let issued = Token { token, grants };
+        self.commit(txn, vec![token_event("token.issued", &issued)]).await?;
+        Ok((issued, secret))
+    }
+
+    pub async fn token_revoke(&self, actor: &Actor, token_id: &str) -> Result<Token> {
+        actor.require_operator()?;
+        validate::id("tokenId", ids::TOKEN, token_id)?;
+        let txn = self.begin().await?;
+        let token = api_token::Entity::find_by_id(token_id.to_owned())
+            .one(&txn)
+            .await?
+            .ok_or_else(|| Error::not_found("token", token_id))?;
+        if token.revoked_at.is_some() {
+            drop(txn);
+            return load_grants(&self.db, token).await;
+        }
+        let mut active: api_token::ActiveModel = token.into();
+        active.revoked_at = Set(Some(Utc::now()));
+        let token = active.update(&txn).await?;
+        let revoked = load_grants(&txn, token).await?;
+        self.commit(txn, vec![token_event("token.revoked", &revoked)]).await?;
+        Ok(revoked)
+    }
+
+    /// Tokens (never their secrets), of one tenant or, with None, the operator tokens.
+    pub async fn token_list(&self, actor: &Actor, tenant_id: Option<&str>) -> Result<Vec<Token>> {
+        actor.require_operator()?;
+        let query = match tenant_id {
+            Some(t) => api_token::Entity::find().filter(api_token::Column::TenantId.eq(t)),
+            None => api_token::Entity::find().filter(api_token::Column::TenantId.is_null()),
+        };
+        let tokens = query.order_by_asc(api_token::Column::Id).all(&self.db).await?;
+        let ids: Vec<String> = tokens.iter().map(|t| t.id.clone()).collect();
+        let grants = token_grant::Entity::find().filter(token_grant::Column::TokenId.is_in(ids)).all(&self.db).await?;
+        Ok(tokens
+            .into_iter()
+            .map(|token| {
+                let grants = grants
+                    .iter()
+                    .filter(|g| g.token_id == token.id)
+                    .map(|g| Grant::new(&g.permission, &g.scope))
+                    .collect();
+                Token { token, grants }
+            })
+            .collect())
+    }
+
+    /// The actor behind a bearer secret: UNAUTHENTICATED when it is unknown or revoked.
+    pub async fn authenticate(&self, secret: &str) -> Result<Actor> {
+        let hash = hash_secret(secret);
+        if self.admin_token_hash.as_deref() == Some(hash.as_str()) {
+            return Ok(Actor { token_id: None, tenant_id: None, grants: vec![Grant::new("*", OPERATOR_SCOPE)] });
+        }
+        let token = api_token::Entity::find()
+            .filter(api_token::Column::SecretHash.eq(hash))
+            .filter(api_token::Column::RevokedAt.is_null())
+            .one(&self.db)
+            .await?
+            .ok_or_else(|| Error::new(Code::Unauthenticated, "the bearer token is unknown or revoked"))?;
+        let token = load_grants(&self.db, token).await?;
+        Ok(Actor { token_id: Some(token.token.id), tenant_id: token.token.tenant_id, grants: token.grants })
+    }
+}
+
+/// A tenant token's grants stay inside its tenant; only a token of no tenant is an operator.
+async fn check_grant(conn: &impl ConnectionTrait, tenant_id: Option<&str>, grant: &Grant) -> Result<()> {
+    validate::permission("grants.permission", &grant.permission)?;
+    let invalid = |why: &str| Error::invalid_input("grants.scope", format!("scope {:?} {why}", grant.scope));
+    if grant.scope == OPERATOR_SCOPE {
+        return match tenant_id {
+            None => Ok(()),
+            Some(_) => Err(invalid("is for operator tokens, which belong to no tenant")),
+        };
+    }
+    let Some(tenant_id) = tenant_id else {
+        return Err(invalid("needs the token's tenantId; an operator token takes the scope operator"));
+    };
+    let Some((kind, id)) = grant.scope.split_once('/') else {
+        return Err(invalid("must be operator, tenant/<id>, project/<id> or <kind>/<id>"));
+    };
+    match kind {
+        "tenant" if id == tenant_id => Ok(()),
+        "tenant" => Err(invalid("names another tenant")),
+        "project" => {
+            let found = project::Entity::find_by_id(id.to_owned())
+                .filter(project::Column::TenantId.eq(tenant_id))
+                .one(conn)
+                .await?;
+            found.map(|_| ()).ok_or_else(|| invalid("names no project of the tenant"))
+        }
+        _ if RESOURCE_KINDS.contains(&kind) && !id.is_empty() && id.len() <= 64 => Ok(()),
+        _ => Err(invalid("names an unknown kind")),
+    }
+}
+
+async fn load_grants(conn: &impl ConnectionTrait, token: api_token::Model) -> Result<Token> {
+    let grants = token_grant::Entity::find()
+        .filter(token_grant::Column::TokenId.eq(token.id.clone()))
+        .all(conn)
+        .await?
+        .into_iter()
+        .map(|g| Grant::new(&g.permission, &g.scope))
+        .collect();
+    Ok(Token { token, grants })
+}
+
+fn token_event(event_type: &str, t: &Token) -> NewEvent {
+    NewEvent {
+        event_type: event_type.into(),
+        subject_kind: "token",
+        subject: t.token.id.clone(),
+        tenant_id: t.token.tenant_id.clone(),
+        project_id: None,
+        version: if t.token.revoked_at.is_some() { 2 } else { 1 },
+        data: token_view(t),
+    }
+}

@@ -1,0 +1,24 @@
+use sea_orm::entity::prelude::*;
+
+/// One slot per `(kind, resource_id)` in the reconcile queue; times are milliseconds on the
+/// service clock so tests can drive them.
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "work_items")]
+pub struct Model {
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub kind: String,
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub resource_id: String,
+    pub due_at: i64,
+    pub lease_owner: Option<String>,
+    pub lease_until: Option<i64>,
+    pub lease_epoch: i64,
+    pub run_again: bool,
+    pub attempts: i32,
+    pub last_error: Option<String>,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}

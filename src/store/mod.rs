@@ -1,0 +1,47 @@
+//! The store: SeaORM entities, the connection to SQLite or PostgreSQL, and the mechanisms every
+//! resource service uses inside its transaction (quota ledger, idempotency records, outbox).
+//! It knows nothing of GraphQL, HTTP or providers.
+pub mod entity;
+pub mod idempotency;
+pub mod outbox;
+pub mod quota;
+
+use std::time::Duration;
+
+use migrations::{Migrator, MigratorTrait};
+use sea_orm::{ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DbBackend, DbErr, Statement};
+
+/// Connects to `url` (a `sqlite:` or `postgres:` URL) and applies pending migrations.
+pub async fn connect(url: &str, max_connections: u32) -> Result<DatabaseConnection, DbErr> {
+    let mut options = ConnectOptions::new(url.to_owned());
+    options.sqlx_logging(false).acquire_timeout(Duration::from_secs(30));
+    if url.starts_with("sqlite:") {
+        // SQLite serializes writers; one connection makes that explicit instead of surfacing
+        // SQLITE_BUSY on concurrent transactions, and it keeps `sqlite::memory:` alive.
+        options.max_connections(1).min_connections(1).idle_timeout(None::<Duration>).max_lifetime(None::<Duration>);
+    } else {
+        options.max_connections(max_connections).min_connections(1);
+    }
+    let db = Database::connect(options).await?;
+    if db.get_database_backend() == DbBackend::Sqlite {
+        db.execute_unprepared("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")
+            .await?;
+    }
+    Migrator::up(&db, None).await?;
+    outbox::ensure_feed_epoch(&db).await?;
+    Ok(db)
+}
+
+/// True when the database answers and every migration is applied.
+pub async fn ready(db: &DatabaseConnection) -> bool {
+    let probe = Statement::from_string(db.get_database_backend(), "SELECT 1");
+    if db.query_one_raw(probe).await.is_err() {
+        return false;
+    }
+    matches!(Migrator::get_pending_migrations(db).await, Ok(pending) if pending.is_empty())
+}
+
+/// Whether an insert failed on a unique or primary key.
+pub fn is_unique_violation(err: &DbErr) -> bool {
+    matches!(err.sql_err(), Some(sea_orm::SqlErr::UniqueConstraintViolation(_)))
+}

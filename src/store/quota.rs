@@ -1,0 +1,122 @@
+//! Quota booking: a resource holds an amount of one quota (`diskGiB`, `addresses` …) of a
+//! (tenant, pool). `hold` sets that amount: the difference is charged with one conditional
+//! UPDATE (`used + delta <= max`), and the ledger row keyed by the resource id remembers it, so
+//! booking, growing and refunding are all idempotent. Call it inside the mutation's transaction.
+use chrono::Utc;
+use sea_orm::{ConnectionTrait, DbBackend, Statement, Value};
+use serde_json::json;
+
+use crate::error::{Code, Error, Result};
+
+pub struct Holding<'a> {
+    pub tenant_id: &'a str,
+    pub pool_id: &'a str,
+    /// The quota's resource name, e.g. `diskGiB`.
+    pub quota: &'a str,
+    /// The resource that holds it, e.g. a `pvol_…` id.
+    pub resource_id: &'a str,
+}
+
+/// Makes `holding` hold exactly `amount` (0 refunds it). QUOTA_EXCEEDED when the growth does not
+/// fit, or when there is no quota row at all (fail closed).
+pub async fn hold(conn: &impl ConnectionTrait, holding: &Holding<'_>, amount: i64) -> Result<()> {
+    let backend = conn.get_database_backend();
+    let now = Utc::now();
+    conn.execute_raw(stmt(
+        backend,
+        "INSERT INTO quota_ledger (resource_id, quota_resource, tenant_id, pool_id, amount, updated_at) \
+         VALUES ($1, $2, $3, $4, 0, $5) ON CONFLICT DO NOTHING",
+        vec![
+            holding.resource_id.into(),
+            holding.quota.into(),
+            holding.tenant_id.into(),
+            holding.pool_id.into(),
+            now.into(),
+        ],
+    ))
+    .await?;
+    // Row lock on PostgreSQL so two replays of one booking cannot both charge; SQLite has one writer.
+    let lock = if backend == DbBackend::Postgres { " FOR UPDATE" } else { "" };
+    let held: i64 = conn
+        .query_one_raw(stmt(
+            backend,
+            &format!("SELECT amount FROM quota_ledger WHERE resource_id = $1 AND quota_resource = $2{lock}"),
+            vec![holding.resource_id.into(), holding.quota.into()],
+        ))
+        .await?
+        .ok_or_else(|| Error::internal("quota ledger row vanished"))?
+        .try_get("", "amount")?;
+    let delta = amount - held;
+    if delta == 0 {
+        return Ok(());
+    }
+    let charged = conn
+        .execute_raw(stmt(
+            backend,
+            "UPDATE quotas SET used = used + $1, version = version + 1, updated_at = $2 \
+             WHERE tenant_id = $3 AND pool_id = $4 AND resource = $5 AND used + $1 <= max AND used + $1 >= 0",
+            vec![delta.into(), now.into(), holding.tenant_id.into(), holding.pool_id.into(), holding.quota.into()],
+        ))
+        .await?
+        .rows_affected();
+    if charged == 0 {
+        return Err(exceeded(conn, holding, delta).await);
+    }
+    conn.execute_raw(stmt(
+        backend,
+        "UPDATE quota_ledger SET amount = $1, updated_at = $2 WHERE resource_id = $3 AND quota_resource = $4",
+        vec![amount.into(), now.into(), holding.resource_id.into(), holding.quota.into()],
+    ))
+    .await?;
+    Ok(())
+}
+
+/// What `holding` holds now (0 when it holds nothing).
+pub async fn held(conn: &impl ConnectionTrait, resource_id: &str, quota: &str) -> Result<i64> {
+    let backend = conn.get_database_backend();
+    let row = conn
+        .query_one_raw(stmt(
+            backend,
+            "SELECT amount FROM quota_ledger WHERE resource_id = $1 AND quota_resource = $2",
+            vec![resource_id.into(), quota.into()],
+        ))
+        .await?;
+    Ok(match row {
+        Some(row) => row.try_get("", "amount")?,
+        None => 0,
+    })
+}
+
+async fn exceeded(conn: &impl ConnectionTrait, holding: &Holding<'_>, requested: i64) -> Error {
+    let row = conn
+        .query_one_raw(stmt(
+            conn.get_database_backend(),
+            "SELECT max, used FROM quotas WHERE tenant_id = $1 AND pool_id = $2 AND resource = $3",
+            vec![holding.tenant_id.into(), holding.pool_id.into(), holding.quota.into()],
+        ))
+        .await;
+    let (limit, used) = match row {
+        Ok(Some(row)) => (row.try_get::<i64>("", "max").unwrap_or(0), row.try_get::<i64>("", "used").unwrap_or(0)),
+        Ok(None) => (0, 0),
+        Err(err) => return err.into(),
+    };
+    Error::new(
+        Code::QuotaExceeded,
+        format!("quota {} of pool {} has room for {} more, {requested} asked", holding.quota, holding.pool_id, (limit - used).max(0)),
+    )
+    .with_details(json!({ "resource": holding.quota, "poolId": holding.pool_id, "limit": limit, "used": used, "requested": requested }))
+}
+
+/// A statement written with `$n` placeholders, turned into `?` for SQLite.
+pub(crate) fn stmt(backend: DbBackend, sql: &str, values: Vec<Value>) -> Statement {
+    let sql = match backend {
+        DbBackend::Postgres => sql.to_owned(),
+        _ => sqlite_placeholders(sql),
+    };
+    Statement::from_sql_and_values(backend, sql, values)
+}
+
+/// `$1 … $n` → `?1 … ?n`, which SQLite binds by number (so a value may be used twice).
+fn sqlite_placeholders(sql: &str) -> String {
+    sql.replace('$', "?")
+}
