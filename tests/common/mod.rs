@@ -1,0 +1,279 @@
+//! Test harness: a fresh database per test (SQLite in memory always; with `TEST_DATABASE_URL`
+//! a new PostgreSQL database, dropped afterwards), the whole app on a loopback port, and a
+//! client that speaks GraphQL to it over HTTP and WebSocket.
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::http::HeaderValue;
+use vps_graph::app::{App, AppConfig};
+use vps_graph::config::LimitArgs;
+
+pub const ADMIN: &str = "test-admin-token";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// Generates `<name>::sqlite` and `<name>::postgres` from one async body taking a `Backend`.
+/// The PostgreSQL variant says so and returns when `TEST_DATABASE_URL` is not set.
+#[macro_export]
+macro_rules! db_test {
+    ($name:ident, $body:expr) => {
+        mod $name {
+            use super::*;
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                ($body)($crate::common::Backend::Sqlite).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres() {
+                if $crate::common::postgres_base().is_none() {
+                    eprintln!("TEST_DATABASE_URL is not set: PostgreSQL variant not run");
+                    return;
+                }
+                ($body)($crate::common::Backend::Postgres).await;
+            }
+        }
+    };
+}
+
+pub fn postgres_base() -> Option<String> {
+    std::env::var("TEST_DATABASE_URL").ok().filter(|u| !u.is_empty())
+}
+
+/// A database for one test; a PostgreSQL one is dropped with it.
+pub struct TestDb {
+    pub url: String,
+    drop_name: Option<String>,
+}
+
+impl TestDb {
+    pub async fn new(backend: Backend) -> TestDb {
+        match backend {
+            Backend::Sqlite => TestDb { url: "sqlite::memory:".into(), drop_name: None },
+            Backend::Postgres => {
+                let base = postgres_base().expect("TEST_DATABASE_URL");
+                let name = format!("vpsg_t_{}", ulid::Ulid::generate().to_string().to_lowercase());
+                admin_sql(&base, &format!("CREATE DATABASE {name}")).await;
+                TestDb { url: with_database(&base, &name), drop_name: Some(name) }
+            }
+        }
+    }
+}
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        let Some(name) = self.drop_name.take() else { return };
+        let base = postgres_base().expect("TEST_DATABASE_URL");
+        // Drop runs inside the test's runtime: use a thread with its own.
+        let _ = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+            rt.block_on(admin_sql(&base, &format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")));
+        })
+        .join();
+    }
+}
+
+async fn admin_sql(base: &str, sql: &str) {
+    use sqlx::Connection;
+    let mut conn = sqlx::PgConnection::connect(base).await.expect("connect to TEST_DATABASE_URL");
+    sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned())).execute(&mut conn).await.expect("admin statement");
+}
+
+/// `base` with its database name replaced by `name`.
+pub fn with_database(base: &str, name: &str) -> String {
+    let (head, query) = match base.split_once('?') {
+        Some((h, q)) => (h, Some(q)),
+        None => (base, None),
+    };
+    let scheme_end = head.find("://").map(|i| i + 3).unwrap_or(0);
+    let host_part = match head[scheme_end..].find('/') {
+        Some(i) => &head[..scheme_end + i],
+        None => head,
+    };
+    match query {
+        Some(q) => format!("{host_part}/{name}?{q}"),
+        None => format!("{host_part}/{name}"),
+    }
+}
+
+pub fn config(url: &str) -> AppConfig {
+    AppConfig {
+        database_url: url.to_owned(),
+        db_max_connections: 16,
+        admin_token: Some(ADMIN.into()),
+        demo: false,
+        limits: LimitArgs { feed_poll_ms: 200, ..LimitArgs::default() },
+    }
+}
+
+/// The app on a loopback port.
+pub struct TestServer {
+    pub app: App,
+    pub addr: SocketAddr,
+    pub http: reqwest::Client,
+    _db: Option<TestDb>,
+}
+
+impl TestServer {
+    pub async fn start(backend: Backend) -> TestServer {
+        let db = TestDb::new(backend).await;
+        let mut server = TestServer::with_config(config(&db.url)).await;
+        server._db = Some(db);
+        server
+    }
+
+    pub async fn with_config(config: AppConfig) -> TestServer {
+        vps_graph::init_crypto();
+        let app = App::start(config).await.expect("app starts");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let router = app.router();
+        tokio::spawn(async move { axum::serve(listener, router).await });
+        TestServer { app, addr, http: reqwest::Client::new(), _db: None }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    /// POSTs a GraphQL request and returns the response body.
+    pub async fn gql(&self, token: Option<&str>, query: &str, variables: Value) -> Value {
+        let mut request = self.http.post(self.url("/graphql")).json(&json!({ "query": query, "variables": variables }));
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        request.send().await.expect("request").json().await.expect("json body")
+    }
+
+    /// `data` of a request that must succeed.
+    pub async fn ok(&self, token: Option<&str>, query: &str, variables: Value) -> Value {
+        let body = self.gql(token, query, variables).await;
+        assert!(body.get("errors").is_none(), "unexpected errors: {body}");
+        body["data"].clone()
+    }
+
+    /// `extensions.code` of the first error of a request that must fail.
+    pub async fn code(&self, token: Option<&str>, query: &str, variables: Value) -> String {
+        let body = self.gql(token, query, variables).await;
+        first_code(&body).unwrap_or_else(|| panic!("expected an error: {body}"))
+    }
+
+    pub async fn tenant(&self, id: &str) {
+        self.ok(
+            Some(ADMIN),
+            "mutation($i: TenantCreateInput!) { tenantCreate(input: $i) { id } }",
+            json!({ "i": { "id": id, "name": id } }),
+        )
+        .await;
+    }
+
+    pub async fn project(&self, tenant: &str, name: &str) -> String {
+        let data = self
+            .ok(
+                Some(ADMIN),
+                "mutation($i: ProjectCreateInput!) { projectCreate(input: $i) { id } }",
+                json!({ "i": { "tenantId": tenant, "name": name } }),
+            )
+            .await;
+        data["projectCreate"]["id"].as_str().expect("project id").to_owned()
+    }
+
+    /// Issues a token with `grants` of (permission, scope) and returns its secret.
+    pub async fn token(&self, tenant: Option<&str>, grants: &[(&str, &str)]) -> String {
+        let grants: Vec<Value> = grants.iter().map(|(p, s)| json!({ "permission": p, "scope": s })).collect();
+        let data = self
+            .ok(
+                Some(ADMIN),
+                "mutation($i: TokenIssueInput!) { tokenIssue(input: $i) { secret token { id } } }",
+                json!({ "i": { "tenantId": tenant, "grants": grants } }),
+            )
+            .await;
+        data["tokenIssue"]["secret"].as_str().expect("secret").to_owned()
+    }
+
+    /// A platform DigitalOcean account and a METERED pool on it; returns the pool id.
+    pub async fn pool(&self, name: &str) -> String {
+        let account = self
+            .ok(
+                Some(ADMIN),
+                "mutation($i: ProviderAccountCreateInput!) { providerAccountCreate(input: $i) { id } }",
+                json!({ "i": { "name": format!("{name}-account"), "kind": "DIGITALOCEAN", "credentialRef": "env:DO_TOKEN", "regions": ["nyc3"] } }),
+            )
+            .await;
+        let pool = self
+            .ok(
+                Some(ADMIN),
+                "mutation($i: PoolCreateInput!) { poolCreate(input: $i) { id } }",
+                json!({ "i": { "name": name, "providerAccountId": account["providerAccountCreate"]["id"], "billing": "METERED" } }),
+            )
+            .await;
+        pool["poolCreate"]["id"].as_str().expect("pool id").to_owned()
+    }
+
+    pub async fn offer(&self, pool: &str, tenant: &str, quotas: Value) -> Value {
+        self.ok(
+            Some(ADMIN),
+            "mutation($i: PoolOfferInput!) { poolOffer(input: $i) { quotas { resource max used } } }",
+            json!({ "i": { "poolId": pool, "tenantId": tenant, "quotas": quotas } }),
+        )
+        .await
+    }
+
+    /// A WebSocket speaking graphql-transport-ws, initialised with `init` as payload.
+    pub async fn ws(&self, init: Value) -> Ws {
+        let mut request = format!("ws://{}/graphql", self.addr).into_client_request().expect("ws request");
+        request.headers_mut().insert("Sec-WebSocket-Protocol", HeaderValue::from_static("graphql-transport-ws"));
+        let (stream, _) = tokio_tungstenite::connect_async(request).await.expect("ws connect");
+        let mut ws = Ws { stream };
+        ws.send(json!({ "type": "connection_init", "payload": init })).await;
+        ws
+    }
+}
+
+pub fn first_code(body: &Value) -> Option<String> {
+    body["errors"][0]["extensions"]["code"].as_str().map(str::to_owned)
+}
+
+pub struct Ws {
+    stream: tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
+}
+
+impl Ws {
+    pub async fn send(&mut self, message: Value) {
+        self.stream.send(Message::text(message.to_string())).await.expect("ws send");
+    }
+
+    /// The next protocol message (pings answered, keep-alives skipped), or None when closed or
+    /// nothing came within `wait`.
+    pub async fn next(&mut self, wait: Duration) -> Option<Value> {
+        loop {
+            let message = tokio::time::timeout(wait, self.stream.next()).await.ok()??.ok()?;
+            match message {
+                Message::Text(text) => {
+                    let value: Value = serde_json::from_str(&text).expect("json frame");
+                    match value["type"].as_str() {
+                        Some("ping") => self.send(json!({ "type": "pong" })).await,
+                        Some("ka") => {}
+                        _ => return Some(value),
+                    }
+                }
+                Message::Close(_) => return None,
+                _ => {}
+            }
+        }
+    }
+
+    pub async fn subscribe(&mut self, id: &str, query: &str, variables: Value) {
+        self.send(json!({ "id": id, "type": "subscribe", "payload": { "query": query, "variables": variables } }))
+            .await;
+    }
+}
