@@ -118,11 +118,12 @@ impl EventSubscription {
         &self,
         ctx: &Context<'_>,
         tenant_id: Option<String>,
-        #[graphql(default)] types: Vec<String>,
+        types: Option<Vec<String>>,
         after: Option<String>,
     ) -> Result<impl Stream<Item = Result<Event>> + use<>> {
         let svc = services(ctx).clone();
-        let (filter, after) = svc.event_subscription(actor(ctx)?, tenant_id, types, after.as_deref()).await?;
+        let (filter, after) =
+            svc.event_subscription(actor(ctx)?, tenant_id, types.unwrap_or_default(), after.as_deref()).await?;
         let feed = svc.feed.clone();
         Ok(feed.subscribe(filter, after).map(move |item| {
             let event = item?;
