@@ -25,6 +25,8 @@ pub enum Command {
     Migrate(DatabaseArgs),
     /// Print the GraphQL schema (SDL).
     Schema,
+    /// Measure throughput, latency and memory against this binary as a server, and print the figures.
+    Bench(crate::bench::BenchArgs),
 }
 
 #[derive(Args, Debug, Clone)]

@@ -2,6 +2,7 @@
 //! Layers, top to bottom (each uses only those below it): `http` → `graphql` → `service` →
 //! `store`. See DESIGN.md in the shared folder for the one flow every call follows.
 pub mod app;
+pub mod bench;
 pub mod config;
 pub mod error;
 pub mod graphql;

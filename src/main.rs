@@ -13,6 +13,7 @@ async fn main() -> std::process::ExitCode {
         None => serve(cli.serve).await,
         Some(Command::Serve(args)) => serve(args).await,
         Some(Command::Migrate(args)) => migrate(args).await,
+        Some(Command::Bench(args)) => vps_graph::bench::run(args).await,
         Some(Command::Schema) => {
             print!("{}", vps_graph::graphql::sdl());
             Ok(())

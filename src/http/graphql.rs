@@ -156,7 +156,11 @@ async fn websocket(state: HttpState, request: Request) -> Response {
     };
     let header = header_token(&parts.headers);
     let schema = state.schema.clone();
+    // tungstenite's default 128 KiB read buffer per socket would dominate the memory of many idle
+    // subscribers; GraphQL messages are small, and larger frames still arrive (the buffer grows).
     upgrade
+        .read_buffer_size(8 * 1024)
+        .write_buffer_size(8 * 1024)
         .protocols(ALL_WEBSOCKET_PROTOCOLS)
         .on_upgrade(move |socket| async move {
             let _open = GaugeGuard::new(state.metrics.clone(), "vps_graph_websocket_connections");

@@ -1,0 +1,140 @@
+//! HTTP behaviour: GraphQL-over-HTTP negotiation, GET for queries only, query limits with clear
+//! errors, body size, health, readiness and metrics.
+mod common;
+
+use common::{ADMIN, Backend, TestDb, TestServer};
+use serde_json::{Value, json};
+use vps_graph::config::LimitArgs;
+
+async fn limited(db: &TestDb) -> TestServer {
+    let mut config = common::config(&db.url);
+    config.limits =
+        LimitArgs { max_depth: 4, max_complexity: 40, max_aliases: 3, max_body_bytes: 4096, feed_poll_ms: 200 };
+    TestServer::with_config(config).await
+}
+
+async fn post_raw(server: &TestServer, body: &str, content_type: &str, accept: Option<&str>) -> reqwest::Response {
+    let mut request =
+        server.http.post(server.url("/graphql")).header("content-type", content_type).body(body.to_owned());
+    if let Some(accept) = accept {
+        request = request.header("accept", accept);
+    }
+    request.bearer_auth(ADMIN).send().await.unwrap()
+}
+
+fn limit_of(body: &Value) -> (&str, &str) {
+    let ext = &body["errors"][0]["extensions"];
+    (ext["code"].as_str().unwrap_or(""), ext["details"]["limit"].as_str().unwrap_or(""))
+}
+
+db_test!(query_deeper_than_the_limit_is_limit_exceeded, |backend: Backend| async move {
+    let db = TestDb::new(backend).await;
+    let server = limited(&db).await;
+    let body = server.gql(Some(ADMIN), "{ __schema { types { fields { type { name } } } } }", json!({})).await;
+    assert_eq!(limit_of(&body), ("LIMIT_EXCEEDED", "depth"), "{body}");
+    assert!(body["data"].is_null());
+    server.ok(Some(ADMIN), "{ me { grants { scope } } }", json!({})).await;
+});
+
+db_test!(query_more_complex_than_the_limit_is_limit_exceeded, |backend: Backend| async move {
+    let db = TestDb::new(backend).await;
+    let server = limited(&db).await;
+    let fields = (0..41).map(|_| "tenantId").collect::<Vec<_>>().join(" ");
+    let body = server.gql(Some(ADMIN), &format!("{{ me {{ {fields} }} }}"), json!({})).await;
+    assert_eq!(limit_of(&body), ("LIMIT_EXCEEDED", "complexity"), "{body}");
+});
+
+db_test!(query_with_too_many_aliases_is_limit_exceeded, |backend: Backend| async move {
+    let db = TestDb::new(backend).await;
+    let server = limited(&db).await;
+    let body = server
+        .gql(Some(ADMIN), "{ a: me { tenantId } b: me { tenantId } c: me { tenantId } d: me { tenantId } }", json!({}))
+        .await;
+    assert_eq!(limit_of(&body), ("LIMIT_EXCEEDED", "aliases"), "{body}");
+    assert_eq!(body["errors"][0]["extensions"]["details"]["max"], 3);
+    server.ok(Some(ADMIN), "{ a: me { tenantId } b: me { tenantId } c: me { tenantId } }", json!({})).await;
+});
+
+db_test!(body_over_the_limit_is_refused, |backend: Backend| async move {
+    let db = TestDb::new(backend).await;
+    let server = limited(&db).await;
+    let padding = " ".repeat(5000);
+    let response =
+        post_raw(&server, &format!("{{\"query\":\"{{ me {{ tenantId }} }}{padding}\"}}"), "application/json", None)
+            .await;
+    assert_eq!(response.status(), 413);
+});
+
+db_test!(get_runs_queries_and_refuses_mutations, |backend: Backend| async move {
+    let server = TestServer::start(backend).await;
+    let query = server
+        .http
+        .get(server.url("/graphql"))
+        .query(&[("query", "{ me { operator } }")])
+        .bearer_auth(ADMIN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(query.status(), 200);
+    assert_eq!(query.json::<Value>().await.unwrap()["data"]["me"]["operator"], true);
+    let mutation = server
+        .http
+        .get(server.url("/graphql"))
+        .query(&[("query", "mutation { tenantCreate(input: { id: \"x\", name: \"x\" }) { id } }")])
+        .bearer_auth(ADMIN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(mutation.status(), 405);
+    assert_eq!(mutation.headers()["allow"], "POST");
+    let tenants = server.ok(Some(ADMIN), "{ tenants { id } }", json!({})).await;
+    assert_eq!(tenants["tenants"], json!([]), "the refused GET wrote nothing");
+});
+
+db_test!(response_type_follows_accept, |backend: Backend| async move {
+    let server = TestServer::start(backend).await;
+    let body = r#"{"query":"{ me { operator } }"}"#;
+    let plain = post_raw(&server, body, "application/json", None).await;
+    assert_eq!(plain.headers()["content-type"], "application/json");
+    let negotiated = post_raw(&server, body, "application/json", Some("application/graphql-response+json")).await;
+    assert_eq!(negotiated.status(), 200);
+    assert_eq!(negotiated.headers()["content-type"], "application/graphql-response+json");
+    // A request error (the document does not parse): 400 under graphql-response+json, 200 under json.
+    let broken = r#"{"query":"{ me { "}"#;
+    assert_eq!(
+        post_raw(&server, broken, "application/json", Some("application/graphql-response+json")).await.status(),
+        400
+    );
+    assert_eq!(post_raw(&server, broken, "application/json", Some("application/json")).await.status(), 200);
+    assert_eq!(post_raw(&server, body, "text/plain", None).await.status(), 415);
+    let not_json = post_raw(&server, "{", "application/json", None).await;
+    assert_eq!(not_json.status(), 400);
+    assert_eq!(not_json.json::<Value>().await.unwrap()["errors"][0]["extensions"]["code"], "INVALID_INPUT");
+});
+
+db_test!(health_readiness_and_metrics_answer, |backend: Backend| async move {
+    let server = TestServer::start(backend).await;
+    let get = |path: &'static str| {
+        let url = server.url(path);
+        let http = server.http.clone();
+        async move { http.get(url).send().await.unwrap() }
+    };
+    assert_eq!(get("/healthz").await.status(), 200);
+    assert_eq!(get("/readyz").await.status(), 200);
+    server.code(None, "{ me { tenantId } }", json!({})).await;
+    let metrics = get("/metrics").await.text().await.unwrap();
+    assert!(metrics.contains("vps_graph_graphql_errors_total{code=\"UNAUTHENTICATED\"} 1"), "{metrics}");
+    assert!(
+        metrics.contains("vps_graph_http_requests_total{route=\"/graphql\",method=\"POST\",status=\"200\"}"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("vps_graph_subscribers 0"), "{metrics}");
+});
+
+db_test!(internal_errors_hide_their_cause, |backend: Backend| async move {
+    let err = vps_graph::error::Error::internal("SELECT secret FROM somewhere failed");
+    let gql: async_graphql::Error = err.into();
+    assert!(gql.message.starts_with("internal error (request id req_"), "{}", gql.message);
+    assert!(!gql.message.contains("SELECT"));
+    let _ = backend;
+});
