@@ -5,8 +5,8 @@ use std::time::Duration;
 use axum::Router;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{LimitArgs, ServeArgs};
-use crate::error::Result;
+use crate::config::{Demo, LimitArgs, ServeArgs};
+use crate::error::{Error, Result};
 use crate::graphql::{self, AppSchema, Limits};
 use crate::http::{self, HttpState};
 use crate::metrics::Metrics;
@@ -31,7 +31,11 @@ impl From<&ServeArgs> for AppConfig {
             database_url: args.database.database_url.clone(),
             db_max_connections: args.database.db_max_connections,
             admin_token: args.admin_token.clone(),
-            demo: !args.no_demo,
+            demo: match args.demo {
+                Demo::On => true,
+                Demo::Off => false,
+                Demo::Auto => args.database.database_url.starts_with("sqlite:"),
+            },
             limits: args.limits,
         }
     }
@@ -43,11 +47,14 @@ pub struct App {
     pub stop: CancellationToken,
     /// Set on the first start of a database with the demo on: the tokens to print once.
     pub first_start: Option<FirstStart>,
-    max_body_bytes: usize,
+    limits: LimitArgs,
 }
 
 impl App {
     pub async fn start(config: AppConfig) -> Result<App> {
+        if config.admin_token.as_ref().is_some_and(|t| t.trim().len() < 16) {
+            return Err(Error::invalid_input("adminToken", "the admin token must be at least 16 characters"));
+        }
         prepare_sqlite_dir(&config.database_url);
         let db = store::connect(&config.database_url, config.db_max_connections).await?;
         let metrics = Arc::new(Metrics::default());
@@ -63,7 +70,7 @@ impl App {
             aliases: config.limits.max_aliases,
         };
         let schema = graphql::build(services.clone(), limits);
-        Ok(App { services, schema, stop, first_start, max_body_bytes: config.limits.max_body_bytes })
+        Ok(App { services, schema, stop, first_start, limits: config.limits })
     }
 
     pub fn router(&self) -> Router {
@@ -71,8 +78,9 @@ impl App {
             schema: self.schema.clone(),
             services: self.services.clone(),
             metrics: self.services.metrics.clone(),
+            max_batch: self.limits.max_batch,
         };
-        http::router(state, self.max_body_bytes)
+        http::router(state, &self.limits)
     }
 }
 

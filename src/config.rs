@@ -39,6 +39,13 @@ pub struct DatabaseArgs {
     pub db_max_connections: u32,
 }
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Demo {
+    Auto,
+    On,
+    Off,
+}
+
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum LogFormat {
     Pretty,
@@ -55,12 +62,13 @@ pub struct ServeArgs {
     /// Log format (the level is set with RUST_LOG, default info).
     #[arg(long, env = "VPS_GRAPH_LOG_FORMAT", value_enum, default_value = "pretty")]
     pub log_format: LogFormat,
-    /// A static operator token for automation, like an admin secret (kept only as a hash in memory).
+    /// A static operator token for automation, like an admin secret, at least 16 characters
+    /// (kept only as a hash in memory).
     #[arg(long, env = "VPS_GRAPH_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
-    /// Do not create the demo tenant, pool and tokens on first start.
-    #[arg(long, env = "VPS_GRAPH_NO_DEMO")]
-    pub no_demo: bool,
+    /// Create the demo tenant, pool and tokens on first start: `auto` does on SQLite only.
+    #[arg(long, env = "VPS_GRAPH_DEMO", value_enum, default_value = "auto")]
+    pub demo: Demo,
     #[command(flatten)]
     pub limits: LimitArgs,
 }
@@ -76,6 +84,9 @@ pub struct LimitArgs {
     /// Most aliases a query may use.
     #[arg(long, env = "VPS_GRAPH_MAX_ALIASES", default_value_t = 30)]
     pub max_aliases: usize,
+    /// Most operations in one batched request.
+    #[arg(long, env = "VPS_GRAPH_MAX_BATCH", default_value_t = 10)]
+    pub max_batch: usize,
     /// Largest request body, in bytes.
     #[arg(long, env = "VPS_GRAPH_MAX_BODY_BYTES", default_value_t = 256 * 1024)]
     pub max_body_bytes: usize,
@@ -90,6 +101,7 @@ impl Default for LimitArgs {
             max_depth: 12,
             max_complexity: 2000,
             max_aliases: 30,
+            max_batch: 10,
             max_body_bytes: 256 * 1024,
             feed_poll_ms: 1000,
         }

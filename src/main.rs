@@ -40,7 +40,7 @@ fn init_logs(format: LogFormat) {
 
 async fn migrate(args: vps_graph::config::DatabaseArgs) -> Result<(), String> {
     init_logs(LogFormat::Pretty);
-    vps_graph::store::connect(&args.database_url, args.db_max_connections).await.map_err(|e| e.to_string())?;
+    vps_graph::store::connect(&args.database_url, args.db_max_connections).await.map_err(|e| e.describe())?;
     tracing::info!("migrations applied");
     Ok(())
 }

@@ -131,6 +131,7 @@ db_test!(tenant_token_grants_stay_inside_the_tenant, |backend: Backend| async mo
         (Some("acme"), "operator".to_owned()),
         (None, "tenant/acme".to_owned()),
         (Some("acme"), "spaceship/1".to_owned()),
+        (None, "operator:narrow".to_owned()),
     ] {
         let input = json!({ "i": { "tenantId": tenant, "grants": [{ "permission": "*", "scope": scope }] } });
         assert_eq!(server.code(Some(ADMIN), issue, input).await, "INVALID_INPUT", "{tenant:?} {scope}");
@@ -218,4 +219,58 @@ db_test!(refused_operator_call_writes_nothing, |backend: Backend| async move {
     assert_eq!(before, after);
     let projects = server.ok(Some(ADMIN), "{ projects(tenantId: \"acme\") { id } }", json!({})).await;
     assert_eq!(projects["projects"], json!([]));
+});
+
+db_test!(operator_scope_takes_only_the_full_permission, |backend: Backend| async move {
+    let server = TestServer::start(backend).await;
+    let issue = "mutation($i: TokenIssueInput!) { tokenIssue(input: $i) { secret } }";
+    let narrow = json!({ "i": { "grants": [{ "permission": "compute:events:read", "scope": "operator" }] } });
+    assert_eq!(server.code(Some(ADMIN), issue, narrow).await, "INVALID_INPUT");
+});
+
+db_test!(refused_inputs_write_nothing, |backend: Backend| async move {
+    let server = TestServer::start(backend).await;
+    server.tenant("acme").await;
+    for mutation in [
+        "mutation { tenantCreate(input: { id: \"acme\", name: \"dup\" }) { id } }",
+        "mutation { tenantCreate(input: { id: \"ok\", name: \" \" }) { id } }",
+        "mutation { providerAccountCreate(input: { name: \"Bad\", kind: AWS, credentialRef: \"env:X\", regions: [\"us-east-1\"], zones: [\"us-east-1a\"] }) { id } }",
+        "mutation { providerAccountCreate(input: { name: \"aws\", kind: AWS, credentialRef: \"env:X\", regions: [\"us-east-1\"] }) { id } }",
+        "mutation { providerAccountCreate(input: { name: \"byo\", kind: DIGITALOCEAN, credentialRef: \"env:X\", regions: [\"nyc3\"], tenantId: \"nobody\" }) { id } }",
+        "mutation { poolCreate(input: { name: \"p\", providerAccountId: \"pacct_01jz00000000000000000000000\", billing: METERED }) { id } }",
+        "mutation { tokenIssue(input: { tenantId: \"acme\", grants: [] }) { secret } }",
+    ] {
+        let body = server.gql(Some(ADMIN), mutation, json!({})).await;
+        assert!(body["errors"][0]["extensions"]["code"].is_string(), "{mutation}: {body}");
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let events = server.ok(Some(ADMIN), "{ events(first: 1000) { edges { node { type subject } } } }", json!({})).await;
+    let written: Vec<String> = events["events"]["edges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| format!("{} {}", e["node"]["type"].as_str().unwrap(), e["node"]["subject"].as_str().unwrap()))
+        .collect();
+    assert_eq!(written, vec!["tenant.created acme".to_owned()], "only the setup wrote anything");
+});
+
+db_test!(byo_pool_rules, |backend: Backend| async move {
+    let server = TestServer::start(backend).await;
+    server.tenant("acme").await;
+    server.tenant("other").await;
+    let account = server
+        .ok(Some(ADMIN), "mutation { providerAccountCreate(input: { name: \"acme-own\", kind: DIGITALOCEAN, credentialRef: \"env:ACME_DO\", regions: [\"nyc3\"], tenantId: \"acme\" }) { id tenantId } }", json!({}))
+        .await;
+    let account_id = account["providerAccountCreate"]["id"].as_str().unwrap();
+    let create = "mutation($a: String!, $b: Billing!) { poolCreate(input: { name: \"acme-pool\", providerAccountId: $a, billing: $b }) { id billing } }";
+    assert_eq!(
+        server.code(Some(ADMIN), create, json!({ "a": account_id, "b": "METERED" })).await,
+        "INVALID_INPUT",
+        "a tenant's own account is BYO"
+    );
+    let pool = server.ok(Some(ADMIN), create, json!({ "a": account_id, "b": "BYO" })).await;
+    let pool_id = pool["poolCreate"]["id"].as_str().unwrap();
+    let offer = "mutation($p: String!, $t: String!) { poolOffer(input: { poolId: $p, tenantId: $t }) { tenantId } }";
+    assert_eq!(server.code(Some(ADMIN), offer, json!({ "p": pool_id, "t": "other" })).await, "INVALID_INPUT");
+    server.ok(Some(ADMIN), offer, json!({ "p": pool_id, "t": "acme" })).await;
 });

@@ -8,8 +8,14 @@ use vps_graph::config::LimitArgs;
 
 async fn limited(db: &TestDb) -> TestServer {
     let mut config = common::config(&db.url);
-    config.limits =
-        LimitArgs { max_depth: 4, max_complexity: 40, max_aliases: 3, max_body_bytes: 4096, feed_poll_ms: 200 };
+    config.limits = LimitArgs {
+        max_depth: 4,
+        max_complexity: 40,
+        max_aliases: 3,
+        max_batch: 3,
+        max_body_bytes: 4096,
+        feed_poll_ms: 200,
+    };
     TestServer::with_config(config).await
 }
 
@@ -138,3 +144,74 @@ db_test!(internal_errors_hide_their_cause, |backend: Backend| async move {
     assert!(!gql.message.contains("SELECT"));
     let _ = backend;
 });
+
+db_test!(batch_larger_than_the_limit_is_refused, |backend: Backend| async move {
+    let db = TestDb::new(backend).await;
+    let server = limited(&db).await;
+    let one = json!({ "query": "{ me { operator } }" });
+    let ok =
+        server.http.post(server.url("/graphql")).bearer_auth(ADMIN).json(&json!([one, one, one])).send().await.unwrap();
+    let answers: Value = ok.json().await.unwrap();
+    assert_eq!(answers.as_array().unwrap().len(), 3);
+    let refused = server
+        .http
+        .post(server.url("/graphql"))
+        .bearer_auth(ADMIN)
+        .json(&json!([one, one, one, one]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 400);
+    assert_eq!(refused.json::<Value>().await.unwrap()["errors"][0]["extensions"]["code"], "LIMIT_EXCEEDED");
+});
+
+db_test!(graphql_validation_errors_carry_a_code, |backend: Backend| async move {
+    let server = TestServer::start(backend).await;
+    for query in [
+        "{ me { noSuchField } }",
+        "{ me { ",
+        "mutation { poolCreate(input: { name: \"x\", providerAccountId: \"y\", billing: NOPE }) { id } }",
+    ] {
+        let body = server.gql(Some(ADMIN), query, json!({})).await;
+        assert_eq!(body["errors"][0]["extensions"]["code"], "INVALID_INPUT", "{query}: {body}");
+    }
+});
+
+#[tokio::test]
+async fn a_short_admin_token_is_refused_at_start() {
+    let mut config = common::config("sqlite::memory:");
+    config.admin_token = Some("short".into());
+    let err = vps_graph::app::App::start(config).await.err().expect("refused");
+    assert_eq!(err.code, vps_graph::error::Code::InvalidInput);
+}
+
+#[tokio::test]
+async fn first_start_makes_the_demo_and_prints_tokens_once() {
+    let dir = std::env::temp_dir().join(format!("vps-graph-demo-{}", ulid::Ulid::generate()));
+    let url = format!("sqlite://{}/demo.db?mode=rwc", dir.display());
+    let mut config = common::config(&url);
+    config.demo = true;
+    let first = TestServer::with_config(config.clone()).await;
+    let tokens = first.app.first_start.as_ref().expect("tokens on the first start");
+    let me = first
+        .ok(
+            Some(&tokens.tenant_token),
+            "{ me { tenantId } pools(tenantId: \"demo\") { name } quotas(tenantId: \"demo\") { resource max } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(me["me"]["tenantId"], "demo");
+    assert_eq!(me["pools"][0]["name"], "demo");
+    assert_eq!(me["quotas"].as_array().unwrap().len(), 2);
+    let operator = tokens.operator_token.clone();
+    first.app.stop.cancel();
+    drop(first);
+    let again = TestServer::with_config(config).await;
+    assert!(again.app.first_start.is_none(), "a restart prints no new tokens");
+    assert_eq!(
+        again.ok(Some(&operator), "{ me { operator } }", json!({})).await["me"]["operator"],
+        true,
+        "the data was kept"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -125,3 +125,28 @@ db_test!(concurrent_replays_of_one_booking_charge_once, |backend: Backend| async
     }
     assert_eq!(used(&server, &pool).await, 30);
 });
+
+db_test!(refund_goes_through_after_max_was_lowered_below_used, |backend: Backend| async move {
+    let (server, pool) = setup(backend, 10).await;
+    hold(&server, &holding(&pool, "pvol_a"), 5).await.unwrap();
+    hold(&server, &holding(&pool, "pvol_b"), 5).await.unwrap();
+    let set = "mutation($i: QuotaSetInput!) { quotaSet(input: $i) { max used } }";
+    let input = json!({ "i": { "tenantId": "acme", "poolId": pool, "resource": "diskGiB", "max": 2 } });
+    assert_eq!(server.ok(Some(common::ADMIN), set, input).await["quotaSet"], json!({ "max": 2, "used": 10 }));
+    assert_eq!(hold(&server, &holding(&pool, "pvol_c"), 1).await, Err(Code::QuotaExceeded), "no growth over max");
+    hold(&server, &holding(&pool, "pvol_a"), 0).await.unwrap();
+    assert_eq!(used(&server, &pool).await, 5);
+});
+
+db_test!(a_holding_stays_on_the_quota_it_was_booked_on, |backend: Backend| async move {
+    let (server, pool) = setup(backend, 10).await;
+    let other = server.pool("other").await;
+    server.offer(&other, "acme", json!([{ "resource": "diskGiB", "max": 10 }])).await;
+    hold(&server, &holding(&pool, "pvol_a"), 5).await.unwrap();
+    assert_eq!(
+        hold(&server, &holding(&other, "pvol_a"), 0).await,
+        Err(Code::Internal),
+        "refunding another pool's quota is refused"
+    );
+    assert_eq!(used(&server, &pool).await, 5);
+});

@@ -171,3 +171,32 @@ db_test!(a_subscriber_of_a_second_process_sees_the_first_processs_events, |backe
     let subjects: Vec<&str> = events.iter().map(|e| e["subject"].as_str().unwrap()).collect();
     assert_eq!(subjects, ids.iter().map(String::as_str).collect::<Vec<_>>());
 });
+
+db_test!(revoking_a_token_ends_its_subscriptions, |backend: Backend| async move {
+    let server = TestServer::start(backend).await;
+    server.tenant("acme").await;
+    let issued = server
+        .ok(Some(ADMIN), "mutation { tokenIssue(input: { tenantId: \"acme\", grants: [{ permission: \"compute:*\", scope: \"tenant/acme\" }] }) { secret token { id } } }", json!({}))
+        .await;
+    let secret = issued["tokenIssue"]["secret"].as_str().unwrap();
+    let token_id = issued["tokenIssue"]["token"]["id"].as_str().unwrap();
+    let mut ws = acked(&server, secret).await;
+    ws.subscribe("1", EVENTS, json!({ "t": "acme", "types": ["project.*"] })).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    server
+        .ok(
+            Some(ADMIN),
+            "mutation($id: String!) { tokenRevoke(input: { tokenId: $id }) { id } }",
+            json!({ "id": token_id }),
+        )
+        .await;
+    let ended = ws.next(WAIT).await.expect("an answer");
+    assert_eq!(ended["payload"]["errors"][0]["extensions"]["code"], "UNAUTHENTICATED", "{ended}");
+    assert_eq!(ws.next(WAIT).await.unwrap()["type"], "complete");
+    server.project("acme", "after-revoke").await;
+    assert!(ws.next(Duration::from_millis(500)).await.is_none(), "nothing after the revoke");
+    // A new subscription on the same connection is refused too.
+    ws.subscribe("2", EVENTS, json!({ "t": "acme" })).await;
+    let refused = ws.next(WAIT).await.unwrap();
+    assert_eq!(refused["payload"]["errors"][0]["extensions"]["code"], "UNAUTHENTICATED", "{refused}");
+});

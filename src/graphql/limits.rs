@@ -1,8 +1,13 @@
 //! Query limits with clear errors (`extensions.code = LIMIT_EXCEEDED`, details naming the limit):
-//! aliases counted on the parsed document, depth and complexity taken from validation.
+//! aliases counted on the parsed document, depth and complexity taken from validation. It also
+//! gives GraphQL's own parse and validation errors a code (INVALID_INPUT), so every error has one.
 use std::sync::Arc;
 
-use async_graphql::extensions::{Extension, ExtensionContext, ExtensionFactory, NextParseQuery, NextValidation};
+use async_graphql::Response;
+use async_graphql::extensions::{
+    Extension, ExtensionContext, ExtensionFactory, NextParseQuery, NextRequest, NextSubscribe, NextValidation,
+};
+use async_graphql::futures_util::stream::{BoxStream, StreamExt};
 use async_graphql::parser::types::{ExecutableDocument, Selection, SelectionSet};
 use async_graphql::{ServerError, ServerResult, ValidationResult, Variables};
 use serde_json::json;
@@ -30,8 +35,31 @@ fn exceeded(limit: &str, value: usize, max: usize) -> ServerError {
     )
 }
 
+fn with_codes(mut response: Response) -> Response {
+    for error in &mut response.errors {
+        let extensions = error.extensions.get_or_insert_with(Default::default);
+        if extensions.get("code").is_none() {
+            extensions.set("code", Code::InvalidInput.as_str());
+        }
+    }
+    response
+}
+
 #[async_graphql::async_trait::async_trait]
 impl Extension for Limits {
+    async fn request(&self, ctx: &ExtensionContext<'_>, next: NextRequest<'_>) -> Response {
+        with_codes(next.run(ctx).await)
+    }
+
+    fn subscribe<'s>(
+        &self,
+        ctx: &ExtensionContext<'_>,
+        stream: BoxStream<'s, Response>,
+        next: NextSubscribe<'_>,
+    ) -> BoxStream<'s, Response> {
+        next.run(ctx, stream).map(with_codes).boxed()
+    }
+
     async fn parse_query(
         &self,
         ctx: &ExtensionContext<'_>,

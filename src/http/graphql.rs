@@ -29,8 +29,16 @@ pub async fn post(State(state): State<HttpState>, headers: HeaderMap, body: Byte
     }
     let batch: BatchRequest = match serde_json::from_slice(&body) {
         Ok(batch) => batch,
-        Err(err) => return request_error(&headers, &format!("the body is not a GraphQL request: {err}")),
+        Err(err) => {
+            return request_error(&headers, Code::InvalidInput, &format!("the body is not a GraphQL request: {err}"));
+        }
     };
+    if let BatchRequest::Batch(operations) = &batch
+        && operations.len() > state.max_batch
+    {
+        let message = format!("a batch holds at most {} operations, not {}", state.max_batch, operations.len());
+        return request_error(&headers, Code::LimitExceeded, &message);
+    }
     let caller = caller(&state, header_token(&headers)).await;
     let batch = batch.data(caller);
     let response = state.schema.execute_batch(batch).await;
@@ -45,7 +53,13 @@ pub async fn get(State(state): State<HttpState>, request: Request) -> Response {
     let query = request.uri().query().unwrap_or("");
     let graphql_request = match parse_query_string(query) {
         Ok(r) => r,
-        Err(err) => return request_error(&headers, &format!("the query string is not a GraphQL request: {err}")),
+        Err(err) => {
+            return request_error(
+                &headers,
+                Code::InvalidInput,
+                &format!("the query string is not a GraphQL request: {err}"),
+            );
+        }
     };
     if is_mutation(&graphql_request) {
         let mut response = (StatusCode::METHOD_NOT_ALLOWED, "mutations are sent with POST\n").into_response();
@@ -112,8 +126,8 @@ fn respond(state: &HttpState, headers: &HeaderMap, response: BatchResponse) -> R
     (status, [(header::CONTENT_TYPE, content_type)], body).into_response()
 }
 
-fn request_error(headers: &HeaderMap, message: &str) -> Response {
-    let body = json!({ "errors": [{ "message": message, "extensions": { "code": Code::InvalidInput.as_str() } }] });
+fn request_error(headers: &HeaderMap, code: Code, message: &str) -> Response {
+    let body = json!({ "errors": [{ "message": message, "extensions": { "code": code.as_str() } }] });
     let content_type = if wants_graphql_response(headers) { GRAPHQL_RESPONSE } else { JSON };
     (StatusCode::BAD_REQUEST, [(header::CONTENT_TYPE, content_type)], body.to_string()).into_response()
 }

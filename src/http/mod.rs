@@ -11,7 +11,10 @@ use axum::http::{StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use tower_http::trace::TraceLayer;
+use tower_http::trace::{DefaultMakeSpan, DefaultOnResponse, TraceLayer};
+use tracing::Level;
+
+use crate::config::LimitArgs;
 
 use crate::graphql::AppSchema;
 use crate::metrics::Metrics;
@@ -22,9 +25,14 @@ pub struct HttpState {
     pub schema: AppSchema,
     pub services: Services,
     pub metrics: Arc<Metrics>,
+    pub max_batch: usize,
 }
 
-pub fn router(state: HttpState, max_body_bytes: usize) -> Router {
+pub fn router(state: HttpState, limits: &LimitArgs) -> Router {
+    // One line per request at info: the access log.
+    let trace = TraceLayer::new_for_http()
+        .make_span_with(DefaultMakeSpan::new().level(Level::INFO))
+        .on_response(DefaultOnResponse::new().level(Level::INFO));
     Router::new()
         .route("/graphql", get(graphql::get).post(graphql::post))
         .route("/healthz", get(|| async { "ok\n" }))
@@ -33,8 +41,8 @@ pub fn router(state: HttpState, max_body_bytes: usize) -> Router {
         .route("/", get(playground::index))
         .route("/{*path}", get(playground::asset))
         .layer(middleware::from_fn_with_state(state.clone(), count_requests))
-        .layer(DefaultBodyLimit::max(max_body_bytes))
-        .layer(TraceLayer::new_for_http())
+        .layer(DefaultBodyLimit::max(limits.max_body_bytes))
+        .layer(trace)
         .with_state(state)
 }
 

@@ -84,8 +84,14 @@ pub struct Actor {
 }
 
 impl Actor {
+    /// An operator holds `*` on the `operator` scope (the only grant that scope takes).
     pub fn is_operator(&self) -> bool {
-        self.grants.iter().any(|g| g.scope == OPERATOR_SCOPE)
+        self.grants.iter().any(|g| g.scope == OPERATOR_SCOPE && g.permission == "*")
+    }
+
+    /// The operator the service itself acts as (start-up, the static admin token).
+    pub fn system() -> Actor {
+        Actor { token_id: None, tenant_id: None, grants: vec![Grant::new("*", OPERATOR_SCOPE)] }
     }
 
     /// Decides `permission` on `target`: Ok, NOT_FOUND for another tenant's target, or ACCESS_DENIED.

@@ -6,9 +6,11 @@ use super::authz::{Actor, Grant, OPERATOR_SCOPE};
 use super::pools::{self, PoolCreate, PoolOffer, ProviderAccountCreate, QuotaLimit};
 use super::tenants::{ProjectCreate, TenantCreate};
 use super::tokens::TokenIssue;
-use crate::error::Result;
+use crate::error::{Code, Result};
+use crate::store::meta;
 
 pub const DEMO_TENANT: &str = "demo";
+const DONE_KEY: &str = "demo_first_start";
 
 pub struct FirstStart {
     pub operator_token: String,
@@ -17,11 +19,18 @@ pub struct FirstStart {
 
 /// Makes the demo data unless the demo tenant exists.
 pub async fn demo(services: &Services) -> Result<Option<FirstStart>> {
-    let system = Actor { token_id: None, tenant_id: None, grants: vec![Grant::new("*", OPERATOR_SCOPE)] };
+    let system = Actor::system();
     if services.tenant_get(&system, DEMO_TENANT).await.is_ok() {
+        if meta::get(&services.db, DONE_KEY).await?.is_none() {
+            tracing::warn!("the demo's first start did not finish; issue tokens with --admin-token and tokenIssue");
+        }
         return Ok(None);
     }
-    services.tenant_create(&system, TenantCreate { id: DEMO_TENANT.into(), name: "Demo tenant".into() }).await?;
+    match services.tenant_create(&system, TenantCreate { id: DEMO_TENANT.into(), name: "Demo tenant".into() }).await {
+        // Another replica is making it at this moment: it prints the tokens.
+        Err(err) if err.code == Code::Conflict => return Ok(None),
+        other => other?,
+    };
     services
         .project_create(
             &system,
@@ -76,5 +85,6 @@ pub async fn demo(services: &Services) -> Result<Option<FirstStart>> {
             },
         )
         .await?;
+    meta::set_once(&services.db, DONE_KEY, "done").await?;
     Ok(Some(FirstStart { operator_token, tenant_token }))
 }

@@ -46,6 +46,7 @@ impl Services {
     ) -> Result<(Filter, Option<Position>)> {
         let filter = self.event_filter(actor, tenant_id, types)?;
         let after = after.map(|c| self.feed.parse_cursor(c)).transpose()?;
+        self.ensure_active(actor).await?;
         Ok((filter, after))
     }
 

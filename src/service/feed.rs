@@ -12,7 +12,7 @@ use sea_orm::{DatabaseConnection, DbBackend};
 use tokio::sync::{Notify, broadcast};
 use tokio_util::sync::CancellationToken;
 
-use crate::error::Result;
+use crate::error::{Code, Error, Result};
 use crate::metrics::{GaugeGuard, Metrics};
 use crate::service::authz::{Actor, Target, read_permission};
 use crate::store::outbox::{self, Cursor, Event, Position};
@@ -20,6 +20,7 @@ use crate::store::outbox::{self, Cursor, Event, Position};
 const TAIL_BATCH: u64 = 512;
 const REPLAY_PAGE: u64 = 256;
 const CHANNEL_CAPACITY: usize = 2048;
+const REPLAY_BACKOFF: Duration = Duration::from_secs(1);
 
 #[derive(Clone)]
 pub struct Feed {
@@ -141,6 +142,8 @@ impl Feed {
             last: after.unwrap_or(head),
             replaying: after.is_some(),
             ready: VecDeque::new(),
+            revoked: false,
+            told_revoked: false,
             _open: GaugeGuard::new(self.inner.metrics.clone(), "vps_graph_subscribers"),
         };
         futures_util::stream::unfold(state, |mut state| async move {
@@ -158,6 +161,9 @@ struct Subscriber {
     last: Position,
     replaying: bool,
     ready: VecDeque<Arc<Event>>,
+    /// Set when the subscriber's own token is revoked: the stream says so and ends.
+    revoked: bool,
+    told_revoked: bool,
     _open: GaugeGuard,
 }
 
@@ -168,8 +174,17 @@ impl Subscriber {
                 self.feed.inner.metrics.inc("vps_graph_events_delivered_total", &[]);
                 return Some(Ok(event));
             }
+            if self.revoked {
+                if self.told_revoked {
+                    return None;
+                }
+                self.told_revoked = true;
+                return Some(Err(Error::new(Code::Unauthenticated, "the bearer token was revoked")));
+            }
             if self.replaying {
                 if let Err(err) = self.replay_page().await {
+                    // Say so, then try again after a pause rather than in a tight loop.
+                    tokio::time::sleep(REPLAY_BACKOFF).await;
                     return Some(Err(err));
                 }
                 continue;
@@ -195,10 +210,15 @@ impl Subscriber {
     }
 
     fn pass(&mut self, event: Arc<Event>) {
-        if event.position <= self.last {
+        if event.position <= self.last || self.revoked {
             return;
         }
         self.last = event.position;
+        if event.event_type == "token.revoked" && self.filter.actor.token_id.as_ref() == Some(&event.subject) {
+            self.revoked = true;
+            self.ready.clear();
+            return;
+        }
         if self.filter.accepts(&event) {
             self.ready.push_back(event);
         }
@@ -250,8 +270,8 @@ async fn listen(feed: Feed, stop: CancellationToken) {
             }
         };
         if let Err(err) = listener.listen("vps_graph_outbox").await {
-            tracing::warn!(error = %err, "outbox LISTEN failed");
-            continue;
+            tracing::warn!(error = %err, "outbox LISTEN failed; polling meanwhile");
+            tokio::select! { _ = stop.cancelled() => return, _ = tokio::time::sleep(Duration::from_secs(5)) => continue }
         }
         loop {
             tokio::select! {

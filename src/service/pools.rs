@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 
 use chrono::Utc;
+use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, Set};
 use serde_json::json;
 
@@ -97,6 +98,12 @@ impl Services {
     ) -> Result<provider_account::Model> {
         actor.require_operator()?;
         validate::name("name", &input.name)?;
+        if ![KIND_DIGITALOCEAN, KIND_AWS].contains(&input.kind.as_str()) {
+            return Err(Error::invalid_input("kind", format!("kind {:?} is not digitalocean or aws", input.kind)));
+        }
+        if let Some(tenant_id) = &input.tenant_id {
+            validate::tenant_id("tenantId", tenant_id)?;
+        }
         validate::credential_ref("credentialRef", &input.credential_ref)?;
         let api_url = match (&input.api_url, default_api_url(&input.kind)) {
             (Some(url), _) => url.clone(),
@@ -230,6 +237,14 @@ impl Services {
         .on_conflict_do_nothing()
         .exec(&txn)
         .await?;
+        // Its offers are part of the pool: the event carries a new version.
+        pool::Entity::update_many()
+            .col_expr(pool::Column::Version, Expr::col(pool::Column::Version).add(1))
+            .col_expr(pool::Column::UpdatedAt, Expr::value(now))
+            .filter(pool::Column::Id.eq(input.pool_id.clone()))
+            .exec(&txn)
+            .await?;
+        let offered_pool = find_pool(&txn, &input.pool_id).await?.pool;
         let mut quotas = Vec::new();
         let mut events = vec![NewEvent {
             event_type: "pool.offered".into(),
@@ -237,8 +252,8 @@ impl Services {
             subject: input.pool_id.clone(),
             tenant_id: Some(input.tenant_id.clone()),
             project_id: None,
-            version: view.pool.version,
-            data: json!({ "pool": pool_view(&view.pool), "tenantId": input.tenant_id }),
+            version: offered_pool.version,
+            data: json!({ "pool": pool_view(&offered_pool), "tenantId": input.tenant_id }),
         }];
         for limit in input.quotas {
             let row = set_quota(&txn, &input.tenant_id, &input.pool_id, &limit.resource, limit.max).await?;
@@ -358,14 +373,19 @@ async fn set_quota(
 ) -> Result<quota::Model> {
     let key = (tenant_id.to_owned(), pool_id.to_owned(), resource.to_owned());
     let now = Utc::now();
-    let row = match quota::Entity::find_by_id(key).one(conn).await? {
-        Some(existing) => {
-            let version = existing.version + 1;
-            let mut row: quota::ActiveModel = existing.into();
-            row.max = Set(max);
-            row.version = Set(version);
-            row.updated_at = Set(now);
-            row.update(conn).await?
+    let row = match quota::Entity::find_by_id(key.clone()).one(conn).await? {
+        Some(_) => {
+            // `version + 1` in SQL: a booking may bump it concurrently.
+            quota::Entity::update_many()
+                .col_expr(quota::Column::Max, Expr::value(max))
+                .col_expr(quota::Column::Version, Expr::col(quota::Column::Version).add(1))
+                .col_expr(quota::Column::UpdatedAt, Expr::value(now))
+                .filter(quota::Column::TenantId.eq(tenant_id))
+                .filter(quota::Column::PoolId.eq(pool_id))
+                .filter(quota::Column::Resource.eq(resource))
+                .exec(conn)
+                .await?;
+            quota::Entity::find_by_id(key).one(conn).await?.ok_or_else(|| Error::internal("quota row vanished"))?
         }
         None => {
             quota::ActiveModel {

@@ -41,6 +41,9 @@ impl Services {
         actor.require_operator()?;
         validate::tenant_id("id", &input.id)?;
         validate::max_len("name", &input.name, 128)?;
+        if input.name.trim().is_empty() {
+            return Err(Error::invalid_input("name", "a tenant needs a name"));
+        }
         let now = Utc::now();
         let txn = self.begin().await?;
         let created = tenant::ActiveModel {

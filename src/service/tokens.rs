@@ -90,6 +90,7 @@ impl Services {
             grants.push(grant);
         }
         let issued = Token { token, grants };
+        tracing::info!(token = %issued.token.id, tenant = ?issued.token.tenant_id, grants = issued.grants.len(), "token issued");
         self.commit(txn, vec![token_event("token.issued", &issued)]).await?;
         Ok((issued, secret))
     }
@@ -98,18 +99,24 @@ impl Services {
         actor.require_operator()?;
         validate::id("tokenId", ids::TOKEN, token_id)?;
         let txn = self.begin().await?;
+        // Conditional, so two revokes racing publish one event.
+        let changed = api_token::Entity::update_many()
+            .col_expr(api_token::Column::RevokedAt, sea_orm::sea_query::Expr::value(Utc::now()))
+            .filter(api_token::Column::Id.eq(token_id))
+            .filter(api_token::Column::RevokedAt.is_null())
+            .exec(&txn)
+            .await?
+            .rows_affected;
         let token = api_token::Entity::find_by_id(token_id.to_owned())
             .one(&txn)
             .await?
             .ok_or_else(|| Error::not_found("token", token_id))?;
-        if token.revoked_at.is_some() {
-            drop(txn);
-            return load_grants(&self.db, token).await;
-        }
-        let mut active: api_token::ActiveModel = token.into();
-        active.revoked_at = Set(Some(Utc::now()));
-        let token = active.update(&txn).await?;
         let revoked = load_grants(&txn, token).await?;
+        if changed == 0 {
+            drop(txn);
+            return Ok(revoked);
+        }
+        tracing::info!(token = token_id, tenant = ?revoked.token.tenant_id, "token revoked");
         self.commit(txn, vec![token_event("token.revoked", &revoked)]).await?;
         Ok(revoked)
     }
@@ -137,11 +144,22 @@ impl Services {
             .collect())
     }
 
+    /// UNAUTHENTICATED when the actor's token has been revoked since it authenticated (long-lived
+    /// WebSocket connections check this for every new subscription).
+    pub async fn ensure_active(&self, actor: &Actor) -> Result<()> {
+        let Some(token_id) = &actor.token_id else { return Ok(()) };
+        let active = api_token::Entity::find_by_id(token_id.clone())
+            .filter(api_token::Column::RevokedAt.is_null())
+            .one(&self.db)
+            .await?;
+        active.map(|_| ()).ok_or_else(|| Error::new(Code::Unauthenticated, "the bearer token was revoked"))
+    }
+
     /// The actor behind a bearer secret: UNAUTHENTICATED when it is unknown or revoked.
     pub async fn authenticate(&self, secret: &str) -> Result<Actor> {
         let hash = hash_secret(secret);
         if self.admin_token_hash.as_deref() == Some(hash.as_str()) {
-            return Ok(Actor { token_id: None, tenant_id: None, grants: vec![Grant::new("*", OPERATOR_SCOPE)] });
+            return Ok(Actor::system());
         }
         let token = api_token::Entity::find()
             .filter(api_token::Column::SecretHash.eq(hash))
@@ -159,9 +177,10 @@ async fn check_grant(conn: &impl ConnectionTrait, tenant_id: Option<&str>, grant
     validate::permission("grants.permission", &grant.permission)?;
     let invalid = |why: &str| Error::invalid_input("grants.scope", format!("scope {:?} {why}", grant.scope));
     if grant.scope == OPERATOR_SCOPE {
-        return match tenant_id {
-            None => Ok(()),
-            Some(_) => Err(invalid("is for operator tokens, which belong to no tenant")),
+        return match (tenant_id, grant.permission.as_str()) {
+            (None, "*") => Ok(()),
+            (None, _) => Err(invalid("takes only the permission *")),
+            (Some(_), _) => Err(invalid("is for operator tokens, which belong to no tenant")),
         };
     }
     let Some(tenant_id) = tenant_id else {

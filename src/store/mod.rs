@@ -3,16 +3,19 @@
 //! It knows nothing of GraphQL, HTTP or providers.
 pub mod entity;
 pub mod idempotency;
+pub mod meta;
 pub mod outbox;
 pub mod quota;
 
 use std::time::Duration;
 
 use migrations::{Migrator, MigratorTrait};
-use sea_orm::{ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DbBackend, DbErr, Statement};
+use sea_orm::{
+    ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DbBackend, DbErr, Statement, TransactionTrait,
+};
 
 /// Connects to `url` (a `sqlite:` or `postgres:` URL) and applies pending migrations.
-pub async fn connect(url: &str, max_connections: u32) -> Result<DatabaseConnection, DbErr> {
+pub async fn connect(url: &str, max_connections: u32) -> crate::error::Result<DatabaseConnection> {
     let mut options = ConnectOptions::new(url.to_owned());
     options.sqlx_logging(false).acquire_timeout(Duration::from_secs(30));
     if url.starts_with("sqlite:") {
@@ -27,9 +30,22 @@ pub async fn connect(url: &str, max_connections: u32) -> Result<DatabaseConnecti
         db.execute_unprepared("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")
             .await?;
     }
-    Migrator::up(&db, None).await?;
+    migrate(&db).await?;
     outbox::ensure_feed_epoch(&db).await?;
     Ok(db)
+}
+
+/// Applies pending migrations; on PostgreSQL under an advisory lock, so replicas starting
+/// together take turns instead of racing.
+async fn migrate(db: &DatabaseConnection) -> Result<(), DbErr> {
+    if db.get_database_backend() != DbBackend::Postgres {
+        return Migrator::up(db, None).await;
+    }
+    let lock = db.begin().await?;
+    lock.execute_unprepared("SELECT pg_advisory_xact_lock(7301946151)").await?;
+    let result = Migrator::up(db, None).await;
+    lock.commit().await?;
+    result
 }
 
 /// True when the database answers and every migration is applied.

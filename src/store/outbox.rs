@@ -175,25 +175,12 @@ fn event_from_row(row: &QueryResult) -> Result<Event> {
 const EPOCH_KEY: &str = "feed_epoch";
 
 /// Writes the feed's epoch once per database.
-pub async fn ensure_feed_epoch(conn: &impl ConnectionTrait) -> Result<(), sea_orm::DbErr> {
+pub async fn ensure_feed_epoch(conn: &impl ConnectionTrait) -> Result<()> {
     let epoch = ulid::Ulid::generate().to_string().to_lowercase()[16..].to_owned();
-    conn.execute_raw(stmt(
-        conn.get_database_backend(),
-        "INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT DO NOTHING",
-        vec![EPOCH_KEY.into(), epoch.into()],
-    ))
-    .await?;
+    super::meta::set_once(conn, EPOCH_KEY, &epoch).await?;
     Ok(())
 }
 
 pub async fn feed_epoch(conn: &impl ConnectionTrait) -> Result<String> {
-    let row = conn
-        .query_one_raw(stmt(
-            conn.get_database_backend(),
-            "SELECT value FROM meta WHERE key = $1",
-            vec![EPOCH_KEY.into()],
-        ))
-        .await?
-        .ok_or_else(|| Error::internal("feed epoch missing"))?;
-    Ok(row.try_get("", "value")?)
+    super::meta::get(conn, EPOCH_KEY).await?.ok_or_else(|| Error::internal("feed epoch missing"))
 }

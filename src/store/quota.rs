@@ -37,24 +37,33 @@ pub async fn hold(conn: &impl ConnectionTrait, holding: &Holding<'_>, amount: i6
     .await?;
     // Row lock on PostgreSQL so two replays of one booking cannot both charge; SQLite has one writer.
     let lock = if backend == DbBackend::Postgres { " FOR UPDATE" } else { "" };
-    let held: i64 = conn
+    let row = conn
         .query_one_raw(stmt(
             backend,
-            &format!("SELECT amount FROM quota_ledger WHERE resource_id = $1 AND quota_resource = $2{lock}"),
+            &format!("SELECT amount, tenant_id, pool_id FROM quota_ledger WHERE resource_id = $1 AND quota_resource = $2{lock}"),
             vec![holding.resource_id.into(), holding.quota.into()],
         ))
         .await?
-        .ok_or_else(|| Error::internal("quota ledger row vanished"))?
-        .try_get("", "amount")?;
+        .ok_or_else(|| Error::internal("quota ledger row vanished"))?;
+    let (tenant_id, pool_id): (String, String) = (row.try_get("", "tenant_id")?, row.try_get("", "pool_id")?);
+    if tenant_id != holding.tenant_id || pool_id != holding.pool_id {
+        return Err(Error::internal(format!(
+            "{} holds {} of {tenant_id}/{pool_id}, not of the quota named",
+            holding.resource_id, holding.quota
+        )));
+    }
+    let held: i64 = row.try_get("", "amount")?;
     let delta = amount - held;
     if delta == 0 {
         return Ok(());
     }
+    // Growth must fit under max; a refund always goes through, even where an operator has since
+    // lowered max below what is used.
     let charged = conn
         .execute_raw(stmt(
             backend,
             "UPDATE quotas SET used = used + $1, version = version + 1, updated_at = $2 \
-             WHERE tenant_id = $3 AND pool_id = $4 AND resource = $5 AND used + $1 <= max AND used + $1 >= 0",
+             WHERE tenant_id = $3 AND pool_id = $4 AND resource = $5 AND ($1 <= 0 OR used + $1 <= max) AND used + $1 >= 0",
             vec![delta.into(), now.into(), holding.tenant_id.into(), holding.pool_id.into(), holding.quota.into()],
         ))
         .await?
