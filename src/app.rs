@@ -1,18 +1,25 @@
-//! Wiring: the database, the feed, the services, the schema and the router of one process.
+//! Wiring: the database, the feed, the services, the reconcilers, the simulated cloud, the
+//! schema and the router of one process.
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use crate::clock::Clock;
 use crate::config::{Demo, LimitArgs, ServeArgs};
 use crate::error::{Error, Result};
 use crate::graphql::{self, AppSchema, Limits};
 use crate::http::{self, HttpState};
 use crate::metrics::Metrics;
+use crate::provider::Providers;
+use crate::reconcile::networks::NetworkReconciler;
+use crate::reconcile::{self, Reconciler, RuntimeConfig};
 use crate::service::bootstrap::{self, FirstStart};
 use crate::service::feed::Feed;
 use crate::service::{Services, tokens};
+use crate::sim::{Sim, SimConfig};
 use crate::store;
 
 /// What a process needs to start, from the command line or from a test.
@@ -23,6 +30,11 @@ pub struct AppConfig {
     pub admin_token: Option<String>,
     pub demo: bool,
     pub limits: LimitArgs,
+    /// The in-process simulated cloud, if any.
+    pub sim: Option<SimConfig>,
+    pub runtime: RuntimeConfig,
+    pub provider_timeout: Duration,
+    pub clock: Clock,
 }
 
 impl From<&ServeArgs> for AppConfig {
@@ -37,6 +49,14 @@ impl From<&ServeArgs> for AppConfig {
                 Demo::Auto => args.database.database_url.starts_with("sqlite:"),
             },
             limits: args.limits,
+            sim: (!args.no_sim).then(|| args.sim.config()),
+            runtime: RuntimeConfig {
+                workers: args.reconcile.reconcile_workers,
+                lease_ms: args.reconcile.lease_ms,
+                ..RuntimeConfig::default()
+            },
+            provider_timeout: Duration::from_millis(args.reconcile.provider_timeout_ms),
+            clock: Clock::system(),
         }
     }
 }
@@ -47,6 +67,8 @@ pub struct App {
     pub stop: CancellationToken,
     /// Set on the first start of a database with the demo on: the tokens to print once.
     pub first_start: Option<FirstStart>,
+    /// The in-process simulated cloud, when running.
+    pub sim: Option<Sim>,
     limits: LimitArgs,
 }
 
@@ -61,8 +83,28 @@ impl App {
         let stop = CancellationToken::new();
         let poll = Duration::from_millis(config.limits.feed_poll_ms.max(10));
         let feed = Feed::start(db.clone(), metrics.clone(), poll, stop.clone()).await?;
-        let services =
-            Services { db, feed, metrics, admin_token_hash: config.admin_token.as_deref().map(tokens::hash_secret) };
+        let (sim, sim_url) = match config.sim.clone() {
+            Some(sim_config) => {
+                let (sim, url) = Sim::spawn_local(sim_config)
+                    .await
+                    .map_err(|e| Error::internal(format!("the simulated cloud: {e}")))?;
+                (Some(sim), Some(url))
+            }
+            None => (None, None),
+        };
+        let work = Arc::new(Notify::new());
+        let services = Services {
+            db,
+            deployment: feed.epoch().to_owned(),
+            feed,
+            providers: Arc::new(Providers::new(sim_url, config.provider_timeout, metrics.clone())),
+            metrics,
+            admin_token_hash: config.admin_token.as_deref().map(tokens::hash_secret),
+            clock: config.clock.clone(),
+            work: work.clone(),
+        };
+        let reconcilers: Vec<Arc<dyn Reconciler>> = vec![Arc::new(NetworkReconciler)];
+        reconcile::start(services.clone(), reconcilers, config.runtime.clone(), work, stop.clone());
         let first_start = if config.demo { bootstrap::demo(&services).await? } else { None };
         let limits = Limits {
             depth: config.limits.max_depth,
@@ -70,7 +112,7 @@ impl App {
             aliases: config.limits.max_aliases,
         };
         let schema = graphql::build(services.clone(), limits);
-        Ok(App { services, schema, stop, first_start, limits: config.limits })
+        Ok(App { services, schema, stop, first_start, sim, limits: config.limits })
     }
 
     pub fn router(&self) -> Router {

@@ -27,6 +27,8 @@ pub enum Command {
     Schema,
     /// Measure throughput, latency and memory against this binary as a server, and print the figures.
     Bench(crate::bench::BenchArgs),
+    /// Run the simulated cloud alone (DigitalOcean-shaped API at /v2, control at /_sim).
+    Sim(SimArgs),
 }
 
 #[derive(Args, Debug, Clone)]
@@ -71,6 +73,63 @@ pub struct ServeArgs {
     pub demo: Demo,
     #[command(flatten)]
     pub limits: LimitArgs,
+    #[command(flatten)]
+    pub reconcile: ReconcileArgs,
+    /// Do not run the in-process simulated cloud (accounts made with `sim: true` need it).
+    #[arg(long, env = "VPS_GRAPH_NO_SIM")]
+    pub no_sim: bool,
+    #[command(flatten)]
+    pub sim: SimTiming,
+}
+
+#[derive(Args, Debug, Clone, Copy)]
+pub struct ReconcileArgs {
+    /// Concurrent reconcile runs in this process.
+    #[arg(long, env = "VPS_GRAPH_RECONCILE_WORKERS", default_value_t = 8)]
+    pub reconcile_workers: usize,
+    /// How long a claimed run holds its lease before another replica may take it over, in ms.
+    #[arg(long, env = "VPS_GRAPH_LEASE_MS", default_value_t = 60_000)]
+    pub lease_ms: i64,
+    /// How long to wait for a provider's answer, in ms.
+    #[arg(long, env = "VPS_GRAPH_PROVIDER_TIMEOUT_MS", default_value_t = 30_000)]
+    pub provider_timeout_ms: u64,
+}
+
+/// The simulated cloud's timing and budgets.
+#[derive(Args, Debug, Clone, Copy)]
+pub struct SimTiming {
+    /// Added to every simulated API call, in ms.
+    #[arg(long, env = "VPS_GRAPH_SIM_LATENCY_MS", default_value_t = 0)]
+    pub sim_latency_ms: u64,
+    /// How long a simulated asynchronous action takes, in ms.
+    #[arg(long, env = "VPS_GRAPH_SIM_ACTION_MS", default_value_t = 2_000)]
+    pub sim_action_ms: u64,
+    /// Requests per token per sliding hour at the simulated API.
+    #[arg(long, env = "VPS_GRAPH_SIM_PER_HOUR", default_value_t = 5_000)]
+    pub sim_per_hour: usize,
+    /// Requests per token per minute (the burst limit).
+    #[arg(long, env = "VPS_GRAPH_SIM_PER_MINUTE", default_value_t = 250)]
+    pub sim_per_minute: usize,
+}
+
+impl SimTiming {
+    pub fn config(&self) -> crate::sim::SimConfig {
+        crate::sim::SimConfig {
+            latency: std::time::Duration::from_millis(self.sim_latency_ms),
+            action_time: std::time::Duration::from_millis(self.sim_action_ms),
+            per_hour: self.sim_per_hour,
+            per_minute: self.sim_per_minute,
+        }
+    }
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct SimArgs {
+    /// Address to listen on.
+    #[arg(long, env = "VPS_GRAPH_SIM_LISTEN", default_value = "127.0.0.1:9090")]
+    pub listen: SocketAddr,
+    #[command(flatten)]
+    pub timing: SimTiming,
 }
 
 #[derive(Args, Debug, Clone, Copy)]

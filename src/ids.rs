@@ -7,6 +7,8 @@ pub const POOL: &str = "pool";
 pub const PROVIDER_ACCOUNT: &str = "pacct";
 pub const TOKEN: &str = "tok";
 pub const EVENT: &str = "evt";
+pub const NETWORK: &str = "net";
+pub const SUBNET: &str = "sub";
 
 pub fn new_id(prefix: &str) -> String {
     format!("{prefix}_{}", Ulid::generate().to_string().to_lowercase())

@@ -3,13 +3,18 @@
 //! `store`. See DESIGN.md in the shared folder for the one flow every call follows.
 pub mod app;
 pub mod bench;
+pub mod cidr;
+pub mod clock;
 pub mod config;
 pub mod error;
 pub mod graphql;
 pub mod http;
 pub mod ids;
 pub mod metrics;
+pub mod provider;
+pub mod reconcile;
 pub mod service;
+pub mod sim;
 pub mod store;
 
 /// reqwest is built without a default TLS provider so only ring is compiled; install it once.

@@ -14,6 +14,7 @@ async fn main() -> std::process::ExitCode {
         Some(Command::Serve(args)) => serve(args).await,
         Some(Command::Migrate(args)) => migrate(args).await,
         Some(Command::Bench(args)) => vps_graph::bench::run(args).await,
+        Some(Command::Sim(args)) => sim(args).await,
         Some(Command::Schema) => {
             print!("{}", vps_graph::graphql::sdl());
             Ok(())
@@ -43,6 +44,15 @@ async fn migrate(args: vps_graph::config::DatabaseArgs) -> Result<(), String> {
     vps_graph::store::connect(&args.database_url, args.db_max_connections).await.map_err(|e| e.describe())?;
     tracing::info!("migrations applied");
     Ok(())
+}
+
+async fn sim(args: vps_graph::config::SimArgs) -> Result<(), String> {
+    init_logs(LogFormat::Pretty);
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
+    tracing::info!(address = %args.listen, "simulated DigitalOcean at http://{}/v2 , control at /_sim", args.listen);
+    vps_graph::sim::Sim::new(args.timing.config()).serve(listener).await.map_err(|e| e.to_string())
 }
 
 async fn serve(args: ServeArgs) -> Result<(), String> {

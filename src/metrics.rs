@@ -26,7 +26,19 @@ const FAMILIES: &[Family] = &[
         kind: "counter",
         help: "Events read from the outbox by this process's tailer.",
     },
-    Family { name: "vps_graph_mutations_total", kind: "counter", help: "Service mutations by operation and outcome." },
+    Family { name: "vps_graph_reconcile_runs_total", kind: "counter", help: "Reconcile runs by kind and outcome." },
+    Family { name: "vps_graph_queue_due", kind: "gauge", help: "Work items due now." },
+    Family {
+        name: "vps_graph_queue_oldest_due_seconds",
+        kind: "gauge",
+        help: "How long the oldest due work item has waited.",
+    },
+    Family { name: "vps_graph_provider_calls_total", kind: "counter", help: "Provider calls by endpoint and status." },
+    Family {
+        name: "vps_graph_provider_budget_remaining",
+        kind: "gauge",
+        help: "Provider API requests left in the account's budget.",
+    },
 ];
 
 impl Metrics {

@@ -3,6 +3,7 @@
 pub mod error;
 mod events;
 mod limits;
+mod networks;
 mod pools;
 mod tenants;
 mod tokens;
@@ -17,13 +18,19 @@ pub use limits::Limits;
 pub type AppSchema = Schema<Query, Mutation, Subscription>;
 
 #[derive(MergedObject, Default)]
-pub struct Query(tokens::TokenQuery, tenants::TenantQuery, pools::PoolQuery, events::EventQuery);
+pub struct Query(
+    tokens::TokenQuery,
+    tenants::TenantQuery,
+    pools::PoolQuery,
+    networks::NetworkQuery,
+    events::EventQuery,
+);
 
 #[derive(MergedObject, Default)]
-pub struct Mutation(tenants::TenantMutation, pools::PoolMutation, tokens::TokenMutation);
+pub struct Mutation(tenants::TenantMutation, pools::PoolMutation, tokens::TokenMutation, networks::NetworkMutation);
 
 #[derive(MergedSubscription, Default)]
-pub struct Subscription(events::EventSubscription);
+pub struct Subscription(events::EventSubscription, networks::NetworkSubscription);
 
 pub fn build(services: Services, limits: Limits) -> AppSchema {
     Schema::build(Query::default(), Mutation::default(), Subscription::default())

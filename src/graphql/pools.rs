@@ -69,6 +69,10 @@ impl ProviderAccount {
     async fn tenant_id(&self) -> Option<&str> {
         self.0.tenant_id.as_deref()
     }
+    /// Whether it is an account at the simulated cloud.
+    async fn sim(&self) -> bool {
+        self.0.sim
+    }
     async fn created_at(&self) -> DateTime<Utc> {
         self.0.created_at
     }
@@ -136,8 +140,12 @@ pub struct ProviderAccountCreateInput {
     pub kind: ProviderKind,
     /// The API base URL; DigitalOcean defaults to its public API.
     pub api_url: Option<String>,
-    /// Where the credential is: `env:VARIABLE` or `file:/path`. The secret itself is never sent here.
-    pub credential_ref: String,
+    /// Where the credential is: `env:VARIABLE` or `file:/path`. The secret itself is never sent
+    /// here. Not needed with `sim`.
+    pub credential_ref: Option<String>,
+    /// An account at this process's simulated DigitalOcean (its apiUrl is the sim's).
+    #[graphql(default)]
+    pub sim: bool,
     pub regions: Vec<String>,
     #[graphql(default)]
     pub zones: Vec<String>,
@@ -219,6 +227,7 @@ impl PoolMutation {
             kind: input.kind.as_str().into(),
             api_url: input.api_url,
             credential_ref: input.credential_ref,
+            sim: input.sim,
             regions: input.regions,
             zones: input.zones,
             tenant_id: input.tenant_id,

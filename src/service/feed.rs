@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 use crate::error::{Code, Error, Result};
 use crate::metrics::{GaugeGuard, Metrics};
 use crate::service::authz::{Actor, Target, read_permission};
+use crate::store::notify;
 use crate::store::outbox::{self, Cursor, Event, Position};
 
 const TAIL_BATCH: u64 = 512;
@@ -97,7 +98,9 @@ impl Feed {
             inner: Arc::new(Inner { db, epoch, wake: Notify::new(), live: Mutex::new(Live { sender, head }), metrics }),
         };
         if feed.inner.db.get_database_backend() == DbBackend::Postgres {
-            tokio::spawn(listen(feed.clone(), stop.clone()));
+            // Other replicas' commits (the outbox trigger's NOTIFY).
+            let woken = feed.clone();
+            tokio::spawn(notify::listen(feed.inner.db.clone(), "vps_graph_outbox", stop.clone(), move || woken.wake()));
         }
         tokio::spawn(tail(feed.clone(), poll, stop));
         Ok(feed)
@@ -255,33 +258,5 @@ async fn drain(feed: &Feed) -> Result<()> {
         if !full {
             return Ok(());
         }
-    }
-}
-
-/// Wakes the tailer on other replicas' commits (PostgreSQL `NOTIFY` from the outbox trigger).
-async fn listen(feed: Feed, stop: CancellationToken) {
-    let pool = feed.db().get_postgres_connection_pool().clone();
-    loop {
-        let mut listener = match sqlx::postgres::PgListener::connect_with(&pool).await {
-            Ok(listener) => listener,
-            Err(err) => {
-                tracing::warn!(error = %err, "outbox LISTEN could not connect; polling meanwhile");
-                tokio::select! { _ = stop.cancelled() => return, _ = tokio::time::sleep(Duration::from_secs(5)) => continue }
-            }
-        };
-        if let Err(err) = listener.listen("vps_graph_outbox").await {
-            tracing::warn!(error = %err, "outbox LISTEN failed; polling meanwhile");
-            tokio::select! { _ = stop.cancelled() => return, _ = tokio::time::sleep(Duration::from_secs(5)) => continue }
-        }
-        loop {
-            tokio::select! {
-                _ = stop.cancelled() => return,
-                note = listener.recv() => match note {
-                    Ok(_) => feed.wake(),
-                    Err(err) => { tracing::warn!(error = %err, "outbox LISTEN dropped; reconnecting"); break; }
-                }
-            }
-        }
-        feed.wake();
     }
 }

@@ -5,6 +5,7 @@ pub mod authz;
 pub mod bootstrap;
 pub mod events;
 pub mod feed;
+pub mod networks;
 pub mod pools;
 pub mod tenants;
 pub mod tokens;
@@ -14,8 +15,10 @@ use std::sync::Arc;
 
 use sea_orm::{DatabaseConnection, DatabaseTransaction, TransactionTrait};
 
+use crate::clock::Clock;
 use crate::error::Result;
 use crate::metrics::Metrics;
+use crate::provider::Providers;
 use crate::store::outbox::{self, NewEvent};
 use feed::Feed;
 
@@ -27,6 +30,12 @@ pub struct Services {
     pub metrics: Arc<Metrics>,
     /// SHA-256 of the static operator token given at start, if any.
     pub admin_token_hash: Option<String>,
+    pub clock: Clock,
+    pub providers: Arc<Providers>,
+    /// This deployment's mark on what it makes at a provider (the database's feed epoch).
+    pub deployment: String,
+    /// Rouses this process's reconcile workers after a commit that woke work.
+    pub work: Arc<tokio::sync::Notify>,
 }
 
 impl Services {
@@ -41,6 +50,7 @@ impl Services {
         }
         txn.commit().await?;
         self.feed.wake();
+        self.work.notify_waiters();
         Ok(())
     }
 }

@@ -29,7 +29,10 @@ pub struct ProviderAccountCreate {
     pub name: String,
     pub kind: String,
     pub api_url: Option<String>,
-    pub credential_ref: String,
+    /// Required unless `sim`.
+    pub credential_ref: Option<String>,
+    /// An account at this process's simulated DigitalOcean.
+    pub sim: bool,
     pub regions: Vec<String>,
     pub zones: Vec<String>,
     pub tenant_id: Option<String>,
@@ -104,8 +107,21 @@ impl Services {
         if let Some(tenant_id) = &input.tenant_id {
             validate::tenant_id("tenantId", tenant_id)?;
         }
-        validate::credential_ref("credentialRef", &input.credential_ref)?;
+        let credential_ref = match (&input.credential_ref, input.sim) {
+            (Some(reference), _) => {
+                validate::credential_ref("credentialRef", reference)?;
+                reference.clone()
+            }
+            (None, true) => "none:sim".to_owned(),
+            (None, false) => {
+                return Err(Error::invalid_input(
+                    "credentialRef",
+                    "an account needs credentialRef (env:NAME or file:/path)",
+                ));
+            }
+        };
         let api_url = match (&input.api_url, default_api_url(&input.kind)) {
+            _ if input.sim => self.sim_account_url(&input.kind)?,
             (Some(url), _) => url.clone(),
             (None, Some(url)) => url.to_owned(),
             (None, None) => String::new(),
@@ -129,10 +145,10 @@ impl Services {
             name: Set(input.name.clone()),
             kind: Set(input.kind),
             api_url: Set(api_url),
-            credential_ref: Set(input.credential_ref),
+            credential_ref: Set(credential_ref),
             regions: Set(json!(input.regions)),
             zones: Set(json!(input.zones)),
-            sim: Set(false),
+            sim: Set(input.sim),
             version: Set(1),
             created_at: Set(now),
             updated_at: Set(now),
@@ -151,6 +167,17 @@ impl Services {
         };
         self.commit(txn, vec![event]).await?;
         Ok(created)
+    }
+
+    /// The simulated cloud's URL for a `sim` account: a DigitalOcean one, in a process running it.
+    fn sim_account_url(&self, kind: &str) -> Result<String> {
+        if kind != KIND_DIGITALOCEAN {
+            return Err(Error::invalid_input("sim", "the simulated cloud speaks DigitalOcean's API only"));
+        }
+        self.providers
+            .sim_url
+            .clone()
+            .ok_or_else(|| Error::invalid_input("sim", "this process runs no simulated cloud (--no-sim)"))
     }
 
     pub async fn provider_account_list(&self, actor: &Actor) -> Result<Vec<provider_account::Model>> {

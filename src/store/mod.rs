@@ -4,7 +4,9 @@
 pub mod entity;
 pub mod idempotency;
 pub mod meta;
+pub mod notify;
 pub mod outbox;
+pub mod queue;
 pub mod quota;
 
 use std::time::Duration;
@@ -55,6 +57,10 @@ pub async fn ready(db: &DatabaseConnection) -> bool {
         return false;
     }
     matches!(Migrator::get_pending_migrations(db).await, Ok(pending) if pending.is_empty())
+}
+
+pub fn is_postgres(db: &DatabaseConnection) -> bool {
+    db.get_database_backend() == DbBackend::Postgres
 }
 
 /// Whether an insert failed on a unique or primary key.

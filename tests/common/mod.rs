@@ -12,7 +12,10 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::HeaderValue;
 use vps_graph::app::{App, AppConfig};
+use vps_graph::clock::Clock;
 use vps_graph::config::LimitArgs;
+use vps_graph::reconcile::RuntimeConfig;
+use vps_graph::sim::SimConfig;
 
 pub const ADMIN: &str = "test-admin-token";
 
@@ -112,6 +115,10 @@ pub fn config(url: &str) -> AppConfig {
         admin_token: Some(ADMIN.into()),
         demo: false,
         limits: LimitArgs { feed_poll_ms: 200, ..LimitArgs::default() },
+        sim: Some(SimConfig::default()),
+        runtime: RuntimeConfig { workers: 4, lease_ms: 5_000, poll: Duration::from_millis(50) },
+        provider_timeout: Duration::from_secs(2),
+        clock: Clock::system(),
     }
 }
 

@@ -2,6 +2,8 @@
 pub mod api_token;
 pub mod idempotency_record;
 pub mod meta;
+pub mod network;
+pub mod network_subnet;
 pub mod pool;
 pub mod pool_offer;
 pub mod project;

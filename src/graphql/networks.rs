@@ -1,0 +1,288 @@
+//! Tenant networks and their subnets.
+use async_graphql::{Context, Enum, InputObject, Object, Result, SimpleObject, Subscription};
+use chrono::{DateTime, Utc};
+use futures_util::{Stream, StreamExt};
+
+use super::{actor, services};
+use crate::service::networks::{NetworkCreate, NetworkListFilter, NetworkView, SubnetInput, SubnetView};
+
+/// Where a resource is, as the reconciler last saw it.
+#[derive(Enum, Clone, Copy, PartialEq, Eq)]
+pub enum ResourceState {
+    Pending,
+    Ready,
+    Updating,
+    Deleting,
+    Deleted,
+    Error,
+}
+
+impl ResourceState {
+    pub fn parse(state: &str) -> Self {
+        match state {
+            "ready" => ResourceState::Ready,
+            "updating" => ResourceState::Updating,
+            "deleting" => ResourceState::Deleting,
+            "deleted" => ResourceState::Deleted,
+            "error" => ResourceState::Error,
+            _ => ResourceState::Pending,
+        }
+    }
+}
+
+/// What the tenant asked for.
+#[derive(Enum, Clone, Copy, PartialEq, Eq)]
+pub enum DesiredState {
+    Present,
+    Absent,
+}
+
+impl DesiredState {
+    pub fn parse(state: &str) -> Self {
+        if state == "absent" { DesiredState::Absent } else { DesiredState::Present }
+    }
+}
+
+pub struct Subnet(SubnetView);
+
+#[Object]
+impl Subnet {
+    async fn id(&self) -> &str {
+        &self.0.id
+    }
+    async fn region(&self) -> &str {
+        &self.0.region
+    }
+    async fn ip_range(&self) -> &str {
+        &self.0.ip_range
+    }
+    async fn state(&self) -> ResourceState {
+        ResourceState::parse(&self.0.state)
+    }
+    async fn desired_state(&self) -> DesiredState {
+        DesiredState::parse(&self.0.desired_state)
+    }
+    /// The provider's id of the subnet's VPC, once made.
+    async fn provider_id(&self) -> Option<&str> {
+        self.0.provider_id.as_deref()
+    }
+    /// Why it is not ready: the provider's words, or ours.
+    async fn message(&self) -> Option<&str> {
+        self.0.message.as_deref()
+    }
+    async fn ready_at(&self) -> Option<DateTime<Utc>> {
+        self.0.ready_at
+    }
+    async fn deleted_at(&self) -> Option<DateTime<Utc>> {
+        self.0.deleted_at
+    }
+}
+
+pub struct Network(pub NetworkView);
+
+#[Object]
+impl Network {
+    async fn id(&self) -> &str {
+        &self.0.id
+    }
+    async fn tenant_id(&self) -> &str {
+        &self.0.tenant_id
+    }
+    async fn project_id(&self) -> Option<&str> {
+        self.0.project_id.as_deref()
+    }
+    async fn pool_id(&self) -> &str {
+        &self.0.pool_id
+    }
+    async fn name(&self) -> &str {
+        &self.0.name
+    }
+    async fn description(&self) -> Option<&str> {
+        self.0.description.as_deref()
+    }
+    async fn state(&self) -> ResourceState {
+        ResourceState::parse(&self.0.state)
+    }
+    async fn desired_state(&self) -> DesiredState {
+        DesiredState::parse(&self.0.desired_state)
+    }
+    async fn message(&self) -> Option<&str> {
+        self.0.message.as_deref()
+    }
+    /// Bumped by every change: keep the view with the highest.
+    async fn version(&self) -> i64 {
+        self.0.version
+    }
+    async fn subnets(&self) -> Vec<Subnet> {
+        self.0.subnets.iter().cloned().map(Subnet).collect()
+    }
+    async fn created_at(&self) -> DateTime<Utc> {
+        self.0.created_at
+    }
+    async fn ready_at(&self) -> Option<DateTime<Utc>> {
+        self.0.ready_at
+    }
+    async fn deleted_at(&self) -> Option<DateTime<Utc>> {
+        self.0.deleted_at
+    }
+}
+
+#[derive(SimpleObject)]
+pub struct NetworkEdge {
+    pub cursor: String,
+    pub node: Network,
+}
+
+#[derive(SimpleObject)]
+pub struct PageInfo {
+    pub end_cursor: Option<String>,
+    pub has_next_page: bool,
+}
+
+#[derive(SimpleObject)]
+pub struct NetworkConnection {
+    pub edges: Vec<NetworkEdge>,
+    pub page_info: PageInfo,
+}
+
+#[derive(InputObject)]
+pub struct SubnetSpec {
+    /// One of the pool's regions; one subnet per region.
+    pub region: String,
+    /// A private IPv4 block, /16 to /28, not overlapping the network's other subnets.
+    pub ip_range: String,
+}
+
+impl From<SubnetSpec> for SubnetInput {
+    fn from(spec: SubnetSpec) -> Self {
+        SubnetInput { region: spec.region, ip_range: spec.ip_range }
+    }
+}
+
+#[derive(InputObject)]
+pub struct NetworkCreateInput {
+    pub tenant_id: String,
+    pub pool_id: String,
+    pub project_id: Option<String>,
+    /// Unique in the tenant among networks not deleted.
+    pub name: String,
+    pub description: Option<String>,
+    pub subnets: Vec<SubnetSpec>,
+    pub idempotency_key: String,
+}
+
+#[derive(InputObject)]
+pub struct NetworkAddSubnetInput {
+    pub tenant_id: String,
+    pub network_id: String,
+    pub subnet: SubnetSpec,
+}
+
+#[derive(InputObject)]
+pub struct NetworkRemoveSubnetInput {
+    pub tenant_id: String,
+    pub network_id: String,
+    pub subnet_id: String,
+}
+
+#[derive(InputObject)]
+pub struct NetworkDeleteInput {
+    pub tenant_id: String,
+    pub network_id: String,
+}
+
+#[derive(Default)]
+pub struct NetworkQuery;
+
+#[Object]
+impl NetworkQuery {
+    async fn network(&self, ctx: &Context<'_>, tenant_id: String, network_id: String) -> Result<Network> {
+        Ok(Network(services(ctx).network_get(actor(ctx)?, &tenant_id, &network_id).await?))
+    }
+
+    /// The tenant's networks in the order they were made (at most 1000 a page).
+    #[allow(clippy::too_many_arguments)]
+    async fn networks(
+        &self,
+        ctx: &Context<'_>,
+        tenant_id: String,
+        pool_id: Option<String>,
+        project_id: Option<String>,
+        #[graphql(default)] include_deleted: bool,
+        #[graphql(default = 100)] first: i32,
+        after: Option<String>,
+    ) -> Result<NetworkConnection> {
+        let filter = NetworkListFilter { pool_id, project_id, include_deleted, first: first.max(0) as u64, after };
+        let page = services(ctx).network_list(actor(ctx)?, &tenant_id, filter).await?;
+        let edges: Vec<NetworkEdge> =
+            page.networks.into_iter().map(|n| NetworkEdge { cursor: n.id.clone(), node: Network(n) }).collect();
+        let end_cursor = edges.last().map(|e| e.cursor.clone());
+        Ok(NetworkConnection { edges, page_info: PageInfo { end_cursor, has_next_page: page.has_next_page } })
+    }
+}
+
+#[derive(Default)]
+pub struct NetworkMutation;
+
+#[Object]
+impl NetworkMutation {
+    /// Records a network with its subnets and returns it PENDING; the reconciler makes one VPC
+    /// per subnet. Publishes `network.created`, then `network.ready` or `network.error`.
+    async fn network_create(&self, ctx: &Context<'_>, input: NetworkCreateInput) -> Result<Network> {
+        let create = NetworkCreate {
+            tenant_id: input.tenant_id,
+            pool_id: input.pool_id,
+            project_id: input.project_id,
+            name: input.name,
+            description: input.description,
+            subnets: input.subnets.into_iter().map(Into::into).collect(),
+            idempotency_key: input.idempotency_key,
+        };
+        Ok(Network(services(ctx).network_create(actor(ctx)?, create).await?))
+    }
+
+    /// Adds a subnet (INVALID_STATE while the network is being deleted).
+    async fn network_add_subnet(&self, ctx: &Context<'_>, input: NetworkAddSubnetInput) -> Result<Network> {
+        let view = services(ctx)
+            .network_add_subnet(actor(ctx)?, &input.tenant_id, &input.network_id, input.subnet.into())
+            .await?;
+        Ok(Network(view))
+    }
+
+    /// Removes a subnet: its VPC is deleted.
+    async fn network_remove_subnet(&self, ctx: &Context<'_>, input: NetworkRemoveSubnetInput) -> Result<Network> {
+        let view = services(ctx)
+            .network_remove_subnet(actor(ctx)?, &input.tenant_id, &input.network_id, &input.subnet_id)
+            .await?;
+        Ok(Network(view))
+    }
+
+    /// Marks the network for deletion and returns it DELETING; publishes `network.deleting`, then
+    /// `network.deleted` once every VPC is gone.
+    async fn network_delete(&self, ctx: &Context<'_>, input: NetworkDeleteInput) -> Result<Network> {
+        Ok(Network(services(ctx).network_delete(actor(ctx)?, &input.tenant_id, &input.network_id).await?))
+    }
+}
+
+#[derive(Default)]
+pub struct NetworkSubscription;
+
+#[Subscription]
+impl NetworkSubscription {
+    /// The network's new view on every change.
+    async fn network_changed(
+        &self,
+        ctx: &Context<'_>,
+        tenant_id: String,
+        network_id: String,
+    ) -> Result<impl Stream<Item = Result<Network>> + use<>> {
+        let svc = services(ctx).clone();
+        let filter = svc.network_watch(actor(ctx)?, &tenant_id, &network_id).await?;
+        Ok(svc.feed.subscribe(filter, None).map(|item| {
+            let event = item?;
+            let view: NetworkView =
+                serde_json::from_value(event.data.clone()).map_err(|e| async_graphql::Error::new(e.to_string()))?;
+            Ok(Network(view))
+        }))
+    }
+}

@@ -1,0 +1,224 @@
+//! The DigitalOcean API v2 client (reqwest). It keeps the account's rate-limit budget from the
+//! `ratelimit-*` headers and backs off before the budget is spent; 429, 5xx and timeouts become
+//! retry-later (or unknown-outcome for a create); error bodies are kept as the message.
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+
+use super::{Networks, ProviderError, ProviderResult, Vpc, VpcCreate};
+use crate::metrics::Metrics;
+
+/// Requests kept back from the hourly budget, for reads that must not wait (at least this many,
+/// or 5 % of the limit).
+const RESERVE_MIN: i64 = 1;
+const RETRY_AFTER: Duration = Duration::from_secs(30);
+const PER_PAGE: u32 = 200;
+
+pub struct DigitalOcean {
+    account_id: String,
+    base: String,
+    token: Result<String, String>,
+    http: reqwest::Client,
+    budget: Mutex<Budget>,
+    metrics: Arc<Metrics>,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Budget {
+    limit: Option<i64>,
+    remaining: Option<i64>,
+    /// Unix seconds when the oldest counted request leaves the window.
+    reset_at: Option<i64>,
+}
+
+impl Budget {
+    fn exhausted(&self, now_s: i64) -> Option<Duration> {
+        let (Some(limit), Some(remaining)) = (self.limit, self.remaining) else { return None };
+        let reserve = RESERVE_MIN.max(limit / 20);
+        if remaining > reserve {
+            return None;
+        }
+        match self.reset_at {
+            Some(reset) if reset > now_s => {
+                Some(Duration::from_secs((reset - now_s) as u64).min(RETRY_AFTER).max(Duration::from_secs(1)))
+            }
+            // A reset already past says nothing: let the request through and learn again.
+            _ => None,
+        }
+    }
+}
+
+struct Answer {
+    status: StatusCode,
+    body: Value,
+}
+
+impl DigitalOcean {
+    pub fn new(
+        account_id: &str,
+        base: &str,
+        token: Result<String, String>,
+        timeout: Duration,
+        metrics: Arc<Metrics>,
+    ) -> Self {
+        let http = reqwest::Client::builder()
+            .timeout(timeout)
+            .connect_timeout(timeout.min(Duration::from_secs(5)))
+            .build()
+            .unwrap_or_default();
+        DigitalOcean {
+            account_id: account_id.to_owned(),
+            base: base.trim_end_matches('/').to_owned(),
+            token,
+            http,
+            budget: Mutex::new(Budget::default()),
+            metrics,
+        }
+    }
+
+    /// One request. `acts` says whether it changes something at the provider (then a lost
+    /// answer is `Unknown`, not retry-later).
+    async fn call(
+        &self,
+        endpoint: &'static str,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> ProviderResult<Answer> {
+        let token = self.token.clone().map_err(|message| ProviderError::Misconfigured { message })?;
+        let now_s = chrono::Utc::now().timestamp();
+        if let Some(after) = self.budget.lock().unwrap_or_else(|e| e.into_inner()).exhausted(now_s) {
+            self.count(endpoint, "budget");
+            return Err(ProviderError::RetryLater { message: "waiting for the account's API budget".into(), after });
+        }
+        let acts = method == Method::POST;
+        let mut request = self.http.request(method, format!("{}{path}", self.base)).bearer_auth(token);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = match request.send().await {
+            Ok(response) => response,
+            Err(err) => {
+                self.count(endpoint, "transport");
+                let message = format!("DigitalOcean did not answer: {err}");
+                return Err(if acts && !err.is_connect() {
+                    ProviderError::Unknown { message }
+                } else {
+                    ProviderError::RetryLater { message, after: RETRY_AFTER }
+                });
+            }
+        };
+        let status = response.status();
+        self.count(endpoint, status.as_str());
+        self.learn_budget(response.headers());
+        let retry_after = header_seconds(response.headers(), "retry-after");
+        let body: Value = response.json().await.unwrap_or(Value::Null);
+        let message = || {
+            body.get("message").and_then(Value::as_str).unwrap_or(status.canonical_reason().unwrap_or("")).to_owned()
+        };
+        match status {
+            s if s.is_success() => Ok(Answer { status, body }),
+            StatusCode::TOO_MANY_REQUESTS => Err(ProviderError::RetryLater {
+                message: format!("rate-limited by DigitalOcean: {}", message()),
+                after: retry_after.map(Duration::from_secs).unwrap_or(RETRY_AFTER).max(RETRY_AFTER),
+            }),
+            s if s.is_server_error() && acts => {
+                Err(ProviderError::Unknown { message: format!("DigitalOcean {}: {}", s.as_u16(), message()) })
+            }
+            s if s.is_server_error() => Err(ProviderError::RetryLater {
+                message: format!("DigitalOcean {}: {}", s.as_u16(), message()),
+                after: RETRY_AFTER,
+            }),
+            StatusCode::NOT_FOUND => Ok(Answer { status, body }),
+            s => Err(ProviderError::Refused { status: s.as_u16(), message: message() }),
+        }
+    }
+
+    fn learn_budget(&self, headers: &reqwest::header::HeaderMap) {
+        let mut budget = self.budget.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(limit) = header_seconds(headers, "ratelimit-limit") {
+            budget.limit = Some(limit as i64);
+        }
+        if let Some(remaining) = header_seconds(headers, "ratelimit-remaining") {
+            budget.remaining = Some(remaining as i64);
+            self.metrics.set("vps_graph_provider_budget_remaining", &[("account", &self.account_id)], remaining as f64);
+        }
+        if let Some(reset) = header_seconds(headers, "ratelimit-reset") {
+            budget.reset_at = Some(reset as i64);
+        }
+    }
+
+    fn count(&self, endpoint: &str, status: &str) {
+        self.metrics.inc(
+            "vps_graph_provider_calls_total",
+            &[("provider", "digitalocean"), ("endpoint", endpoint), ("status", status)],
+        );
+    }
+}
+
+fn header_seconds(headers: &reqwest::header::HeaderMap, name: &str) -> Option<u64> {
+    headers.get(name)?.to_str().ok()?.trim().parse().ok()
+}
+
+fn vpc_from(body: &Value) -> ProviderResult<Vpc> {
+    serde_json::from_value(body.clone())
+        .map_err(|e| ProviderError::Unknown { message: format!("unreadable VPC from DigitalOcean: {e}") })
+}
+
+#[async_trait::async_trait]
+impl Networks for DigitalOcean {
+    async fn vpc_create(&self, request: &VpcCreate<'_>) -> ProviderResult<Vpc> {
+        let body = json!({ "name": request.name, "region": request.region, "ip_range": request.ip_range, "description": request.description });
+        let answer = self.call("vpcs.create", Method::POST, "/v2/vpcs", Some(body)).await?;
+        vpc_from(&answer.body["vpc"])
+    }
+
+    async fn vpc_get(&self, id: &str) -> ProviderResult<Option<Vpc>> {
+        let answer = self.call("vpcs.get", Method::GET, &format!("/v2/vpcs/{id}"), None).await?;
+        if answer.status == StatusCode::NOT_FOUND {
+            return Ok(None);
+        }
+        vpc_from(&answer.body["vpc"]).map(Some)
+    }
+
+    async fn vpc_find_by_name(&self, name: &str) -> ProviderResult<Option<Vpc>> {
+        let mut page = 1;
+        loop {
+            let answer =
+                self.call("vpcs.list", Method::GET, &format!("/v2/vpcs?page={page}&per_page={PER_PAGE}"), None).await?;
+            let vpcs = answer.body["vpcs"].as_array().cloned().unwrap_or_default();
+            if let Some(found) = vpcs.iter().find(|v| v["name"] == name) {
+                return vpc_from(found).map(Some);
+            }
+            if answer.body["links"]["pages"]["next"].is_null() || vpcs.is_empty() {
+                return Ok(None);
+            }
+            page += 1;
+        }
+    }
+
+    async fn vpc_delete(&self, id: &str) -> ProviderResult<bool> {
+        let answer = self.call("vpcs.delete", Method::DELETE, &format!("/v2/vpcs/{id}"), None).await?;
+        Ok(answer.status != StatusCode::NOT_FOUND)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn budget_backs_off_before_it_is_spent() {
+        let budget = Budget { limit: Some(5000), remaining: Some(250), reset_at: Some(1_000_100) };
+        assert_eq!(budget.exhausted(1_000_000), Some(RETRY_AFTER));
+        let room = Budget { remaining: Some(251), ..budget };
+        assert_eq!(room.exhausted(1_000_000), None);
+        let stale = Budget { reset_at: Some(999_000), ..budget };
+        assert_eq!(stale.exhausted(1_000_000), None, "a reset in the past is not trusted");
+        let soon = Budget { reset_at: Some(1_000_004), ..budget };
+        assert_eq!(soon.exhausted(1_000_000), Some(Duration::from_secs(4)));
+        assert_eq!(Budget::default().exhausted(1_000_000), None);
+    }
+}

@@ -1,0 +1,212 @@
+//! The reconciler runtime: workers in every replica claim due work items with a lease, run one
+//! reconcile step for the resource, and say when to look again. A run takes nothing but the
+//! resource id (level-triggered), calls the provider outside any transaction, and writes back
+//! conditionally on the row's version and on its lease (the epoch fence). Timing, as the seeds
+//! say: a running provider action is looked at again 5 s later; rate-limited or unavailable 30 s;
+//! an ERROR is retried by the next change or every 5 minutes; a settled resource is read for drift
+//! once an hour, those reads spread evenly over the hour by the resource id.
+pub mod networks;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::Result;
+use crate::service::Services;
+use crate::store::notify;
+use crate::store::queue::{self, Claimed};
+
+pub const ACTION_POLL_MS: i64 = 5_000;
+pub const RETRY_LATER_MS: i64 = 30_000;
+pub const ERROR_RETRY_MS: i64 = 5 * 60_000;
+pub const DRIFT_MS: i64 = 60 * 60_000;
+
+/// When to look at the resource again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Next {
+    /// There is more to do now.
+    Now,
+    After(i64),
+    /// Settled: the hourly drift read.
+    Drift,
+    /// Gone for good: drop the work item.
+    Done,
+}
+
+#[async_trait::async_trait]
+pub trait Reconciler: Send + Sync {
+    /// The work item kind, e.g. `vps.networks`.
+    fn kind(&self) -> &'static str;
+    async fn run(&self, run: &Run<'_>) -> Result<Next>;
+}
+
+/// One claimed run: the services and the lease every write-back is fenced on.
+pub struct Run<'a> {
+    pub services: &'a Services,
+    pub claimed: &'a Claimed,
+}
+
+impl Run<'_> {
+    pub fn resource_id(&self) -> &str {
+        &self.claimed.resource_id
+    }
+}
+
+/// The next drift read of `resource_id` after `now`: once an hour, at an offset derived from the
+/// id so that reads spread evenly over the hour.
+pub fn drift_due(now: i64, resource_id: &str) -> i64 {
+    let offset = (fnv1a(resource_id) % DRIFT_MS as u64) as i64;
+    let slot = now - now.rem_euclid(DRIFT_MS) + offset;
+    if slot <= now { slot + DRIFT_MS } else { slot }
+}
+
+fn fnv1a(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, b| (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+}
+
+#[derive(Clone, Debug)]
+pub struct RuntimeConfig {
+    pub workers: usize,
+    pub lease_ms: i64,
+    /// How often idle workers look for due work when nothing woke them.
+    pub poll: Duration,
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> Self {
+        RuntimeConfig { workers: 8, lease_ms: 60_000, poll: Duration::from_secs(1) }
+    }
+}
+
+struct Shared {
+    services: Services,
+    reconcilers: Vec<Arc<dyn Reconciler>>,
+    kinds: Vec<&'static str>,
+    owner: String,
+    config: RuntimeConfig,
+    wake: Arc<Notify>,
+    stop: CancellationToken,
+}
+
+/// Starts the workers; `wake` rouses them (the services notify it after a commit), and they give
+/// back their leases when `stop` is cancelled.
+pub fn start(
+    services: Services,
+    reconcilers: Vec<Arc<dyn Reconciler>>,
+    config: RuntimeConfig,
+    wake: Arc<Notify>,
+    stop: CancellationToken,
+) {
+    let kinds = reconcilers.iter().map(|r| r.kind()).collect();
+    let shared = Arc::new(Shared {
+        owner: crate::ids::new_id("worker"),
+        services,
+        reconcilers,
+        kinds,
+        config,
+        wake: wake.clone(),
+        stop,
+    });
+    if shared.services.db.get_database_backend() == sea_orm::DbBackend::Postgres {
+        let woken = wake.clone();
+        tokio::spawn(notify::listen(shared.services.db.clone(), queue::WAKE_CHANNEL, shared.stop.clone(), move || {
+            woken.notify_waiters()
+        }));
+    }
+    tokio::spawn(report_depth(shared.clone()));
+    tokio::spawn(async move {
+        let workers: Vec<_> = (0..shared.config.workers.max(1)).map(|_| tokio::spawn(work(shared.clone()))).collect();
+        for worker in workers {
+            let _ = worker.await;
+        }
+        let now = shared.services.clock.now_ms();
+        if let Err(err) = queue::release(&shared.services.db, &shared.owner, now).await {
+            tracing::warn!(error = err.describe(), "could not give back the leases");
+        }
+    });
+}
+
+async fn work(shared: Arc<Shared>) {
+    while !shared.stop.is_cancelled() {
+        // Listen before looking, so a wake that lands meanwhile is not missed.
+        let woken = shared.wake.notified();
+        tokio::pin!(woken);
+        woken.as_mut().enable();
+        let now = shared.services.clock.now_ms();
+        match queue::claim(&shared.services.db, &shared.owner, &shared.kinds, now, shared.config.lease_ms, 1).await {
+            Ok(claimed) if !claimed.is_empty() => {
+                for item in claimed {
+                    run_one(&shared, item).await;
+                }
+                continue;
+            }
+            Ok(_) => {}
+            Err(err) => tracing::warn!(error = err.describe(), "could not claim work"),
+        }
+        tokio::select! {
+            _ = shared.stop.cancelled() => break,
+            _ = &mut woken => {}
+            _ = tokio::time::sleep(shared.config.poll) => {}
+        }
+    }
+}
+
+async fn run_one(shared: &Shared, claimed: Claimed) {
+    let Some(reconciler) = shared.reconcilers.iter().find(|r| r.kind() == claimed.kind) else { return };
+    let run = Run { services: &shared.services, claimed: &claimed };
+    let result = reconciler.run(&run).await;
+    let now = shared.services.clock.now_ms();
+    let (next_due, failed, outcome) = match &result {
+        Ok(Next::Now) => (Some(now), None, "more"),
+        Ok(Next::After(ms)) => (Some(now + ms), None, "requeued"),
+        Ok(Next::Drift) => (Some(drift_due(now, &claimed.resource_id)), None, "settled"),
+        Ok(Next::Done) => (None, None, "done"),
+        Err(err) => {
+            tracing::warn!(
+                kind = claimed.kind,
+                resource = claimed.resource_id,
+                error = err.describe(),
+                "reconcile failed"
+            );
+            (Some(now + RETRY_LATER_MS), Some(err.describe()), "failed")
+        }
+    };
+    shared.services.metrics.inc("vps_graph_reconcile_runs_total", &[("kind", &claimed.kind), ("outcome", outcome)]);
+    if let Err(err) = queue::finish(&shared.services.db, &claimed, now, next_due, failed.as_deref()).await {
+        tracing::warn!(error = err.describe(), "could not finish a run; its lease will expire");
+    }
+}
+
+/// Queue depth and the oldest due item, for /metrics.
+async fn report_depth(shared: Arc<Shared>) {
+    loop {
+        let now = shared.services.clock.now_ms();
+        if let Ok((due, oldest)) = queue::depth(&shared.services.db, now).await {
+            let metrics = &shared.services.metrics;
+            metrics.set("vps_graph_queue_due", &[], due as f64);
+            metrics.set("vps_graph_queue_oldest_due_seconds", &[], oldest.map_or(0.0, |t| (now - t) as f64 / 1000.0));
+        }
+        tokio::select! {
+            _ = shared.stop.cancelled() => return,
+            _ = tokio::time::sleep(Duration::from_secs(5)) => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn drift_reads_come_once_an_hour_at_an_offset_of_the_id() {
+        let now = 10 * DRIFT_MS + 123;
+        let due = drift_due(now, "net_a");
+        assert!(due > now && due <= now + DRIFT_MS);
+        assert_eq!(drift_due(due, "net_a"), due + DRIFT_MS, "the same slot every hour");
+        let slots: std::collections::BTreeSet<i64> =
+            (0..200).map(|i| drift_due(now, &format!("net_{i}")).rem_euclid(DRIFT_MS) / 60_000).collect();
+        assert!(slots.len() > 40, "200 resources spread over the hour's minutes, not bunched: {}", slots.len());
+    }
+}

@@ -1,0 +1,599 @@
+//! `vps.networks`: one VPC per subnet on DigitalOcean. Each run does at most one provider step
+//! for one subnet. The decisions are plain functions of the subnet row and what the provider
+//! showed (`look` → `decide` → `after`), tested without a network; `run` does the I/O.
+use sea_orm::sea_query::{Expr, ExprTrait};
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
+
+use super::{ERROR_RETRY_MS, Next, RETRY_LATER_MS, Reconciler, Run};
+use crate::error::{Error, Result};
+use crate::provider::{AccountRef, Networks, ProviderError, Vpc, VpcCreate};
+use crate::service::networks::{self as svc, RECONCILER, state, subnets_of};
+use crate::store::entity::{network, network_subnet as subnet, provider_account};
+use crate::store::queue;
+
+pub struct NetworkReconciler;
+
+/// What to read at the provider before deciding.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Look {
+    Nothing,
+    ById(String),
+    /// A create may have reached the provider without its answer: find it by its name.
+    ByName,
+}
+
+/// What the provider showed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Seen {
+    NotAsked,
+    Found(Vpc),
+    Missing,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Call {
+    Create,
+    Delete(String),
+}
+
+/// The subnet fields a run writes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Observed {
+    pub state: String,
+    pub provider_id: Option<String>,
+    pub create_attempts: i32,
+    pub lost: bool,
+    pub message: Option<String>,
+}
+
+impl Observed {
+    fn of(s: &subnet::Model) -> Self {
+        Observed {
+            state: s.state.clone(),
+            provider_id: s.provider_id.clone(),
+            create_attempts: s.create_attempts,
+            lost: s.lost,
+            message: s.message.clone(),
+        }
+    }
+
+    fn with_state(mut self, state: &str, message: Option<String>) -> Self {
+        self.state = state.to_owned();
+        self.message = message;
+        self
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Step {
+    Write(Observed, Next),
+    Call(Call),
+}
+
+/// Whether a subnet has something to converge (a settled one is only read for drift).
+pub fn needs_work(s: &subnet::Model) -> bool {
+    match s.desired_state.as_str() {
+        state::ABSENT => s.state != state::DELETED,
+        _ => s.state != state::READY && !s.lost,
+    }
+}
+
+pub fn look(s: &subnet::Model) -> Look {
+    match (&s.provider_id, s.desired_state.as_str()) {
+        _ if s.lost => Look::Nothing,
+        (Some(_), state::ABSENT) => Look::Nothing,
+        (Some(id), _) => Look::ById(id.clone()),
+        (None, _) if s.create_attempts > 0 => Look::ByName,
+        (None, _) => Look::Nothing,
+    }
+}
+
+/// What this deployment writes in the description of the VPCs it makes.
+pub fn marker(deployment: &str, subnet_id: &str) -> String {
+    format!("vps-graph {deployment} {subnet_id}")
+}
+
+pub fn decide(s: &subnet::Model, seen: &Seen, marker: &str) -> Step {
+    let now = Observed::of(s);
+    if s.desired_state == state::ABSENT {
+        return match (&s.provider_id, seen) {
+            _ if s.lost => Step::Write(now.with_state(state::DELETED, None), Next::Now),
+            (Some(id), _) => Step::Call(Call::Delete(id.clone())),
+            (None, Seen::Found(vpc)) if vpc.description == marker => Step::Call(Call::Delete(vpc.id.clone())),
+            // Never made, refused, or under our name but not ours (never deleted): done.
+            _ => Step::Write(now.with_state(state::DELETED, None), Next::Now),
+        };
+    }
+    match (&s.provider_id, seen) {
+        (Some(_), Seen::Found(_)) => Step::Write(now.with_state(state::READY, None), Next::Now),
+        (Some(id), Seen::Missing) => {
+            let message = format!(
+                "VPC {id} was deleted outside vps-graph; it is not made again: remove the subnet or delete the network"
+            );
+            Step::Write(Observed { lost: true, ..now.with_state(state::ERROR, Some(message)) }, Next::Now)
+        }
+        (None, Seen::Found(vpc)) if vpc.description == marker => {
+            Step::Write(Observed { provider_id: Some(vpc.id.clone()), ..now.with_state(state::READY, None) }, Next::Now)
+        }
+        (None, Seen::Found(vpc)) => {
+            let message =
+                format!("a VPC named {} exists that this deployment did not make; it is left alone", vpc.name);
+            Step::Write(now.with_state(state::ERROR, Some(message)), Next::After(ERROR_RETRY_MS))
+        }
+        (None, _) => Step::Call(Call::Create),
+        (Some(_), Seen::NotAsked) => Step::Write(now, Next::Now),
+    }
+}
+
+/// The subnet after `call` answered `answer` (the created VPC, or nothing for a delete).
+pub fn after(
+    s: &subnet::Model,
+    call: &Call,
+    answer: std::result::Result<Option<Vpc>, ProviderError>,
+) -> (Observed, Next) {
+    let now = Observed::of(s);
+    let attempted = Observed { create_attempts: s.create_attempts + 1, ..now.clone() };
+    match (call, answer) {
+        (Call::Create, Ok(Some(vpc))) => {
+            (Observed { provider_id: Some(vpc.id), ..attempted.with_state(state::READY, None) }, Next::Now)
+        }
+        (Call::Delete(_), Ok(_)) => (now.with_state(state::DELETED, None), Next::Now),
+        (_, Err(ProviderError::RetryLater { message, .. })) => {
+            let state = now.state.clone();
+            (now.with_state(&state, Some(message)), Next::After(RETRY_LATER_MS))
+        }
+        (Call::Create, Err(ProviderError::Unknown { message })) => {
+            let message = format!("the create's answer was lost ({message}); looking for the VPC by its name");
+            let state = now.state.clone();
+            (attempted.with_state(&state, Some(message)), Next::After(RETRY_LATER_MS))
+        }
+        // The first refusal may be our own earlier create under this name: look by name once.
+        (Call::Create, Err(ProviderError::Refused { message, .. })) if s.create_attempts == 0 => {
+            let state = now.state.clone();
+            (attempted.with_state(&state, Some(message)), Next::Now)
+        }
+        (Call::Create, Err(err)) => {
+            (attempted.with_state(state::ERROR, Some(err.message().to_owned())), Next::After(ERROR_RETRY_MS))
+        }
+        (Call::Delete(_), Err(ProviderError::Unknown { message })) => {
+            let state = now.state.clone();
+            (now.with_state(&state, Some(message)), Next::After(RETRY_LATER_MS))
+        }
+        (Call::Delete(_), Err(err)) => {
+            (now.with_state(state::ERROR, Some(err.message().to_owned())), Next::After(ERROR_RETRY_MS))
+        }
+        (Call::Create, Ok(None)) => (attempted, Next::Now),
+    }
+}
+
+/// A provider error while looking: wait, and say why.
+fn looked_badly(s: &subnet::Model, err: ProviderError) -> (Observed, Next) {
+    let now = Observed::of(s);
+    match err {
+        ProviderError::RetryLater { message, .. } | ProviderError::Unknown { message } => {
+            let state = now.state.clone();
+            (now.with_state(&state, Some(message)), Next::After(RETRY_LATER_MS))
+        }
+        other => (now.with_state(state::ERROR, Some(other.message().to_owned())), Next::After(ERROR_RETRY_MS)),
+    }
+}
+
+/// The network's state and message from its subnets'.
+pub fn aggregate(desired: &str, subnets: &[subnet::Model]) -> (String, Option<String>) {
+    if desired == state::ABSENT {
+        let done = subnets.iter().all(|s| s.state == state::DELETED);
+        let message = subnets.iter().find_map(|s| s.message.clone());
+        return (if done { state::DELETED } else { state::DELETING }.into(), if done { None } else { message });
+    }
+    let live: Vec<&subnet::Model> = subnets.iter().filter(|s| s.desired_state == state::PRESENT).collect();
+    if let Some(failed) = live.iter().find(|s| s.state == state::ERROR) {
+        return (state::ERROR.into(), failed.message.clone());
+    }
+    if !live.is_empty() && live.iter().all(|s| s.state == state::READY) {
+        return (state::READY.into(), None);
+    }
+    (state::PENDING.into(), live.iter().find_map(|s| s.message.clone()))
+}
+
+#[async_trait::async_trait]
+impl Reconciler for NetworkReconciler {
+    fn kind(&self) -> &'static str {
+        RECONCILER
+    }
+
+    async fn run(&self, run: &Run<'_>) -> Result<Next> {
+        let services = run.services;
+        let Some(network) = network::Entity::find_by_id(run.resource_id().to_owned()).one(&services.db).await? else {
+            return Ok(Next::Done);
+        };
+        if network.state == state::DELETED {
+            return Ok(Next::Done);
+        }
+        let subnets = subnets_of(&services.db, &network.id).await?;
+        let account = provider_account::Entity::find_by_id(network.provider_account_id.clone())
+            .one(&services.db)
+            .await?
+            .ok_or_else(|| Error::internal("network without its account"))?;
+        let provider = services.providers.for_account(&AccountRef {
+            id: &account.id,
+            kind: &account.kind,
+            api_url: &account.api_url,
+            credential_ref: &account.credential_ref,
+            sim: account.sim,
+        });
+        let Some(api) = provider.networks.clone() else {
+            return Err(Error::internal(format!("account {} offers no networks", account.id)));
+        };
+        let Some(target) = subnets.iter().find(|s| needs_work(s)) else {
+            return drift(run, api.as_ref(), &subnets).await;
+        };
+        let marker = marker(&services.deployment, &target.id);
+        let (observed, hint) = match observe(api.as_ref(), target).await {
+            Err(err) => looked_badly(target, err),
+            Ok(seen) => match decide(target, &seen, &marker) {
+                Step::Write(observed, next) => (observed, next),
+                Step::Call(call) => {
+                    let answer = execute(api.as_ref(), target, &call, &marker).await;
+                    after(target, &call, answer)
+                }
+            },
+        };
+        if !write_back(run, target, observed).await? {
+            return Ok(Next::Now);
+        }
+        next_after(run, hint).await
+    }
+}
+
+async fn observe(api: &dyn Networks, s: &subnet::Model) -> std::result::Result<Seen, ProviderError> {
+    let found = match look(s) {
+        Look::Nothing => return Ok(Seen::NotAsked),
+        Look::ById(id) => api.vpc_get(&id).await?,
+        Look::ByName => api.vpc_find_by_name(&s.provider_name).await?,
+    };
+    Ok(found.map_or(Seen::Missing, Seen::Found))
+}
+
+async fn execute(
+    api: &dyn Networks,
+    s: &subnet::Model,
+    call: &Call,
+    marker: &str,
+) -> std::result::Result<Option<Vpc>, ProviderError> {
+    match call {
+        Call::Create => {
+            let request =
+                VpcCreate { name: &s.provider_name, region: &s.region, ip_range: &s.ip_range, description: marker };
+            api.vpc_create(&request).await.map(Some)
+        }
+        Call::Delete(id) => api.vpc_delete(id).await.map(|_| None),
+    }
+}
+
+/// A settled network: read each ready subnet's VPC (one gone outside is lost, never remade).
+async fn drift(run: &Run<'_>, api: &dyn Networks, subnets: &[subnet::Model]) -> Result<Next> {
+    for s in subnets.iter().filter(|s| s.state == state::READY && s.desired_state == state::PRESENT) {
+        let (observed, _) = match observe(api, s).await {
+            Err(err) => looked_badly(s, err),
+            Ok(seen) => match decide(s, &seen, "") {
+                Step::Write(observed, next) => (observed, next),
+                Step::Call(_) => continue,
+            },
+        };
+        if !write_back(run, s, observed).await? {
+            return Ok(Next::Now);
+        }
+    }
+    next_after(run, Next::Drift).await
+}
+
+/// When to come back, given the step's own hint and whether work is left.
+async fn next_after(run: &Run<'_>, hint: Next) -> Result<Next> {
+    let db = &run.services.db;
+    let network = network::Entity::find_by_id(run.resource_id().to_owned()).one(db).await?;
+    if network.as_ref().is_none_or(|n| n.state == state::DELETED) {
+        return Ok(Next::Done);
+    }
+    Ok(match hint {
+        Next::Now if subnets_of(db, run.resource_id()).await?.iter().any(needs_work) => Next::Now,
+        Next::Now | Next::Drift => Next::Drift,
+        other => other,
+    })
+}
+
+/// Writes what was observed of one subnet and the network's state that follows, with its event,
+/// if this run still holds its lease and neither row changed meanwhile. False: look again.
+async fn write_back(run: &Run<'_>, current: &subnet::Model, observed: Observed) -> Result<bool> {
+    if observed == Observed::of(current) {
+        return Ok(true);
+    }
+    let services = run.services;
+    let txn = services.begin().await?;
+    if !queue::fence(&txn, run.claimed).await? {
+        return Ok(false);
+    }
+    let now = services.clock.now();
+    let mut update = subnet::Entity::update_many()
+        .col_expr(subnet::Column::State, Expr::value(observed.state.clone()))
+        .col_expr(subnet::Column::ProviderId, Expr::value(observed.provider_id.clone()))
+        .col_expr(subnet::Column::CreateAttempts, Expr::value(observed.create_attempts))
+        .col_expr(subnet::Column::Lost, Expr::value(observed.lost))
+        .col_expr(subnet::Column::Message, Expr::value(observed.message.clone()))
+        .col_expr(subnet::Column::Version, Expr::col(subnet::Column::Version).add(1))
+        .col_expr(subnet::Column::UpdatedAt, Expr::value(now));
+    if observed.state == state::READY && current.ready_at.is_none() {
+        update = update.col_expr(subnet::Column::ReadyAt, Expr::value(now));
+    }
+    if observed.state == state::DELETED {
+        update = update.col_expr(subnet::Column::DeletedAt, Expr::value(now));
+    }
+    let changed = update
+        .filter(subnet::Column::Id.eq(current.id.clone()))
+        .filter(subnet::Column::Version.eq(current.version))
+        .exec(&txn)
+        .await?
+        .rows_affected;
+    if changed == 0 {
+        return Ok(false);
+    }
+    let Some(network) = network::Entity::find_by_id(current.network_id.clone()).one(&txn).await? else {
+        return Ok(false);
+    };
+    let subnets = subnets_of(&txn, &network.id).await?;
+    let (state_now, message) = aggregate(&network.desired_state, &subnets);
+    let mut update = network::Entity::update_many()
+        .col_expr(network::Column::State, Expr::value(state_now.clone()))
+        .col_expr(network::Column::Message, Expr::value(message))
+        .col_expr(network::Column::Version, Expr::col(network::Column::Version).add(1))
+        .col_expr(network::Column::UpdatedAt, Expr::value(now));
+    if state_now == state::READY && network.ready_at.is_none() {
+        update = update.col_expr(network::Column::ReadyAt, Expr::value(now));
+    }
+    if state_now == state::DELETED {
+        update = update.col_expr(network::Column::DeletedAt, Expr::value(now));
+    }
+    let changed = update
+        .filter(network::Column::Id.eq(network.id.clone()))
+        .filter(network::Column::Version.eq(network.version))
+        .exec(&txn)
+        .await?
+        .rows_affected;
+    if changed == 0 {
+        return Ok(false);
+    }
+    let written = network::Entity::find_by_id(network.id.clone())
+        .one(&txn)
+        .await?
+        .ok_or_else(|| Error::internal("network vanished"))?;
+    let event_type = if written.state != network.state { written.state.clone() } else { "updated".into() };
+    let event = svc::event(&event_type, &svc::view(&written, &subnets));
+    services.commit(txn, vec![event]).await?;
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::Utc;
+
+    use super::*;
+
+    fn subnet(state: &str, desired: &str, provider_id: Option<&str>, attempts: i32, lost: bool) -> subnet::Model {
+        let now = Utc::now();
+        subnet::Model {
+            id: "sub_1".into(),
+            network_id: "net_1".into(),
+            region: "nyc3".into(),
+            ip_range: "10.1.0.0/24".into(),
+            state: state.into(),
+            desired_state: desired.into(),
+            provider_id: provider_id.map(str::to_owned),
+            provider_name: "bc-sub-1".into(),
+            create_attempts: attempts,
+            lost,
+            message: None,
+            version: 1,
+            created_at: now,
+            updated_at: now,
+            ready_at: None,
+            deleted_at: None,
+        }
+    }
+
+    fn vpc(id: &str, description: &str) -> Vpc {
+        Vpc {
+            id: id.into(),
+            name: "bc-sub-1".into(),
+            region: "nyc3".into(),
+            ip_range: "10.1.0.0/24".into(),
+            description: description.into(),
+        }
+    }
+
+    const MINE: &str = "vps-graph dep sub_1";
+
+    #[test]
+    fn look_before_deciding() {
+        use state::*;
+        let cases = [
+            (subnet(PENDING, PRESENT, None, 0, false), Look::Nothing),
+            (subnet(PENDING, PRESENT, None, 1, false), Look::ByName),
+            (subnet(READY, PRESENT, Some("v"), 0, false), Look::ById("v".into())),
+            (subnet(ERROR, PRESENT, Some("v"), 0, true), Look::Nothing),
+            (subnet(DELETING, ABSENT, Some("v"), 0, false), Look::Nothing),
+            (subnet(DELETING, ABSENT, None, 2, false), Look::ByName),
+            (subnet(DELETING, ABSENT, None, 0, false), Look::Nothing),
+        ];
+        for (s, expected) in cases {
+            assert_eq!(look(&s), expected, "{s:?}");
+        }
+    }
+
+    #[test]
+    fn decide_table() {
+        use state::*;
+        let ready = |id: &str| Observed {
+            state: READY.into(),
+            provider_id: Some(id.into()),
+            create_attempts: 0,
+            lost: false,
+            message: None,
+        };
+        // (subnet, seen, expected step)
+        let cases: Vec<(subnet::Model, Seen, Step)> = vec![
+            // Never created: create.
+            (subnet(PENDING, PRESENT, None, 0, false), Seen::NotAsked, Step::Call(Call::Create)),
+            // A lost create found by name, ours: adopt it, never create twice.
+            (
+                subnet(PENDING, PRESENT, None, 1, false),
+                Seen::Found(vpc("v1", MINE)),
+                Step::Write(Observed { create_attempts: 1, ..ready("v1") }, Next::Now),
+            ),
+            // Looked by name, nothing there: create.
+            (subnet(PENDING, PRESENT, None, 1, false), Seen::Missing, Step::Call(Call::Create)),
+            // Under our name but not made by this deployment: left alone, error.
+            (
+                subnet(PENDING, PRESENT, None, 1, false),
+                Seen::Found(vpc("v9", "someone else")),
+                Step::Write(
+                    Observed {
+                        state: ERROR.into(),
+                        provider_id: None,
+                        create_attempts: 1,
+                        lost: false,
+                        message: Some(
+                            "a VPC named bc-sub-1 exists that this deployment did not make; it is left alone".into(),
+                        ),
+                    },
+                    Next::After(ERROR_RETRY_MS),
+                ),
+            ),
+            // Settled and still there.
+            (
+                subnet(READY, PRESENT, Some("v1"), 0, false),
+                Seen::Found(vpc("v1", MINE)),
+                Step::Write(ready("v1"), Next::Now),
+            ),
+            // Deleting: by id, without looking.
+            (subnet(DELETING, ABSENT, Some("v1"), 0, false), Seen::NotAsked, Step::Call(Call::Delete("v1".into()))),
+            // Deleting one never created: finished without a call.
+            (
+                subnet(DELETING, ABSENT, None, 0, false),
+                Seen::NotAsked,
+                Step::Write(
+                    Observed {
+                        state: DELETED.into(),
+                        provider_id: None,
+                        create_attempts: 0,
+                        lost: false,
+                        message: None,
+                    },
+                    Next::Now,
+                ),
+            ),
+            // Deleting one whose create answer was lost: found by name, ours: delete it.
+            (
+                subnet(DELETING, ABSENT, None, 1, false),
+                Seen::Found(vpc("v2", MINE)),
+                Step::Call(Call::Delete("v2".into())),
+            ),
+            // ... not ours: never deleted.
+            (
+                subnet(DELETING, ABSENT, None, 1, false),
+                Seen::Found(vpc("v3", "other")),
+                Step::Write(
+                    Observed {
+                        state: DELETED.into(),
+                        provider_id: None,
+                        create_attempts: 1,
+                        lost: false,
+                        message: None,
+                    },
+                    Next::Now,
+                ),
+            ),
+            // Deleting a lost one: nothing to call.
+            (
+                subnet(ERROR, ABSENT, Some("v1"), 0, true),
+                Seen::NotAsked,
+                Step::Write(
+                    Observed {
+                        state: DELETED.into(),
+                        provider_id: Some("v1".into()),
+                        create_attempts: 0,
+                        lost: true,
+                        message: None,
+                    },
+                    Next::Now,
+                ),
+            ),
+        ];
+        for (s, seen, expected) in cases {
+            assert_eq!(decide(&s, &seen, MINE), expected, "{s:?} {seen:?}");
+        }
+    }
+
+    #[test]
+    fn a_vpc_deleted_behind_our_back_is_lost_for_good() {
+        let s = subnet(state::READY, state::PRESENT, Some("v1"), 0, false);
+        let Step::Write(observed, _) = decide(&s, &Seen::Missing, MINE) else { panic!("a write") };
+        assert_eq!(observed.state, state::ERROR);
+        assert!(observed.lost);
+        let lost = subnet(state::ERROR, state::PRESENT, Some("v1"), 0, true);
+        assert!(!needs_work(&lost), "never made again");
+        assert_eq!(look(&lost), Look::Nothing);
+    }
+
+    #[test]
+    fn after_a_call() {
+        use state::*;
+        let pending = subnet(PENDING, PRESENT, None, 0, false);
+        let (o, n) = after(&pending, &Call::Create, Ok(Some(vpc("v1", MINE))));
+        assert_eq!(
+            (o.state.as_str(), o.provider_id.as_deref(), o.create_attempts, n),
+            (READY, Some("v1"), 1, Next::Now)
+        );
+        let limited = Err(ProviderError::RetryLater {
+            message: "rate-limited".into(),
+            after: std::time::Duration::from_secs(30),
+        });
+        let (o, n) = after(&pending, &Call::Create, limited);
+        assert_eq!(
+            (o.state.as_str(), o.create_attempts, n),
+            (PENDING, 0, Next::After(RETRY_LATER_MS)),
+            "a 429 made nothing"
+        );
+        let (o, n) = after(&pending, &Call::Create, Err(ProviderError::Unknown { message: "timeout".into() }));
+        assert_eq!((o.create_attempts, n), (1, Next::After(RETRY_LATER_MS)), "a lost answer is looked up by name next");
+        let refused = || Err(ProviderError::Refused { status: 422, message: "name taken".into() });
+        let (o, n) = after(&pending, &Call::Create, refused());
+        assert_eq!((o.state.as_str(), o.create_attempts, n), (PENDING, 1, Next::Now), "a first refusal looks by name");
+        let again = subnet(PENDING, PRESENT, None, 1, false);
+        let (o, n) = after(&again, &Call::Create, refused());
+        assert_eq!(
+            (o.state.as_str(), o.message.as_deref(), n),
+            (ERROR, Some("name taken"), Next::After(ERROR_RETRY_MS))
+        );
+        let deleting = subnet(DELETING, ABSENT, Some("v1"), 0, false);
+        let (o, _) = after(&deleting, &Call::Delete("v1".into()), Ok(None));
+        assert_eq!(o.state, DELETED);
+    }
+
+    #[test]
+    fn network_state_follows_its_subnets() {
+        use state::*;
+        let ready = subnet(READY, PRESENT, Some("v"), 0, false);
+        let pending = subnet(PENDING, PRESENT, None, 0, false);
+        let removing = subnet(DELETING, ABSENT, Some("v"), 0, false);
+        let failed = subnet(ERROR, PRESENT, None, 1, false);
+        assert_eq!(aggregate(PRESENT, std::slice::from_ref(&ready)).0, READY);
+        assert_eq!(aggregate(PRESENT, &[ready.clone(), pending.clone()]).0, PENDING);
+        assert_eq!(
+            aggregate(PRESENT, &[ready.clone(), removing.clone()]).0,
+            READY,
+            "a subnet being removed does not hold the network"
+        );
+        assert_eq!(aggregate(PRESENT, &[ready.clone(), failed]).0, ERROR);
+        assert_eq!(aggregate(ABSENT, &[removing]).0, DELETING);
+        assert_eq!(aggregate(ABSENT, &[subnet(DELETED, ABSENT, None, 0, false)]).0, DELETED);
+    }
+}

@@ -1,0 +1,550 @@
+//! Tenant networks: one VPC per subnet on DigitalOcean. Calls record what the tenant wants and
+//! wake the `vps.networks` reconciler; the network's view (also the `network.*` events' data) says
+//! what it last saw. Decided on the network: `compute:networks:read` to read, `…:update` to change.
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect, Set};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::authz::{Actor, Target};
+use super::pools::find_pool;
+use super::{Services, validate};
+use crate::error::{Code, Error, Result};
+use crate::ids;
+use crate::provider;
+use crate::store::entity::{network, network_subnet, pool_offer, project};
+use crate::store::idempotency::{self, Claim};
+use crate::store::outbox::NewEvent;
+use crate::store::queue;
+
+pub const RECONCILER: &str = "vps.networks";
+pub const KIND: &str = "network";
+const READ: &str = "compute:networks:read";
+const UPDATE: &str = "compute:networks:update";
+const MAX_SUBNETS: usize = 16;
+const MAX_PAGE: u64 = 1000;
+
+pub mod state {
+    pub const PENDING: &str = "pending";
+    pub const READY: &str = "ready";
+    pub const DELETING: &str = "deleting";
+    pub const DELETED: &str = "deleted";
+    pub const ERROR: &str = "error";
+    pub const PRESENT: &str = "present";
+    pub const ABSENT: &str = "absent";
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct SubnetInput {
+    pub region: String,
+    pub ip_range: String,
+}
+
+#[derive(Serialize)]
+pub struct NetworkCreate {
+    pub tenant_id: String,
+    pub pool_id: String,
+    pub project_id: Option<String>,
+    pub name: String,
+    pub description: Option<String>,
+    pub subnets: Vec<SubnetInput>,
+    #[serde(skip)]
+    pub idempotency_key: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubnetView {
+    pub id: String,
+    pub region: String,
+    pub ip_range: String,
+    pub state: String,
+    pub desired_state: String,
+    /// The provider's id of its VPC, once made.
+    pub provider_id: Option<String>,
+    pub message: Option<String>,
+    pub ready_at: Option<DateTime<Utc>>,
+    pub deleted_at: Option<DateTime<Utc>>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NetworkView {
+    pub id: String,
+    pub tenant_id: String,
+    pub project_id: Option<String>,
+    pub pool_id: String,
+    pub provider_account_id: String,
+    pub name: String,
+    pub description: Option<String>,
+    pub state: String,
+    pub desired_state: String,
+    pub message: Option<String>,
+    pub version: i64,
+    pub created_at: DateTime<Utc>,
+    pub ready_at: Option<DateTime<Utc>>,
+    pub deleted_at: Option<DateTime<Utc>>,
+    pub subnets: Vec<SubnetView>,
+}
+
+pub fn view(n: &network::Model, subnets: &[network_subnet::Model]) -> NetworkView {
+    NetworkView {
+        id: n.id.clone(),
+        tenant_id: n.tenant_id.clone(),
+        project_id: n.project_id.clone(),
+        pool_id: n.pool_id.clone(),
+        provider_account_id: n.provider_account_id.clone(),
+        name: n.name.clone(),
+        description: n.description.clone(),
+        state: n.state.clone(),
+        desired_state: n.desired_state.clone(),
+        message: n.message.clone(),
+        version: n.version,
+        created_at: n.created_at,
+        ready_at: n.ready_at,
+        deleted_at: n.deleted_at,
+        subnets: subnets
+            .iter()
+            .filter(|s| s.network_id == n.id)
+            .map(|s| SubnetView {
+                id: s.id.clone(),
+                region: s.region.clone(),
+                ip_range: s.ip_range.clone(),
+                state: s.state.clone(),
+                desired_state: s.desired_state.clone(),
+                provider_id: s.provider_id.clone(),
+                message: s.message.clone(),
+                ready_at: s.ready_at,
+                deleted_at: s.deleted_at,
+            })
+            .collect(),
+    }
+}
+
+/// The `network.*` event of a change to `view`.
+pub fn event(event_type: &str, view: &NetworkView) -> NewEvent {
+    NewEvent {
+        event_type: format!("network.{event_type}"),
+        subject_kind: KIND,
+        subject: view.id.clone(),
+        tenant_id: Some(view.tenant_id.clone()),
+        project_id: view.project_id.clone(),
+        version: view.version,
+        data: serde_json::to_value(view).unwrap_or_default(),
+    }
+}
+
+/// The VPC name a subnet is made under: derived from its id, so a lost create is found by name.
+pub fn provider_name(subnet_id: &str) -> String {
+    format!("bc-{}", subnet_id.replace('_', "-"))
+}
+
+pub struct NetworkPage {
+    pub networks: Vec<NetworkView>,
+    pub has_next_page: bool,
+}
+
+pub struct NetworkListFilter {
+    pub pool_id: Option<String>,
+    pub project_id: Option<String>,
+    pub include_deleted: bool,
+    pub first: u64,
+    pub after: Option<String>,
+}
+
+impl Services {
+    pub async fn network_create(&self, actor: &Actor, input: NetworkCreate) -> Result<NetworkView> {
+        validate::tenant_id("tenantId", &input.tenant_id)?;
+        validate::id("poolId", ids::POOL, &input.pool_id)?;
+        if let Some(project_id) = &input.project_id {
+            validate::id("projectId", ids::PROJECT, project_id)?;
+        }
+        validate::name("name", &input.name)?;
+        if let Some(description) = &input.description {
+            validate::max_len("description", description, 256)?;
+        }
+        validate::idempotency_key(&input.idempotency_key)?;
+        let id = ids::new_id(ids::NETWORK);
+        actor.decide(UPDATE, &Target::resource(&input.tenant_id, input.project_id.as_deref(), KIND, &id))?;
+        if input.subnets.is_empty() || input.subnets.len() > MAX_SUBNETS {
+            return Err(Error::invalid_input("subnets", format!("a network has 1 to {MAX_SUBNETS} subnets")));
+        }
+        let txn = self.begin().await?;
+        let pool = offered_pool(&txn, &input.tenant_id, &input.pool_id).await?;
+        if !provider::supports_networks(&pool.account.kind) {
+            return Err(provider::unsupported("networks", &pool.account.kind));
+        }
+        if let Some(project_id) = &input.project_id {
+            project::Entity::find_by_id(project_id.clone())
+                .filter(project::Column::TenantId.eq(input.tenant_id.clone()))
+                .one(&txn)
+                .await?
+                .ok_or_else(|| Error::not_found("project", project_id))?;
+        }
+        let regions = super::pools::strings(&pool.account.regions);
+        check_subnets(&input.subnets, &[], &regions)?;
+        let key =
+            idempotency::Key { tenant_id: &input.tenant_id, operation: "networkCreate", key: &input.idempotency_key };
+        if let Claim::Existing(existing) =
+            idempotency::claim(&txn, &key, &idempotency::request_hash(&input), &id).await?
+        {
+            drop(txn);
+            return self.network_load(&self.db, &input.tenant_id, &existing).await;
+        }
+        let taken = network::Entity::find()
+            .filter(network::Column::TenantId.eq(input.tenant_id.clone()))
+            .filter(network::Column::Name.eq(input.name.clone()))
+            .filter(network::Column::State.ne(state::DELETED))
+            .one(&txn)
+            .await?;
+        if taken.is_some() {
+            return Err(Error::conflict(format!("a network named {} exists in the tenant", input.name))
+                .with_details(json!({ "field": "name" })));
+        }
+        let now = self.clock.now();
+        let created = network::ActiveModel {
+            id: Set(id.clone()),
+            tenant_id: Set(input.tenant_id.clone()),
+            project_id: Set(input.project_id.clone()),
+            pool_id: Set(input.pool_id.clone()),
+            provider_account_id: Set(pool.account.id.clone()),
+            name: Set(input.name.clone()),
+            description: Set(input.description.clone()),
+            state: Set(state::PENDING.into()),
+            desired_state: Set(state::PRESENT.into()),
+            message: Set(None),
+            version: Set(1),
+            generation: Set(1),
+            created_at: Set(now),
+            updated_at: Set(now),
+            ready_at: Set(None),
+            deleted_at: Set(None),
+        }
+        .insert(&txn)
+        .await?;
+        let mut subnets = Vec::new();
+        for subnet in &input.subnets {
+            subnets.push(insert_subnet(&txn, &id, subnet, now).await?);
+        }
+        let view = view(&created, &subnets);
+        queue::wake(&txn, RECONCILER, &id, self.clock.now_ms(), self.clock.now_ms()).await?;
+        self.commit(txn, vec![event("created", &view)]).await?;
+        Ok(view)
+    }
+
+    pub async fn network_add_subnet(
+        &self,
+        actor: &Actor,
+        tenant_id: &str,
+        network_id: &str,
+        subnet: SubnetInput,
+    ) -> Result<NetworkView> {
+        let txn = self.begin().await?;
+        let (current, subnets) = self.network_for_update(&txn, actor, tenant_id, network_id).await?;
+        if current.desired_state == state::ABSENT {
+            return Err(being_deleted(network_id));
+        }
+        let pool = find_pool(&txn, &current.pool_id).await?;
+        check_subnets(std::slice::from_ref(&subnet), &subnets, &super::pools::strings(&pool.account.regions))?;
+        let now = self.clock.now();
+        let added = insert_subnet(&txn, network_id, &subnet, now).await?;
+        let updated = bump(&txn, current, |n| n.state = Set(state::PENDING.into()), now).await?;
+        let mut all = subnets;
+        all.push(added);
+        let view = view(&updated, &all);
+        queue::wake(&txn, RECONCILER, network_id, self.clock.now_ms(), self.clock.now_ms()).await?;
+        self.commit(txn, vec![event("updated", &view)]).await?;
+        Ok(view)
+    }
+
+    pub async fn network_remove_subnet(
+        &self,
+        actor: &Actor,
+        tenant_id: &str,
+        network_id: &str,
+        subnet_id: &str,
+    ) -> Result<NetworkView> {
+        let txn = self.begin().await?;
+        let (current, mut subnets) = self.network_for_update(&txn, actor, tenant_id, network_id).await?;
+        let Some(position) = subnets.iter().position(|s| s.id == subnet_id) else {
+            return Err(Error::not_found("subnet", subnet_id));
+        };
+        if subnets[position].desired_state == state::ABSENT {
+            drop(txn);
+            return self.network_load(&self.db, tenant_id, network_id).await;
+        }
+        if current.desired_state == state::ABSENT {
+            return Err(being_deleted(network_id));
+        }
+        if subnets.iter().filter(|s| s.desired_state == state::PRESENT).count() == 1 {
+            return Err(Error::invalid_input(
+                "subnetId",
+                "a network keeps at least one subnet: delete the network instead",
+            ));
+        }
+        refuse_if_used(&txn, network_id, Some(&subnets[position].region)).await?;
+        let now = self.clock.now();
+        let mut removing: network_subnet::ActiveModel = subnets[position].clone().into();
+        removing.desired_state = Set(state::ABSENT.into());
+        removing.state = Set(state::DELETING.into());
+        removing.version = Set(subnets[position].version + 1);
+        removing.updated_at = Set(now);
+        subnets[position] = removing.update(&txn).await?;
+        let updated = bump(&txn, current, |_| {}, now).await?;
+        let view = view(&updated, &subnets);
+        queue::wake(&txn, RECONCILER, network_id, self.clock.now_ms(), self.clock.now_ms()).await?;
+        self.commit(txn, vec![event("updated", &view)]).await?;
+        Ok(view)
+    }
+
+    /// Marks the network and its subnets for deletion; deleting one being deleted returns it.
+    pub async fn network_delete(&self, actor: &Actor, tenant_id: &str, network_id: &str) -> Result<NetworkView> {
+        let txn = self.begin().await?;
+        let (current, subnets) = self.network_for_update(&txn, actor, tenant_id, network_id).await?;
+        if current.desired_state == state::ABSENT {
+            drop(txn);
+            return self.network_load(&self.db, tenant_id, network_id).await;
+        }
+        refuse_if_used(&txn, network_id, None).await?;
+        let now = self.clock.now();
+        let mut marked = Vec::new();
+        for subnet in subnets {
+            if subnet.desired_state == state::ABSENT {
+                marked.push(subnet);
+                continue;
+            }
+            let version = subnet.version + 1;
+            let mut removing: network_subnet::ActiveModel = subnet.into();
+            removing.desired_state = Set(state::ABSENT.into());
+            removing.state = Set(state::DELETING.into());
+            removing.version = Set(version);
+            removing.updated_at = Set(now);
+            marked.push(removing.update(&txn).await?);
+        }
+        let updated = bump(
+            &txn,
+            current,
+            |n| {
+                n.desired_state = Set(state::ABSENT.into());
+                n.state = Set(state::DELETING.into());
+            },
+            now,
+        )
+        .await?;
+        let view = view(&updated, &marked);
+        queue::wake(&txn, RECONCILER, network_id, self.clock.now_ms(), self.clock.now_ms()).await?;
+        self.commit(txn, vec![event("deleting", &view)]).await?;
+        Ok(view)
+    }
+
+    pub async fn network_get(&self, actor: &Actor, tenant_id: &str, network_id: &str) -> Result<NetworkView> {
+        validate::tenant_id("tenantId", tenant_id)?;
+        validate::id("networkId", ids::NETWORK, network_id)?;
+        let view = self.network_load(&self.db, tenant_id, network_id).await?;
+        actor.decide(READ, &Target::resource(tenant_id, view.project_id.as_deref(), KIND, network_id))?;
+        Ok(view)
+    }
+
+    /// The tenant's networks in the order they were made, a page at a time.
+    pub async fn network_list(&self, actor: &Actor, tenant_id: &str, filter: NetworkListFilter) -> Result<NetworkPage> {
+        validate::tenant_id("tenantId", tenant_id)?;
+        validate::range("first", filter.first as i64, 1, MAX_PAGE as i64)?;
+        actor.decide_list(READ, tenant_id)?;
+        let mut query = network::Entity::find().filter(network::Column::TenantId.eq(tenant_id));
+        if let Some(pool_id) = &filter.pool_id {
+            query = query.filter(network::Column::PoolId.eq(pool_id.clone()));
+        }
+        if let Some(project_id) = &filter.project_id {
+            query = query.filter(network::Column::ProjectId.eq(project_id.clone()));
+        }
+        if !filter.include_deleted {
+            query = query.filter(network::Column::State.ne(state::DELETED));
+        }
+        if let Some(after) = &filter.after {
+            validate::id("after", ids::NETWORK, after)?;
+            query = query.filter(network::Column::Id.gt(after.clone()));
+        }
+        let mut rows = query.order_by_asc(network::Column::Id).limit(filter.first + 1).all(&self.db).await?;
+        let has_next_page = rows.len() as u64 > filter.first;
+        rows.truncate(filter.first as usize);
+        let readable: Vec<network::Model> = rows
+            .into_iter()
+            .filter(|n| actor.allows(READ, &Target::resource(tenant_id, n.project_id.as_deref(), KIND, &n.id)))
+            .collect();
+        let ids: Vec<String> = readable.iter().map(|n| n.id.clone()).collect();
+        let subnets = network_subnet::Entity::find()
+            .filter(network_subnet::Column::NetworkId.is_in(ids))
+            .order_by_asc(network_subnet::Column::Id)
+            .all(&self.db)
+            .await?;
+        let mut by_network: HashMap<&str, Vec<network_subnet::Model>> = HashMap::new();
+        for subnet in &subnets {
+            by_network.entry(subnet.network_id.as_str()).or_default().push(subnet.clone());
+        }
+        let networks =
+            readable.iter().map(|n| view(n, by_network.get(n.id.as_str()).map(Vec::as_slice).unwrap_or(&[]))).collect();
+        Ok(NetworkPage { networks, has_next_page })
+    }
+
+    /// Checks the caller may watch the network; the subscription then follows its events.
+    pub async fn network_watch(&self, actor: &Actor, tenant_id: &str, network_id: &str) -> Result<super::feed::Filter> {
+        let view = self.network_get(actor, tenant_id, network_id).await?;
+        Ok(super::feed::Filter {
+            actor: actor.clone(),
+            tenant_id: Some(view.tenant_id),
+            types: vec!["network.*".into()],
+            subject: Some(view.id),
+        })
+    }
+
+    pub(crate) async fn network_load(
+        &self,
+        conn: &impl ConnectionTrait,
+        tenant_id: &str,
+        network_id: &str,
+    ) -> Result<NetworkView> {
+        let found = network::Entity::find_by_id(network_id.to_owned())
+            .filter(network::Column::TenantId.eq(tenant_id))
+            .one(conn)
+            .await?
+            .ok_or_else(|| Error::not_found(KIND, network_id))?;
+        let subnets = subnets_of(conn, network_id).await?;
+        Ok(view(&found, &subnets))
+    }
+
+    /// The network and its subnets for a change, after deciding `compute:networks:update`.
+    async fn network_for_update(
+        &self,
+        conn: &impl ConnectionTrait,
+        actor: &Actor,
+        tenant_id: &str,
+        network_id: &str,
+    ) -> Result<(network::Model, Vec<network_subnet::Model>)> {
+        validate::tenant_id("tenantId", tenant_id)?;
+        validate::id("networkId", ids::NETWORK, network_id)?;
+        let found = network::Entity::find_by_id(network_id.to_owned())
+            .filter(network::Column::TenantId.eq(tenant_id))
+            .one(conn)
+            .await?
+            .ok_or_else(|| Error::not_found(KIND, network_id))?;
+        actor.decide(UPDATE, &Target::resource(tenant_id, found.project_id.as_deref(), KIND, network_id))?;
+        if found.state == state::DELETED {
+            return Err(Error::not_found(KIND, network_id));
+        }
+        let subnets = subnets_of(conn, network_id).await?;
+        Ok((found, subnets))
+    }
+}
+
+pub(crate) async fn subnets_of(conn: &impl ConnectionTrait, network_id: &str) -> Result<Vec<network_subnet::Model>> {
+    Ok(network_subnet::Entity::find()
+        .filter(network_subnet::Column::NetworkId.eq(network_id))
+        .order_by_asc(network_subnet::Column::Id)
+        .all(conn)
+        .await?)
+}
+
+async fn offered_pool(conn: &impl ConnectionTrait, tenant_id: &str, pool_id: &str) -> Result<super::pools::PoolView> {
+    let offered = pool_offer::Entity::find_by_id((tenant_id.to_owned(), pool_id.to_owned())).one(conn).await?;
+    if offered.is_none() {
+        return Err(Error::not_found("pool", pool_id));
+    }
+    find_pool(conn, pool_id).await
+}
+
+/// Checks new subnets against the account's regions and the network's live subnets.
+fn check_subnets(new: &[SubnetInput], existing: &[network_subnet::Model], regions: &[String]) -> Result<()> {
+    let mut taken: Vec<(String, (u32, u8))> = existing
+        .iter()
+        .filter(|s| s.desired_state == state::PRESENT)
+        .filter_map(|s| crate::cidr::parse_private(&s.ip_range).map(|r| (s.region.clone(), r)))
+        .collect();
+    for subnet in new {
+        validate::region("subnets.region", &subnet.region)?;
+        if !regions.contains(&subnet.region) {
+            return Err(Error::invalid_input(
+                "subnets.region",
+                format!("the pool's account does not use region {}", subnet.region),
+            )
+            .with_details(json!({ "field": "subnets.region", "regions": regions })));
+        }
+        let Some(range) = crate::cidr::parse_private(&subnet.ip_range) else {
+            return Err(Error::invalid_input(
+                "subnets.ipRange",
+                format!("{:?} is not a private CIDR block from /16 to /28", subnet.ip_range),
+            ));
+        };
+        if taken.iter().any(|(region, _)| *region == subnet.region) {
+            return Err(Error::invalid_input(
+                "subnets.region",
+                format!("the network has a subnet in {} already", subnet.region),
+            ));
+        }
+        if taken.iter().any(|(_, other)| crate::cidr::overlaps(*other, range)) {
+            return Err(Error::invalid_input(
+                "subnets.ipRange",
+                format!("{} overlaps another subnet of the network", subnet.ip_range),
+            ));
+        }
+        taken.push((subnet.region.clone(), range));
+    }
+    Ok(())
+}
+
+/// The resources that keep a network (or its subnet in `region`) from being removed. Shared
+/// volumes (`volumeIds`) and filesystems (`filesystemIds`) register here as they arrive.
+async fn refuse_if_used(_conn: &impl ConnectionTrait, _network_id: &str, _region: Option<&str>) -> Result<()> {
+    Ok(())
+}
+
+fn being_deleted(network_id: &str) -> Error {
+    Error::new(Code::InvalidState, format!("network {network_id} is being deleted"))
+        .with_details(json!({ "reason": "deleting" }))
+}
+
+async fn insert_subnet(
+    conn: &impl ConnectionTrait,
+    network_id: &str,
+    subnet: &SubnetInput,
+    now: DateTime<Utc>,
+) -> Result<network_subnet::Model> {
+    let id = ids::new_id(ids::SUBNET);
+    Ok(network_subnet::ActiveModel {
+        id: Set(id.clone()),
+        network_id: Set(network_id.to_owned()),
+        region: Set(subnet.region.clone()),
+        ip_range: Set(subnet.ip_range.clone()),
+        state: Set(state::PENDING.into()),
+        desired_state: Set(state::PRESENT.into()),
+        provider_id: Set(None),
+        provider_name: Set(provider_name(&id)),
+        create_attempts: Set(0),
+        lost: Set(false),
+        message: Set(None),
+        version: Set(1),
+        created_at: Set(now),
+        updated_at: Set(now),
+        ready_at: Set(None),
+        deleted_at: Set(None),
+    }
+    .insert(conn)
+    .await?)
+}
+
+/// Writes a change of the network row with its version and generation bumped.
+async fn bump(
+    conn: &impl ConnectionTrait,
+    current: network::Model,
+    change: impl FnOnce(&mut network::ActiveModel),
+    now: DateTime<Utc>,
+) -> Result<network::Model> {
+    let (version, generation) = (current.version + 1, current.generation + 1);
+    let mut row: network::ActiveModel = current.into();
+    change(&mut row);
+    row.version = Set(version);
+    row.generation = Set(generation);
+    row.updated_at = Set(now);
+    Ok(row.update(conn).await?)
+}

@@ -1,0 +1,182 @@
+//! The simulated cloud: in-memory models with HTTP faces shaped like the real APIs, for the
+//! default run, dashboard development and tests. Every call is counted (per endpoint and per
+//! name), rate-limited per token with the real headers, and can be made to fail: the next N calls
+//! of an endpoint answer a status, act but drop the answer, or stall. It is not a provider: the
+//! real clients talk to it over HTTP.
+mod control;
+pub mod digitalocean;
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug)]
+pub struct SimConfig {
+    /// Added to every call.
+    pub latency: Duration,
+    /// How long an asynchronous action takes to complete.
+    pub action_time: Duration,
+    /// Per-token budget: requests per sliding hour, and the burst per minute.
+    pub per_hour: usize,
+    pub per_minute: usize,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig { latency: Duration::ZERO, action_time: Duration::from_secs(2), per_hour: 5000, per_minute: 250 }
+    }
+}
+
+/// What the next calls of an endpoint do instead of answering normally.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "fault", rename_all = "lowercase")]
+pub enum Fault {
+    /// Answer this status with the API's error body; nothing is done.
+    Status { status: u16 },
+    /// Do it, then never answer (the client times out).
+    Drop,
+    /// Never answer and do nothing.
+    Stall,
+}
+
+#[derive(Clone)]
+pub struct Sim {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: SimConfig,
+    digitalocean: Mutex<digitalocean::Model>,
+    control: Mutex<Control>,
+}
+
+#[derive(Default)]
+struct Control {
+    faults: HashMap<String, VecDeque<Fault>>,
+    calls: BTreeMap<String, u64>,
+    names: BTreeMap<String, u64>,
+    requests: HashMap<String, VecDeque<Instant>>,
+}
+
+/// A token's budget after counting one request.
+pub struct Budget {
+    pub limit: usize,
+    pub remaining: usize,
+    pub reset_at: i64,
+    /// Set when the request is over the budget: seconds to wait.
+    pub refused_for: Option<u64>,
+}
+
+impl Sim {
+    pub fn new(config: SimConfig) -> Sim {
+        Sim {
+            inner: Arc::new(Inner {
+                config,
+                digitalocean: Mutex::new(digitalocean::Model::default()),
+                control: Mutex::new(Control::default()),
+            }),
+        }
+    }
+
+    pub fn config(&self) -> &SimConfig {
+        &self.inner.config
+    }
+
+    /// The DigitalOcean face at `/`, and the control endpoints at `/_sim/`.
+    pub fn router(&self) -> Router {
+        digitalocean::router(self.clone()).merge(control::router(self.clone()))
+    }
+
+    /// Serves the sim on `listener` until the process ends.
+    pub async fn serve(self, listener: tokio::net::TcpListener) -> std::io::Result<()> {
+        axum::serve(listener, self.router()).await
+    }
+
+    /// Starts a sim on a free loopback port; returns it with its base URL.
+    pub async fn spawn_local(config: SimConfig) -> std::io::Result<(Sim, String)> {
+        let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await?;
+        let url = format!("http://{}", listener.local_addr()?);
+        let sim = Sim::new(config);
+        tokio::spawn(sim.clone().serve(listener));
+        Ok((sim, url))
+    }
+
+    fn with_digitalocean<T>(&self, f: impl FnOnce(&mut digitalocean::Model) -> T) -> T {
+        f(&mut self.inner.digitalocean.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    fn control<T>(&self, f: impl FnOnce(&mut Control) -> T) -> T {
+        f(&mut self.inner.control.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Makes the next `count` calls of `endpoint` (e.g. `vpcs.create`) end in `fault`.
+    pub fn inject(&self, endpoint: &str, fault: Fault, count: usize) {
+        self.control(|c| c.faults.entry(endpoint.to_owned()).or_default().extend(std::iter::repeat_n(fault, count)));
+    }
+
+    pub fn clear_faults(&self) {
+        self.control(|c| c.faults.clear());
+    }
+
+    fn take_fault(&self, endpoint: &str) -> Option<Fault> {
+        self.control(|c| c.faults.get_mut(endpoint).and_then(VecDeque::pop_front))
+    }
+
+    fn count_call(&self, endpoint: &str) {
+        self.control(|c| *c.calls.entry(endpoint.to_owned()).or_default() += 1);
+    }
+
+    /// Counts a call that names a resource (a create, say), as `endpoint:name`.
+    pub fn count_name(&self, endpoint: &str, name: &str) {
+        self.control(|c| *c.names.entry(format!("{endpoint}:{name}")).or_default() += 1);
+    }
+
+    /// Calls received per endpoint.
+    pub fn calls(&self, endpoint: &str) -> u64 {
+        self.control(|c| c.calls.get(endpoint).copied().unwrap_or(0))
+    }
+
+    /// Calls received per endpoint and name.
+    pub fn name_calls(&self, endpoint: &str, name: &str) -> u64 {
+        self.control(|c| c.names.get(&format!("{endpoint}:{name}")).copied().unwrap_or(0))
+    }
+
+    pub fn all_calls(&self) -> (BTreeMap<String, u64>, BTreeMap<String, u64>) {
+        self.control(|c| (c.calls.clone(), c.names.clone()))
+    }
+
+    /// Counts one request of `token` against its sliding-hour budget and minute burst.
+    fn spend(&self, token: &str) -> Budget {
+        let config = &self.inner.config;
+        let now = Instant::now();
+        let unix = chrono::Utc::now().timestamp();
+        self.control(|c| {
+            let window = c.requests.entry(token.to_owned()).or_default();
+            while window.front().is_some_and(|t| now.duration_since(*t) >= Duration::from_secs(3600)) {
+                window.pop_front();
+            }
+            let last_minute =
+                window.iter().rev().take_while(|t| now.duration_since(**t) < Duration::from_secs(60)).count();
+            let oldest_expires =
+                |t: Option<&Instant>| unix + t.map_or(3600, |t| 3600 - now.duration_since(*t).as_secs() as i64);
+            let refused_for = if window.len() >= config.per_hour {
+                Some(oldest_expires(window.front()).saturating_sub(unix).max(1) as u64)
+            } else if last_minute >= config.per_minute {
+                Some(60)
+            } else {
+                window.push_back(now);
+                None
+            };
+            Budget {
+                limit: config.per_hour,
+                remaining: config.per_hour.saturating_sub(window.len()),
+                reset_at: oldest_expires(window.front()),
+                refused_for,
+            }
+        })
+    }
+}

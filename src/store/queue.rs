@@ -1,0 +1,194 @@
+//! The reconcile queue: one work item per `(kind, resource id)` with a due time and a lease.
+//! Waking is an upsert where the earliest due time wins; a wake that lands while the item is
+//! leased marks it to run again right after. Claiming sets owner, expiry and `epoch + 1` in one
+//! short statement (PostgreSQL: `FOR UPDATE SKIP LOCKED`); the run's write-back checks that epoch
+//! (a fence), so a worker whose lease expired changes nothing. An expired lease is claimable.
+use sea_orm::{ConnectionTrait, DbBackend};
+
+use super::quota::stmt;
+use crate::error::Result;
+
+pub const WAKE_CHANNEL: &str = "vps_graph_work";
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Claimed {
+    pub kind: String,
+    pub resource_id: String,
+    pub epoch: i64,
+    pub owner: String,
+    /// Runs in a row that ended in error, this one included.
+    pub attempts: i32,
+}
+
+/// Asks for `(kind, resource_id)` to be reconciled at `due_at` (or earlier if already asked).
+/// Call it in the transaction of the change that needs it.
+pub async fn wake(conn: &impl ConnectionTrait, kind: &str, resource_id: &str, due_at: i64, now: i64) -> Result<()> {
+    let backend = conn.get_database_backend();
+    let least = if backend == DbBackend::Postgres { "LEAST" } else { "MIN" };
+    let sql = format!(
+        "INSERT INTO work_items (kind, resource_id, due_at) VALUES ($1, $2, $3) \
+         ON CONFLICT (kind, resource_id) DO UPDATE SET due_at = {least}(work_items.due_at, excluded.due_at), \
+         run_again = work_items.run_again OR (work_items.lease_until IS NOT NULL AND work_items.lease_until > $4)"
+    );
+    conn.execute_raw(stmt(backend, &sql, vec![kind.into(), resource_id.into(), due_at.into(), now.into()])).await?;
+    if backend == DbBackend::Postgres {
+        // Delivered at commit, to every replica's runtime.
+        conn.execute_raw(stmt(backend, "SELECT pg_notify($1, $2)", vec![WAKE_CHANNEL.into(), kind.into()])).await?;
+    }
+    Ok(())
+}
+
+/// Leases up to `limit` due items of `kinds` to `owner` until `now + lease_ms`.
+pub async fn claim(
+    conn: &impl ConnectionTrait,
+    owner: &str,
+    kinds: &[&str],
+    now: i64,
+    lease_ms: i64,
+    limit: u64,
+) -> Result<Vec<Claimed>> {
+    let backend = conn.get_database_backend();
+    let kind_list = kinds.iter().map(|k| format!("'{}'", k.replace('\'', ""))).collect::<Vec<_>>().join(", ");
+    let due = format!(
+        "SELECT kind, resource_id FROM work_items WHERE kind IN ({kind_list}) AND due_at <= $3 \
+         AND (lease_until IS NULL OR lease_until <= $3) ORDER BY due_at LIMIT $4"
+    );
+    let sql = match backend {
+        DbBackend::Postgres => format!(
+            "UPDATE work_items w SET lease_owner = $1, lease_until = $2, lease_epoch = w.lease_epoch + 1, \
+             attempts = w.attempts + 1, run_again = false FROM ({due} FOR UPDATE SKIP LOCKED) d \
+             WHERE w.kind = d.kind AND w.resource_id = d.resource_id RETURNING w.kind, w.resource_id, w.lease_epoch, w.attempts"
+        ),
+        _ => format!(
+            "UPDATE work_items SET lease_owner = $1, lease_until = $2, lease_epoch = lease_epoch + 1, \
+             attempts = attempts + 1, run_again = false WHERE (kind, resource_id) IN ({due}) \
+             RETURNING kind, resource_id, lease_epoch, attempts"
+        ),
+    };
+    let rows = conn
+        .query_all_raw(stmt(
+            backend,
+            &sql,
+            vec![owner.into(), (now + lease_ms).into(), now.into(), (limit as i64).into()],
+        ))
+        .await?;
+    rows.iter()
+        .map(|row| {
+            Ok(Claimed {
+                kind: row.try_get("", "kind")?,
+                resource_id: row.try_get("", "resource_id")?,
+                epoch: row.try_get("", "lease_epoch")?,
+                owner: owner.to_owned(),
+                attempts: row.try_get("", "attempts")?,
+            })
+        })
+        .collect()
+}
+
+/// In a write-back transaction: whether this run still holds its lease. On PostgreSQL the item
+/// stays locked until the transaction ends, so the lease cannot change hands meanwhile.
+pub async fn fence(conn: &impl ConnectionTrait, claimed: &Claimed) -> Result<bool> {
+    let backend = conn.get_database_backend();
+    let lock = if backend == DbBackend::Postgres { " FOR UPDATE" } else { "" };
+    let row = conn
+        .query_one_raw(stmt(
+            backend,
+            &format!(
+                "SELECT lease_epoch FROM work_items WHERE kind = $1 AND resource_id = $2 AND lease_epoch = $3 AND lease_owner = $4{lock}"
+            ),
+            vec![claimed.kind.clone().into(), claimed.resource_id.clone().into(), claimed.epoch.into(), claimed.owner.clone().into()],
+        ))
+        .await?;
+    Ok(row.is_some())
+}
+
+/// Ends a run: look again at `next_due` (or right away when woken meanwhile), or with None drop
+/// the item (unless woken meanwhile). `failed` keeps the attempt count and the error.
+pub async fn finish(
+    conn: &impl ConnectionTrait,
+    claimed: &Claimed,
+    now: i64,
+    next_due: Option<i64>,
+    failed: Option<&str>,
+) -> Result<()> {
+    let backend = conn.get_database_backend();
+    let key = vec![
+        claimed.kind.clone().into(),
+        claimed.resource_id.clone().into(),
+        claimed.epoch.into(),
+        claimed.owner.clone().into(),
+    ];
+    let fenced = "kind = $1 AND resource_id = $2 AND lease_epoch = $3 AND lease_owner = $4";
+    if next_due.is_none() {
+        let deleted = conn
+            .execute_raw(stmt(
+                backend,
+                &format!("DELETE FROM work_items WHERE {fenced} AND NOT run_again"),
+                key.clone(),
+            ))
+            .await?;
+        if deleted.rows_affected() == 1 {
+            return Ok(());
+        }
+    }
+    let mut values = key;
+    values.extend([now.into(), next_due.unwrap_or(now).into(), failed.map(str::to_owned).into()]);
+    conn.execute_raw(stmt(
+        backend,
+        &format!(
+            "UPDATE work_items SET lease_owner = NULL, lease_until = NULL, \
+             due_at = CASE WHEN run_again THEN $5 ELSE $6 END, run_again = false, last_error = $7, \
+             attempts = CASE WHEN $7 IS NULL THEN 0 ELSE attempts END WHERE {fenced}"
+        ),
+        values,
+    ))
+    .await?;
+    Ok(())
+}
+
+/// Gives back every lease `owner` holds (on shutdown), due now.
+pub async fn release(conn: &impl ConnectionTrait, owner: &str, now: i64) -> Result<()> {
+    conn.execute_raw(stmt(
+        conn.get_database_backend(),
+        "UPDATE work_items SET lease_owner = NULL, lease_until = NULL, due_at = $2 WHERE lease_owner = $1",
+        vec![owner.into(), now.into()],
+    ))
+    .await?;
+    Ok(())
+}
+
+/// How many items are due now, and the oldest due time among them.
+pub async fn depth(conn: &impl ConnectionTrait, now: i64) -> Result<(i64, Option<i64>)> {
+    let row = conn
+        .query_one_raw(stmt(
+            conn.get_database_backend(),
+            "SELECT COUNT(*) AS due, MIN(due_at) AS oldest FROM work_items WHERE due_at <= $1",
+            vec![now.into()],
+        ))
+        .await?;
+    match row {
+        Some(row) => Ok((row.try_get("", "due")?, row.try_get("", "oldest")?)),
+        None => Ok((0, None)),
+    }
+}
+
+/// The work item of `(kind, resource_id)`, for tests and operators: (due_at, attempts, last_error).
+pub async fn item(
+    conn: &impl ConnectionTrait,
+    kind: &str,
+    resource_id: &str,
+) -> Result<Option<(i64, i32, Option<String>)>> {
+    let row = conn
+        .query_one_raw(stmt(
+            conn.get_database_backend(),
+            "SELECT due_at, attempts, last_error FROM work_items WHERE kind = $1 AND resource_id = $2",
+            vec![kind.into(), resource_id.into()],
+        ))
+        .await?;
+    match row {
+        Some(row) => {
+            Ok(Some((row.try_get("", "due_at")?, row.try_get("", "attempts")?, row.try_get("", "last_error")?)))
+        }
+        None => Ok(None),
+    }
+}

@@ -1,0 +1,427 @@
+//! Tenant networks through the one flow, end to end over HTTP against the simulated DigitalOcean:
+//! the call rules, convergence with its events, lost answers, rate limits and drift.
+mod common;
+
+use std::time::Duration;
+
+use common::{ADMIN, Backend, TestDb, TestServer};
+use serde_json::{Value, json};
+use vps_graph::clock::Clock;
+use vps_graph::sim::Fault;
+use vps_graph::store::queue;
+
+const CREATE: &str =
+    "mutation($i: NetworkCreateInput!) { networkCreate(input: $i) { id state version subnets { id region state } } }";
+const GET: &str = "query($t: String!, $n: String!) { network(tenantId: $t, networkId: $n) { id state message version subnets { id region state providerId message desiredState } } }";
+const START: i64 = 1_800_000_000_000;
+
+struct Setup {
+    server: TestServer,
+    pool: String,
+    token: String,
+}
+
+/// A tenant `acme` with a pool on a sim account (regions nyc3, sfo3) and a token with compute:*.
+async fn setup_with(server: TestServer) -> Setup {
+    server.tenant("acme").await;
+    let account = server
+        .ok(
+            Some(ADMIN),
+            "mutation { providerAccountCreate(input: { name: \"sim\", kind: DIGITALOCEAN, sim: true, regions: [\"nyc3\", \"sfo3\"] }) { id } }",
+            json!({}),
+        )
+        .await;
+    let pool = server
+        .ok(
+            Some(ADMIN),
+            "mutation($a: String!) { poolCreate(input: { name: \"sim\", providerAccountId: $a, billing: METERED }) { id } }",
+            json!({ "a": account["providerAccountCreate"]["id"] }),
+        )
+        .await["poolCreate"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    server.offer(&pool, "acme", json!([])).await;
+    let token = server.token(Some("acme"), &[("compute:*", "tenant/acme")]).await;
+    Setup { server, pool, token }
+}
+
+async fn setup(backend: Backend) -> Setup {
+    setup_with(TestServer::start(backend).await).await
+}
+
+/// A server on a manual clock (the test moves time).
+async fn setup_manual(db: &TestDb) -> (Setup, Clock) {
+    let clock = Clock::manual(START);
+    let mut config = common::config(&db.url);
+    config.clock = clock.clone();
+    (setup_with(TestServer::with_config(config).await).await, clock)
+}
+
+fn input(pool: &str, name: &str, subnets: Value) -> Value {
+    json!({ "i": { "tenantId": "acme", "poolId": pool, "name": name, "subnets": subnets, "idempotencyKey": format!("{name}-key") } })
+}
+
+impl Setup {
+    async fn create(&self, name: &str, subnets: Value) -> Value {
+        self.server.ok(Some(&self.token), CREATE, input(&self.pool, name, subnets)).await["networkCreate"].clone()
+    }
+
+    async fn get(&self, id: &str) -> Value {
+        self.server.ok(Some(&self.token), GET, json!({ "t": "acme", "n": id })).await["network"].clone()
+    }
+
+    /// Waits until `check` holds for the network (10 s at most).
+    async fn until(&self, id: &str, what: &str, check: impl Fn(&Value) -> bool) -> Value {
+        for _ in 0..400 {
+            let network = self.get(id).await;
+            if check(&network) {
+                return network;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("network never became {what}: {}", self.get(id).await);
+    }
+
+    async fn until_state(&self, id: &str, state: &str) -> Value {
+        self.until(id, state, |n| n["state"] == state).await
+    }
+
+    fn sim(&self) -> &vps_graph::sim::Sim {
+        self.server.app.sim.as_ref().expect("in-process sim")
+    }
+
+    async fn vpcs_named(&self, name: &str) -> usize {
+        let url = self.server.app.services.providers.sim_url.clone().unwrap();
+        let body: Value = self
+            .server
+            .http
+            .get(format!("{url}/v2/vpcs?per_page=200"))
+            .bearer_auth("inspector")
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        body["vpcs"].as_array().unwrap().iter().filter(|v| v["name"] == name).count()
+    }
+
+    async fn work_due(&self, id: &str) -> i64 {
+        queue::item(&self.server.app.services.db, "vps.networks", id).await.unwrap().expect("a work item").0
+    }
+}
+
+fn provider_name(subnet_id: &str) -> String {
+    vps_graph::service::networks::provider_name(subnet_id)
+}
+
+db_test!(network_create_converges_to_ready_and_delete_to_deleted_with_events_in_order, |backend: Backend| async move {
+    let s = setup(backend).await;
+    let created = s
+        .create(
+            "web",
+            json!([{ "region": "nyc3", "ipRange": "10.10.0.0/24" }, { "region": "sfo3", "ipRange": "10.11.0.0/24" }]),
+        )
+        .await;
+    assert_eq!(created["state"], "PENDING");
+    let id = created["id"].as_str().unwrap().to_owned();
+    let ready = s.until_state(&id, "READY").await;
+    let subnets = ready["subnets"].as_array().unwrap();
+    assert!(subnets.iter().all(|sub| sub["state"] == "READY" && sub["providerId"].is_string()));
+    for sub in subnets {
+        assert_eq!(s.vpcs_named(&provider_name(sub["id"].as_str().unwrap())).await, 1);
+    }
+    s.server
+        .ok(
+            Some(&s.token),
+            "mutation($n: String!) { networkDelete(input: { tenantId: \"acme\", networkId: $n }) { state } }",
+            json!({ "n": id }),
+        )
+        .await;
+    s.until_state(&id, "DELETED").await;
+    for sub in subnets {
+        assert_eq!(s.vpcs_named(&provider_name(sub["id"].as_str().unwrap())).await, 0, "the VPCs are gone");
+    }
+    // The network's events, in feed order, with rising versions.
+    let mut events = Vec::new();
+    for _ in 0..100 {
+        let page = s
+            .server
+            .ok(
+                Some(&s.token),
+                "{ events(tenantId: \"acme\", first: 1000) { edges { node { type subject version } } } }",
+                json!({}),
+            )
+            .await;
+        events = page["events"]["edges"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["node"]["subject"] == id.as_str())
+            .map(|e| e["node"].clone())
+            .collect::<Vec<_>>();
+        if events.last().is_some_and(|e| e["type"] == "network.deleted") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        types,
+        [
+            "network.created",
+            "network.updated",
+            "network.ready",
+            "network.deleting",
+            "network.updated",
+            "network.deleted"
+        ]
+    );
+    let versions: Vec<i64> = events.iter().map(|e| e["version"].as_i64().unwrap()).collect();
+    assert!(versions.windows(2).all(|v| v[0] < v[1]), "{versions:?}");
+    // A deleted network is left alone: no work item remains.
+    assert!(queue::item(&s.server.app.services.db, "vps.networks", &id).await.unwrap().is_none());
+});
+
+db_test!(a_lost_create_answer_is_found_by_name_and_never_made_twice, |backend: Backend| async move {
+    let db = TestDb::new(backend).await;
+    let (s, clock) = setup_manual(&db).await;
+    s.sim().inject("vpcs.create", Fault::Drop, 1);
+    let created = s.create("lost", json!([{ "region": "nyc3", "ipRange": "10.20.0.0/24" }])).await;
+    let id = created["id"].as_str().unwrap().to_owned();
+    let subnet_id = created["subnets"][0]["id"].as_str().unwrap().to_owned();
+    let waiting = s
+        .until(&id, "waiting after a lost answer", |n| {
+            n["subnets"][0]["message"].as_str().is_some_and(|m| m.contains("lost"))
+        })
+        .await;
+    assert_eq!(waiting["state"], "PENDING");
+    assert_eq!(s.work_due(&id).await, clock.now_ms() + 30_000, "looked at again 30 s later");
+    clock.advance(30_000);
+    s.until_state(&id, "READY").await;
+    let name = provider_name(&subnet_id);
+    assert_eq!(s.sim().name_calls("vpcs.create", &name), 1, "the create was sent once");
+    assert_eq!(s.vpcs_named(&name).await, 1, "exactly one VPC exists");
+});
+
+db_test!(rate_limited_create_is_requeued_30_seconds_without_a_tight_loop, |backend: Backend| async move {
+    let db = TestDb::new(backend).await;
+    let (s, clock) = setup_manual(&db).await;
+    s.sim().inject("vpcs.create", Fault::Status { status: 429 }, 1000);
+    let created = s.create("limited", json!([{ "region": "nyc3", "ipRange": "10.30.0.0/24" }])).await;
+    let id = created["id"].as_str().unwrap().to_owned();
+    s.until(&id, "rate-limited", |n| n["subnets"][0]["message"].as_str().is_some_and(|m| m.contains("rate-limited")))
+        .await;
+    assert_eq!(s.work_due(&id).await, clock.now_ms() + 30_000);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(s.sim().calls("vpcs.create"), 1, "no retry before the 30 s are up");
+    clock.advance(30_000);
+    for _ in 0..200 {
+        if s.sim().calls("vpcs.create") == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(s.sim().calls("vpcs.create"), 2, "one more call per 30 s");
+    s.sim().clear_faults();
+    clock.advance(30_000);
+    s.until_state(&id, "READY").await;
+    assert_eq!(s.vpcs_named(&provider_name(created["subnets"][0]["id"].as_str().unwrap())).await, 1);
+});
+
+db_test!(a_vpc_deleted_behind_our_back_goes_to_error_and_is_never_made_again, |backend: Backend| async move {
+    let db = TestDb::new(backend).await;
+    let (s, clock) = setup_manual(&db).await;
+    let created = s.create("gone", json!([{ "region": "nyc3", "ipRange": "10.40.0.0/24" }])).await;
+    let id = created["id"].as_str().unwrap().to_owned();
+    let ready = s.until_state(&id, "READY").await;
+    let vpc = ready["subnets"][0]["providerId"].as_str().unwrap().to_owned();
+    let due = s.work_due(&id).await;
+    assert!(due > clock.now_ms() && due <= clock.now_ms() + 3_600_000, "a settled network is read within the hour");
+    let url = s.server.app.services.providers.sim_url.clone().unwrap();
+    let deleted = s.server.http.delete(format!("{url}/v2/vpcs/{vpc}")).bearer_auth("someone").send().await.unwrap();
+    assert_eq!(deleted.status(), 204);
+    clock.advance(3_600_000);
+    let failed = s.until_state(&id, "ERROR").await;
+    assert!(failed["message"].as_str().unwrap().contains("deleted outside"), "{failed}");
+    for _ in 0..3 {
+        clock.advance(3_600_000);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(s.sim().calls("vpcs.create"), 1, "never made again");
+    // Deleting it finishes without a provider call.
+    s.server
+        .ok(
+            Some(&s.token),
+            "mutation($n: String!) { networkDelete(input: { tenantId: \"acme\", networkId: $n }) { state } }",
+            json!({ "n": id }),
+        )
+        .await;
+    s.until_state(&id, "DELETED").await;
+    assert_eq!(s.sim().calls("vpcs.delete"), 1, "only the one made outside");
+});
+
+db_test!(network_create_rules, |backend: Backend| async move {
+    let s = setup(backend).await;
+    let token = Some(s.token.as_str());
+    let one = |range: &str| json!([{ "region": "nyc3", "ipRange": range }]);
+    let code = |i: Value| {
+        let server = &s.server;
+        async move { server.code(token, CREATE, i).await }
+    };
+    assert_eq!(
+        code(input(&s.pool, "a", json!([{ "region": "lon1", "ipRange": "10.1.0.0/24" }]))).await,
+        "INVALID_INPUT",
+        "region the account does not use"
+    );
+    assert_eq!(code(input(&s.pool, "a", one("8.8.8.0/24"))).await, "INVALID_INPUT", "not private");
+    assert_eq!(code(input(&s.pool, "a", one("10.1.0.0/12"))).await, "INVALID_INPUT", "too wide");
+    assert_eq!(code(input(&s.pool, "a", json!([]))).await, "INVALID_INPUT", "no subnet");
+    let twice = json!([{ "region": "nyc3", "ipRange": "10.1.0.0/24" }, { "region": "nyc3", "ipRange": "10.2.0.0/24" }]);
+    assert_eq!(code(input(&s.pool, "a", twice)).await, "INVALID_INPUT", "one subnet per region");
+    let overlapping =
+        json!([{ "region": "nyc3", "ipRange": "10.1.0.0/16" }, { "region": "sfo3", "ipRange": "10.1.2.0/24" }]);
+    assert_eq!(code(input(&s.pool, "a", overlapping)).await, "INVALID_INPUT", "overlapping ranges");
+    assert_eq!(code(input(&s.pool, "Bad_Name", one("10.1.0.0/24"))).await, "INVALID_INPUT");
+    assert_eq!(
+        code(input("pool_01jz0000000000000000000000", "a", one("10.1.0.0/24"))).await,
+        "NOT_FOUND",
+        "a pool not offered"
+    );
+    let first = s.create("web", one("10.1.0.0/24")).await;
+    let again = s.server.ok(token, CREATE, input(&s.pool, "web", one("10.1.0.0/24"))).await;
+    assert_eq!(again["networkCreate"]["id"], first["id"], "same key, same input: the same network");
+    let other_input = input(&s.pool, "web", one("10.9.0.0/24"));
+    assert_eq!(code(other_input).await, "CONFLICT", "same key, other input");
+    let mut same_name = input(&s.pool, "web", one("10.3.0.0/24"));
+    same_name["i"]["idempotencyKey"] = json!("another-key");
+    assert_eq!(code(same_name).await, "CONFLICT", "name unique in the tenant");
+});
+
+db_test!(networks_on_a_provider_without_them_are_unsupported_and_nothing_is_recorded, |backend: Backend| async move {
+    let s = setup(backend).await;
+    let account = s
+        .server
+        .ok(Some(ADMIN), "mutation { providerAccountCreate(input: { name: \"aws\", kind: AWS, credentialRef: \"env:AWS\", regions: [\"us-east-1\"], zones: [\"us-east-1a\"] }) { id } }", json!({}))
+        .await;
+    let pool = s
+        .server
+        .ok(Some(ADMIN), "mutation($a: String!) { poolCreate(input: { name: \"aws\", providerAccountId: $a, billing: METERED }) { id } }", json!({ "a": account["providerAccountCreate"]["id"] }))
+        .await["poolCreate"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    s.server.offer(&pool, "acme", json!([])).await;
+    let body = s
+        .server
+        .gql(Some(&s.token), CREATE, input(&pool, "a", json!([{ "region": "us-east-1", "ipRange": "10.1.0.0/24" }])))
+        .await;
+    assert_eq!(body["errors"][0]["extensions"]["code"], "UNSUPPORTED", "{body}");
+    assert_eq!(body["errors"][0]["extensions"]["details"]["reason"], "networks");
+    let listed = s
+        .server
+        .ok(
+            Some(&s.token),
+            "{ networks(tenantId: \"acme\", includeDeleted: true) { edges { node { id } } } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(listed["networks"]["edges"], json!([]));
+});
+
+db_test!(subnets_are_added_and_removed_and_a_network_being_deleted_refuses_new_ones, |backend: Backend| async move {
+    let s = setup(backend).await;
+    let created = s.create("grow", json!([{ "region": "nyc3", "ipRange": "10.50.0.0/24" }])).await;
+    let id = created["id"].as_str().unwrap().to_owned();
+    s.until_state(&id, "READY").await;
+    let add = "mutation($n: String!, $r: String!, $ip: String!) { networkAddSubnet(input: { tenantId: \"acme\", networkId: $n, subnet: { region: $r, ipRange: $ip } }) { state subnets { id region } } }";
+    let added = s.server.ok(Some(&s.token), add, json!({ "n": id, "r": "sfo3", "ip": "10.51.0.0/24" })).await;
+    assert_eq!(added["networkAddSubnet"]["state"], "PENDING");
+    let ready = s
+        .until(&id, "ready with two subnets", |n| n["state"] == "READY" && n["subnets"].as_array().unwrap().len() == 2)
+        .await;
+    let sfo = ready["subnets"].as_array().unwrap().iter().find(|x| x["region"] == "sfo3").unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let remove = "mutation($n: String!, $s: String!) { networkRemoveSubnet(input: { tenantId: \"acme\", networkId: $n, subnetId: $s }) { subnets { id state desiredState } } }";
+    s.server.ok(Some(&s.token), remove, json!({ "n": id, "s": sfo })).await;
+    s.until(&id, "without its sfo3 VPC", |n| {
+        n["subnets"].as_array().unwrap().iter().any(|x| x["id"] == sfo.as_str() && x["state"] == "DELETED")
+    })
+    .await;
+    assert_eq!(s.vpcs_named(&provider_name(&sfo)).await, 0);
+    let delete = "mutation($n: String!) { networkDelete(input: { tenantId: \"acme\", networkId: $n }) { state } }";
+    let deleting = s.server.ok(Some(&s.token), delete, json!({ "n": id })).await;
+    assert_eq!(deleting["networkDelete"]["state"], "DELETING");
+    let body = s.server.gql(Some(&s.token), add, json!({ "n": id, "r": "sfo3", "ip": "10.52.0.0/24" })).await;
+    assert!(
+        matches!(body["errors"][0]["extensions"]["code"].as_str(), Some("INVALID_STATE") | Some("NOT_FOUND")),
+        "{body}"
+    );
+    let again = s.server.gql(Some(&s.token), delete, json!({ "n": id })).await;
+    assert!(
+        again["errors"].is_null() || again["errors"][0]["extensions"]["code"] == "NOT_FOUND",
+        "deleting one being deleted returns it: {again}"
+    );
+});
+
+db_test!(networks_are_decided_on_the_network, |backend: Backend| async move {
+    let s = setup(backend).await;
+    s.server.tenant("other").await;
+    let created = s.create("private", json!([{ "region": "nyc3", "ipRange": "10.60.0.0/24" }])).await;
+    let id = created["id"].as_str().unwrap().to_owned();
+    let foreign = s.server.token(Some("other"), &[("compute:*", "tenant/other")]).await;
+    assert_eq!(s.server.code(Some(&foreign), GET, json!({ "t": "acme", "n": id })).await, "NOT_FOUND");
+    assert_eq!(s.server.code(Some(&foreign), GET, json!({ "t": "other", "n": id })).await, "NOT_FOUND");
+    let reader = s.server.token(Some("acme"), &[("compute:networks:read", "tenant/acme")]).await;
+    assert_eq!(s.get(&id).await["id"], id.as_str());
+    s.server.ok(Some(&reader), GET, json!({ "t": "acme", "n": id })).await;
+    let delete = "mutation($n: String!) { networkDelete(input: { tenantId: \"acme\", networkId: $n }) { state } }";
+    assert_eq!(s.server.code(Some(&reader), delete, json!({ "n": id })).await, "ACCESS_DENIED");
+    let one = s.server.token(Some("acme"), &[("compute:networks:read", &format!("network/{id}"))]).await;
+    s.server.ok(Some(&one), GET, json!({ "t": "acme", "n": id })).await;
+});
+
+db_test!(network_changed_yields_each_new_view, |backend: Backend| async move {
+    let s = setup(backend).await;
+    let created = s.create("watched", json!([{ "region": "nyc3", "ipRange": "10.70.0.0/24" }])).await;
+    let id = created["id"].as_str().unwrap().to_owned();
+    s.until_state(&id, "READY").await;
+    let mut ws = s.server.ws(json!({ "Authorization": format!("Bearer {}", s.token) })).await;
+    assert_eq!(ws.next(Duration::from_secs(5)).await.unwrap()["type"], "connection_ack");
+    let query =
+        "subscription($t: String!, $n: String!) { networkChanged(tenantId: $t, networkId: $n) { state version } }";
+    ws.subscribe("w", query, json!({ "t": "acme", "n": id })).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    s.server
+        .ok(
+            Some(&s.token),
+            "mutation($n: String!) { networkDelete(input: { tenantId: \"acme\", networkId: $n }) { state } }",
+            json!({ "n": id }),
+        )
+        .await;
+    let mut states = Vec::new();
+    while states.last().map(String::as_str) != Some("DELETED") {
+        let message = ws.next(Duration::from_secs(10)).await.expect("a view");
+        states.push(message["payload"]["data"]["networkChanged"]["state"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(states.first().unwrap(), "DELETING");
+});
+
+db_test!(the_client_backs_off_before_the_rate_limit_budget_is_spent, |backend: Backend| async move {
+    let db = TestDb::new(backend).await;
+    let mut config = common::config(&db.url);
+    config.sim = Some(vps_graph::sim::SimConfig { per_hour: 20, ..Default::default() });
+    let s = setup_with(TestServer::with_config(config).await).await;
+    for i in 0..30 {
+        s.create(&format!("n{i}"), json!([{ "region": "nyc3", "ipRange": format!("10.{}.0.0/24", 100 + i) }])).await;
+    }
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let metrics = s.server.http.get(s.server.url("/metrics")).send().await.unwrap().text().await.unwrap();
+    assert!(!metrics.contains("status=\"429\""), "the client spent the budget to a 429: {metrics}");
+    assert!(metrics.contains("status=\"budget\""), "the client held back once the budget ran low: {metrics}");
+    assert!(s.sim().calls("vpcs.create") < 20, "stopped before the last request of the budget");
+});
