@@ -40,6 +40,18 @@ pub struct BenchArgs {
     /// Idle subscriber counts for the memory figure.
     #[arg(long, value_delimiter = ',', default_values_t = [1000, 10000])]
     pub idle: Vec<usize>,
+    /// Networks to converge against the simulated cloud (0 skips it).
+    #[arg(long, default_value_t = 1000)]
+    pub networks: usize,
+    /// Latency of every simulated provider call while they converge, in ms.
+    #[arg(long, default_value_t = 200)]
+    pub provider_latency_ms: u64,
+    /// Reconcile workers of the server while they converge.
+    #[arg(long, default_value_t = 32)]
+    pub reconcile_workers: usize,
+    /// Skip the foundation figures (mutations, deliveries, idle memory).
+    #[arg(long)]
+    pub only_networks: bool,
 }
 
 type BenchResult<T> = Result<T, String>;
@@ -57,6 +69,22 @@ pub async fn run(args: BenchArgs) -> BenchResult<()> {
     }
     println!("vps-graph bench: server = this binary as a child process; clients in this process; loopback only");
     for (label, url, _) in &backends {
+        if args.networks > 0 {
+            let figures = converge_networks(url, &args).await?;
+            println!(
+                "[{label}] {} networks to READY against the sim ({} ms per provider call, {} workers): {:.1} s, latency-bound ideal {:.1} s ({:.2}x), {:.2} provider calls per network",
+                args.networks,
+                args.provider_latency_ms,
+                args.reconcile_workers,
+                figures.wall,
+                figures.ideal,
+                figures.wall / figures.ideal,
+                figures.calls_per_network
+            );
+        }
+        if args.only_networks {
+            continue;
+        }
         let server = Server::start(url).await?;
         let rate = mutations(&server.client, args.mutations, args.concurrency).await?;
         println!(
@@ -105,11 +133,16 @@ struct Client {
 
 impl Server {
     async fn start(database_url: &str) -> BenchResult<Server> {
-        let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map_err(|e| e.to_string())?.port();
-        let addr = format!("127.0.0.1:{port}");
+        Server::start_with(database_url, &[]).await
+    }
+
+    async fn start_with(database_url: &str, extra: &[&str]) -> BenchResult<Server> {
+        let addr = free_addr()?;
         let exe = std::env::current_exe().map_err(|e| e.to_string())?;
         let child = Command::new(exe)
-            .args(["serve", "--no-demo", "--listen", &addr, "--database-url", database_url, "--admin-token", ADMIN])
+            .args(["serve", "--demo", "off", "--listen", &addr, "--database-url", database_url, "--admin-token", ADMIN])
+            .args(extra)
+            .env("VPS_GRAPH_BENCH_SIM_TOKEN", "bench")
             .env("RUST_LOG", "warn")
             .stdout(Stdio::null())
             .kill_on_drop(true)
@@ -329,5 +362,136 @@ fn with_database(base: &str, name: &str) -> String {
     match query {
         Some(q) => format!("{host}/{name}?{q}"),
         None => format!("{host}/{name}"),
+    }
+}
+
+fn free_addr() -> BenchResult<String> {
+    let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map_err(|e| e.to_string())?.port();
+    Ok(format!("127.0.0.1:{port}"))
+}
+
+struct Convergence {
+    wall: f64,
+    ideal: f64,
+    calls_per_network: f64,
+}
+
+/// Creates `args.networks` one-subnet networks on a server whose provider is a separate sim
+/// process answering every call after `provider_latency_ms`, and times them to READY. The sim's
+/// rate limits are lifted: the real API's 250 a minute would make this a rate-limit benchmark.
+async fn converge_networks(database_url: &str, args: &BenchArgs) -> BenchResult<Convergence> {
+    let sim_addr = free_addr()?;
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let latency = args.provider_latency_ms.to_string();
+    let _sim = Command::new(exe)
+        .args([
+            "sim",
+            "--listen",
+            &sim_addr,
+            "--sim-latency-ms",
+            &latency,
+            "--sim-per-hour",
+            "100000000",
+            "--sim-per-minute",
+            "100000000",
+        ])
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("cannot start the sim: {e}"))?;
+    let workers = args.reconcile_workers.to_string();
+    let server = Server::start_with(database_url, &["--no-sim", "--reconcile-workers", &workers]).await?;
+    let client = &server.client;
+    let tenant = format!("bench-net-{}", ulid::Ulid::generate().to_string().to_lowercase());
+    client.ensure_tenant(&tenant).await?;
+    let account = client
+        .gql(
+            "mutation($n: String!, $u: String!) { providerAccountCreate(input: { name: $n, kind: DIGITALOCEAN, apiUrl: $u, credentialRef: \"env:VPS_GRAPH_BENCH_SIM_TOKEN\", regions: [\"nyc3\"] }) { id } }",
+            json!({ "n": format!("a{}", &tenant[10..]), "u": format!("http://{sim_addr}") }),
+        )
+        .await?;
+    let pool = client
+        .gql(
+            "mutation($n: String!, $a: String!) { poolCreate(input: { name: $n, providerAccountId: $a, billing: METERED }) { id } }",
+            json!({ "n": format!("p{}", &tenant[10..]), "a": account["providerAccountCreate"]["id"] }),
+        )
+        .await?["poolCreate"]["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    client
+        .gql(
+            "mutation($p: String!, $t: String!) { poolOffer(input: { poolId: $p, tenantId: $t }) { tenantId } }",
+            json!({ "p": pool, "t": tenant }),
+        )
+        .await?;
+    let started = Instant::now();
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let senders: Vec<_> = (0..8)
+        .map(|_| {
+            let (client, next, tenant, pool, total) = (client.clone(), next.clone(), tenant.clone(), pool.clone(), args.networks);
+            tokio::spawn(async move {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if i >= total {
+                        return Ok::<(), String>(());
+                    }
+                    let input = json!({ "tenantId": tenant, "poolId": pool, "name": format!("n{i}"), "idempotencyKey": format!("k{i}"),
+                        "subnets": [{ "region": "nyc3", "ipRange": format!("10.{}.{}.0/24", 100 + i / 256, i % 256) }] });
+                    client.gql("mutation($i: NetworkCreateInput!) { networkCreate(input: $i) { id } }", json!({ "i": input })).await?;
+                }
+            })
+        })
+        .collect();
+    for sender in senders {
+        sender.await.map_err(|e| e.to_string())??;
+    }
+    loop {
+        let ready = count_ready(client, &tenant).await?;
+        if ready == args.networks {
+            break;
+        }
+        if started.elapsed() > Duration::from_secs(1800) {
+            return Err(format!("only {ready} of {} networks became READY", args.networks));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let wall = started.elapsed().as_secs_f64();
+    let calls: Value = client
+        .http
+        .get(format!("http://{sim_addr}/_sim/calls"))
+        .send()
+        .await
+        .map_err(|e| e.to_string())?
+        .json()
+        .await
+        .map_err(|e| e.to_string())?;
+    let total_calls: u64 =
+        calls["endpoints"].as_object().map(|m| m.values().filter_map(Value::as_u64).sum()).unwrap_or(0);
+    // Each network needs one create call; W workers make W calls at a time.
+    let ideal = args.networks.div_ceil(args.reconcile_workers) as f64 * args.provider_latency_ms as f64 / 1000.0;
+    Ok(Convergence { wall, ideal, calls_per_network: total_calls as f64 / args.networks as f64 })
+}
+
+async fn count_ready(client: &Client, tenant: &str) -> BenchResult<usize> {
+    let mut after: Option<String> = None;
+    let mut ready = 0;
+    loop {
+        let page = client
+            .gql(
+                "query($t: String!, $a: String) { networks(tenantId: $t, first: 1000, after: $a) { edges { node { state } } pageInfo { endCursor hasNextPage } } }",
+                json!({ "t": tenant, "a": after }),
+            )
+            .await?;
+        let networks = &page["networks"];
+        ready += networks["edges"]
+            .as_array()
+            .map(|e| e.iter().filter(|n| n["node"]["state"] == "READY").count())
+            .unwrap_or(0);
+        if networks["pageInfo"]["hasNextPage"] != true {
+            return Ok(ready);
+        }
+        after = networks["pageInfo"]["endCursor"].as_str().map(str::to_owned);
     }
 }
