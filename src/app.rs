@@ -70,6 +70,7 @@ pub struct App {
     /// The in-process simulated cloud, when running.
     pub sim: Option<Sim>,
     limits: LimitArgs,
+    runtime: tokio::task::JoinHandle<()>,
 }
 
 impl App {
@@ -104,7 +105,7 @@ impl App {
             work: work.clone(),
         };
         let reconcilers: Vec<Arc<dyn Reconciler>> = vec![Arc::new(NetworkReconciler)];
-        reconcile::start(services.clone(), reconcilers, config.runtime.clone(), work, stop.clone());
+        let runtime = reconcile::start(services.clone(), reconcilers, config.runtime.clone(), work, stop.clone());
         let first_start = if config.demo { bootstrap::demo(&services).await? } else { None };
         let limits = Limits {
             depth: config.limits.max_depth,
@@ -112,7 +113,15 @@ impl App {
             aliases: config.limits.max_aliases,
         };
         let schema = graphql::build(services.clone(), limits);
-        Ok(App { services, schema, stop, first_start, sim, limits: config.limits })
+        Ok(App { services, schema, stop, first_start, sim, limits: config.limits, runtime })
+    }
+
+    /// Stops the feed and the reconcilers: runs in progress finish, then the leases are given back.
+    pub async fn shutdown(self, within: Duration) {
+        self.stop.cancel();
+        if tokio::time::timeout(within, self.runtime).await.is_err() {
+            tracing::warn!("reconcile runs still going after {within:?}; their leases will expire");
+        }
     }
 
     pub fn router(&self) -> Router {

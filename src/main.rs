@@ -77,6 +77,7 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
             tracing::warn!("connections still open after 10 s; closing them");
         }
     }
+    app.shutdown(Duration::from_secs(30)).await;
     tracing::info!("stopped");
     Ok(())
 }

@@ -67,6 +67,11 @@ impl Setup {
         self.server.ok(Some(&self.token), CREATE, input(&self.pool, name, subnets)).await["networkCreate"].clone()
     }
 
+    async fn delete(&self, id: &str) -> Value {
+        let query = "mutation($n: String!) { networkDelete(input: { tenantId: \"acme\", networkId: $n }) { state } }";
+        self.server.ok(Some(&self.token), query, json!({ "n": id })).await["networkDelete"].clone()
+    }
+
     async fn get(&self, id: &str) -> Value {
         self.server.ok(Some(&self.token), GET, json!({ "t": "acme", "n": id })).await["network"].clone()
     }
@@ -143,13 +148,7 @@ db_test!(network_create_converges_to_ready_and_delete_to_deleted_with_events_in_
     for sub in subnets {
         assert_eq!(s.vpcs_named(&provider_name(sub["id"].as_str().unwrap())).await, 1);
     }
-    s.server
-        .ok(
-            Some(&s.token),
-            "mutation($n: String!) { networkDelete(input: { tenantId: \"acme\", networkId: $n }) { state } }",
-            json!({ "n": id }),
-        )
-        .await;
+    s.delete(&id).await;
     s.until_state(&id, "DELETED").await;
     for sub in subnets {
         assert_eq!(s.vpcs_named(&provider_name(sub["id"].as_str().unwrap())).await, 0, "the VPCs are gone");
@@ -213,6 +212,7 @@ db_test!(a_lost_create_answer_is_found_by_name_and_never_made_twice, |backend: B
     s.until_state(&id, "READY").await;
     let name = provider_name(&subnet_id);
     assert_eq!(s.sim().name_calls("vpcs.create", &name), 1, "the create was sent once");
+    assert_eq!(s.sim().name_calls("vpcs.made", &name), 1, "one VPC was made");
     assert_eq!(s.vpcs_named(&name).await, 1, "exactly one VPC exists");
 });
 
@@ -270,13 +270,7 @@ db_test!(a_vpc_deleted_behind_our_back_goes_to_error_and_is_never_made_again, |b
     }
     assert_eq!(s.sim().calls("vpcs.create"), 1, "never made again");
     // Deleting it finishes without a provider call.
-    s.server
-        .ok(
-            Some(&s.token),
-            "mutation($n: String!) { networkDelete(input: { tenantId: \"acme\", networkId: $n }) { state } }",
-            json!({ "n": id }),
-        )
-        .await;
+    s.delete(&id).await;
     s.until_state(&id, "DELETED").await;
     assert_eq!(s.sim().calls("vpcs.delete"), 1, "only the one made outside");
 });
@@ -415,13 +409,7 @@ db_test!(network_changed_yields_each_new_view, |backend: Backend| async move {
         "subscription($t: String!, $n: String!) { networkChanged(tenantId: $t, networkId: $n) { state version } }";
     ws.subscribe("w", query, json!({ "t": "acme", "n": id })).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
-    s.server
-        .ok(
-            Some(&s.token),
-            "mutation($n: String!) { networkDelete(input: { tenantId: \"acme\", networkId: $n }) { state } }",
-            json!({ "n": id }),
-        )
-        .await;
+    s.delete(&id).await;
     let mut views: Vec<(String, i64)> = Vec::new();
     while views.last().map(|v| v.0.as_str()) != Some("DELETED") {
         let message = ws.next(Duration::from_secs(10)).await.expect("a view");
@@ -498,14 +486,41 @@ db_test!(a_vpc_under_our_name_that_we_did_not_make_is_never_adopted_or_deleted, 
     let failed = s.until_state(&id, "ERROR").await;
     assert!(failed["message"].as_str().unwrap().contains("did not make"), "{failed}");
     assert!(failed["subnets"][0]["providerId"].is_null(), "not adopted");
-    s.server
-        .ok(
-            Some(&s.token),
-            "mutation($n: String!) { networkDelete(input: { tenantId: \"acme\", networkId: $n }) { state } }",
-            json!({ "n": id }),
-        )
-        .await;
+    s.delete(&id).await;
     s.until_state(&id, "DELETED").await;
     assert_eq!(s.sim().calls("vpcs.delete"), 0, "never deleted");
     assert_eq!(s.vpcs_named(&name).await, 1);
+});
+
+db_test!(deleting_a_network_whose_create_answer_was_lost_leaves_no_vpc_behind, |backend: Backend| async move {
+    let db = TestDb::new(backend).await;
+    let (s, _clock) = setup_manual(&db).await;
+    s.sim().inject("vpcs.create", Fault::Drop, 1);
+    let created = s.create("orphan", json!([{ "region": "nyc3", "ipRange": "10.95.0.0/24" }])).await;
+    let id = created["id"].as_str().unwrap().to_owned();
+    let name = provider_name(created["subnets"][0]["id"].as_str().unwrap());
+    s.until(&id, "waiting after a lost answer", |n| {
+        n["subnets"][0]["message"].as_str().is_some_and(|m| m.contains("lost"))
+    })
+    .await;
+    assert_eq!(s.vpcs_named(&name).await, 1, "the provider made it although the answer was lost");
+    s.delete(&id).await;
+    s.until_state(&id, "DELETED").await;
+    assert_eq!(s.vpcs_named(&name).await, 0, "found by name and deleted, not orphaned");
+});
+
+db_test!(a_404_that_is_not_the_apis_own_is_not_taken_for_gone, |backend: Backend| async move {
+    let db = TestDb::new(backend).await;
+    let (s, clock) = setup_manual(&db).await;
+    let created = s.create("bare404", json!([{ "region": "nyc3", "ipRange": "10.96.0.0/24" }])).await;
+    let id = created["id"].as_str().unwrap().to_owned();
+    s.until_state(&id, "READY").await;
+    s.sim().inject("vpcs.get", Fault::Status { status: 500 }, 1);
+    clock.advance(3_600_000);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(s.get(&id).await["state"], "READY", "an unavailable drift read changes nothing");
+    clock.advance(30_000);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(s.sim().calls("vpcs.get"), 2, "read again 30 s later");
+    assert_eq!(s.get(&id).await["state"], "READY");
 });

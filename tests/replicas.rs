@@ -203,7 +203,8 @@ db_test!(two_processes_on_one_postgres_make_every_vpc_exactly_once, |backend: Ba
     assert_eq!(at_sim.len(), 200, "200 VPCs, no more");
     for name in &names {
         assert_eq!(at_sim.iter().filter(|n| *n == name).count(), 1, "{name} exists once");
-        assert_eq!(sim.name_calls("vpcs.create", name), 1, "{name} was created once");
+        assert_eq!(sim.name_calls("vpcs.create", name), 1, "{name} was asked for once");
+        assert_eq!(sim.name_calls("vpcs.made", name), 1, "{name} was made once");
     }
     // Every network's events reached the second process's subscriber, in order.
     let mut seen: std::collections::HashMap<String, Vec<(String, i64)>> = Default::default();
@@ -240,7 +241,7 @@ db_test!(two_processes_on_one_postgres_make_every_vpc_exactly_once, |backend: Ba
 
 db_test!(a_process_killed_mid_convergence_is_taken_over_without_duplicates, |backend: Backend| async move {
     vps_graph::init_crypto();
-    let (_sim, sim_url) = Sim::spawn_local(quiet_sim(Duration::from_millis(800))).await.unwrap();
+    let (sim, sim_url) = Sim::spawn_local(quiet_sim(Duration::from_millis(800))).await.unwrap();
     let dir = std::env::temp_dir().join(format!("vps-graph-kill-{}", ulid::Ulid::generate()));
     let db = TestDb::new(backend).await;
     let url = match backend {
@@ -259,6 +260,7 @@ db_test!(a_process_killed_mid_convergence_is_taken_over_without_duplicates, |bac
     assert_eq!(at_sim.len(), 100, "100 VPCs, no duplicate");
     for name in &names {
         assert_eq!(at_sim.iter().filter(|n| *n == name).count(), 1, "{name} exists once");
+        assert_eq!(sim.name_calls("vpcs.made", name), 1, "{name} was made once");
     }
     let _ = std::fs::remove_dir_all(dir);
 });

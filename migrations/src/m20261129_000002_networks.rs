@@ -101,6 +101,13 @@ impl MigrationTrait for Migration {
                     .to_owned(),
             )
             .await?;
+        // A name is taken while its network is not deleted (partial index, on both backends).
+        manager
+            .get_connection()
+            .execute_unprepared(
+                "CREATE UNIQUE INDEX networks_live_name ON networks (tenant_id, name) WHERE state <> 'deleted'",
+            )
+            .await?;
         manager
             .create_table(
                 Table::create()

@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 use super::{Networks, ProviderError, ProviderResult, Vpc, VpcCreate};
 use crate::metrics::Metrics;
 
-/// Requests kept back from the hourly budget, for reads that must not wait (at least this many,
-/// or 5 % of the limit).
+/// Requests kept back from the hourly budget (at least this many, or 5 % of the limit), so the
+/// budget is never spent to a 429.
 const RESERVE_MIN: i64 = 1;
 const RETRY_AFTER: Duration = Duration::from_secs(30);
 const PER_PAGE: u32 = 200;
@@ -89,9 +89,17 @@ impl DigitalOcean {
     ) -> ProviderResult<Answer> {
         let token = self.token.clone().map_err(|message| ProviderError::Misconfigured { message })?;
         let now_s = chrono::Utc::now().timestamp();
-        if let Some(after) = self.budget.lock().unwrap_or_else(|e| e.into_inner()).exhausted(now_s) {
-            self.count(endpoint, "budget");
-            return Err(ProviderError::RetryLater { message: "waiting for the account's API budget".into(), after });
+        {
+            let mut budget = self.budget.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(after) = budget.exhausted(now_s) {
+                self.count(endpoint, "budget");
+                return Err(ProviderError::RetryLater {
+                    message: "waiting for the account's API budget".into(),
+                    after,
+                });
+            }
+            // Counted now, so concurrent workers see it before the answer's headers say so.
+            budget.remaining = budget.remaining.map(|r| r - 1);
         }
         let acts = method == Method::POST;
         let mut request = self.http.request(method, format!("{}{path}", self.base)).bearer_auth(token);
@@ -131,7 +139,8 @@ impl DigitalOcean {
                 message: format!("DigitalOcean {}: {}", s.as_u16(), message()),
                 after: RETRY_AFTER,
             }),
-            StatusCode::NOT_FOUND => Ok(Answer { status, body }),
+            // Gone, in the API's own words; a bare 404 (a wrong URL, a proxy) says nothing of it.
+            StatusCode::NOT_FOUND if body["id"] == "not_found" => Ok(Answer { status, body }),
             s => Err(ProviderError::Refused { status: s.as_u16(), message: message() }),
         }
     }

@@ -98,7 +98,7 @@ pub fn start(
     config: RuntimeConfig,
     wake: Arc<Notify>,
     stop: CancellationToken,
-) {
+) -> tokio::task::JoinHandle<()> {
     let kinds = reconcilers.iter().map(|r| r.kind()).collect();
     let shared = Arc::new(Shared {
         owner: crate::ids::new_id("worker"),
@@ -117,6 +117,8 @@ pub fn start(
     }
     tokio::spawn(report_depth(shared.clone()));
     tokio::spawn(async move {
+        // Workers stop between runs, so a run is never cut between its provider call and its
+        // write-back by a graceful stop.
         let workers: Vec<_> = (0..shared.config.workers.max(1)).map(|_| tokio::spawn(work(shared.clone()))).collect();
         for worker in workers {
             let _ = worker.await;
@@ -125,7 +127,7 @@ pub fn start(
         if let Err(err) = queue::release(&shared.services.db, &shared.owner, now).await {
             tracing::warn!(error = err.describe(), "could not give back the leases");
         }
-    });
+    })
 }
 
 async fn work(shared: Arc<Shared>) {

@@ -2,7 +2,7 @@
 //! for one subnet. The decisions are plain functions of the subnet row and what the provider
 //! showed (`look` → `decide` → `after`), tested without a network; `run` does the I/O.
 use sea_orm::sea_query::{Expr, ExprTrait};
-use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
+use sea_orm::{ColumnTrait, ConnectionTrait, DatabaseTransaction, DbBackend, EntityTrait, QueryFilter, Statement};
 
 use super::{ERROR_RETRY_MS, Next, RETRY_LATER_MS, Reconciler, Run};
 use crate::error::{Error, Result};
@@ -60,6 +60,11 @@ impl Observed {
     fn with_state(mut self, state: &str, message: Option<String>) -> Self {
         self.state = state.to_owned();
         self.message = message;
+        self
+    }
+
+    fn with_message(mut self, message: String) -> Self {
+        self.message = Some(message);
         self
     }
 }
@@ -125,44 +130,37 @@ pub fn decide(s: &subnet::Model, seen: &Seen, marker: &str) -> Step {
     }
 }
 
-/// The subnet after `call` answered `answer` (the created VPC, or nothing for a delete).
+/// The subnet after `call` answered `answer` (the created VPC, or nothing for a delete). A create
+/// is made on the subnet as marked before the call, its attempt already counted.
 pub fn after(
     s: &subnet::Model,
     call: &Call,
     answer: std::result::Result<Option<Vpc>, ProviderError>,
 ) -> (Observed, Next) {
     let now = Observed::of(s);
-    let attempted = Observed { create_attempts: s.create_attempts + 1, ..now.clone() };
     match (call, answer) {
         (Call::Create, Ok(Some(vpc))) => {
-            (Observed { provider_id: Some(vpc.id), ..attempted.with_state(state::READY, None) }, Next::Now)
+            (Observed { provider_id: Some(vpc.id), ..now.with_state(state::READY, None) }, Next::Now)
         }
         (Call::Delete(_), Ok(_)) => (now.with_state(state::DELETED, None), Next::Now),
-        (_, Err(ProviderError::RetryLater { message, .. })) => {
-            let state = now.state.clone();
-            (now.with_state(&state, Some(message)), Next::After(RETRY_LATER_MS))
+        (_, Err(ProviderError::RetryLater { message, after })) => {
+            let wait = std::cmp::max(RETRY_LATER_MS, after.as_millis() as i64);
+            (now.with_message(message), Next::After(wait))
         }
         (Call::Create, Err(ProviderError::Unknown { message })) => {
             let message = format!("the create's answer was lost ({message}); looking for the VPC by its name");
-            let state = now.state.clone();
-            (attempted.with_state(&state, Some(message)), Next::After(RETRY_LATER_MS))
+            (now.with_message(message), Next::After(RETRY_LATER_MS))
         }
-        // The first refusal may be our own earlier create under this name: look by name once.
-        (Call::Create, Err(ProviderError::Refused { message, .. })) if s.create_attempts == 0 => {
-            let state = now.state.clone();
-            (attempted.with_state(&state, Some(message)), Next::Now)
-        }
-        (Call::Create, Err(err)) => {
-            (attempted.with_state(state::ERROR, Some(err.message().to_owned())), Next::After(ERROR_RETRY_MS))
+        // A first refusal may be our own earlier create under this name (its answer lost in a
+        // crash): look by name once before calling it an error.
+        (Call::Create, Err(ProviderError::Refused { message, .. })) if s.create_attempts <= 1 => {
+            (now.with_message(message), Next::Now)
         }
         (Call::Delete(_), Err(ProviderError::Unknown { message })) => {
-            let state = now.state.clone();
-            (now.with_state(&state, Some(message)), Next::After(RETRY_LATER_MS))
+            (now.with_message(message), Next::After(RETRY_LATER_MS))
         }
-        (Call::Delete(_), Err(err)) => {
-            (now.with_state(state::ERROR, Some(err.message().to_owned())), Next::After(ERROR_RETRY_MS))
-        }
-        (Call::Create, Ok(None)) => (attempted, Next::Now),
+        (_, Err(err)) => (now.with_state(state::ERROR, Some(err.message().to_owned())), Next::After(ERROR_RETRY_MS)),
+        (Call::Create, Ok(None)) => (now, Next::Now),
     }
 }
 
@@ -171,8 +169,7 @@ fn looked_badly(s: &subnet::Model, err: ProviderError) -> (Observed, Next) {
     let now = Observed::of(s);
     match err {
         ProviderError::RetryLater { message, .. } | ProviderError::Unknown { message } => {
-            let state = now.state.clone();
-            (now.with_state(&state, Some(message)), Next::After(RETRY_LATER_MS))
+            (now.with_message(message), Next::After(RETRY_LATER_MS))
         }
         other => (now.with_state(state::ERROR, Some(other.message().to_owned())), Next::After(ERROR_RETRY_MS)),
     }
@@ -224,7 +221,7 @@ impl Reconciler for NetworkReconciler {
         let Some(api) = provider.networks.clone() else {
             return Err(Error::internal(format!("account {} offers no networks", account.id)));
         };
-        let Some(target) = subnets.iter().find(|s| needs_work(s)) else {
+        let Some(target) = pick(&subnets) else {
             return drift(run, api.as_ref(), &subnets).await;
         };
         let marker = marker(&services.deployment, &target.id);
@@ -232,17 +229,36 @@ impl Reconciler for NetworkReconciler {
             Err(err) => looked_badly(target, err),
             Ok(seen) => match decide(target, &seen, &marker) {
                 Step::Write(observed, next) => (observed, next),
+                Step::Call(Call::Create) => {
+                    // Recorded before the call, so a write-back lost to a crash or a concurrent
+                    // change leaves a trace: the VPC is then looked up by name, never orphaned.
+                    let Some(marked) = mark_create_attempt(run, target).await? else { return Ok(Next::Now) };
+                    let answer = execute(api.as_ref(), &marked, &Call::Create, &marker).await;
+                    let (observed, next) = after(&marked, &Call::Create, answer);
+                    return finish_step(run, &marked, observed, next).await;
+                }
                 Step::Call(call) => {
                     let answer = execute(api.as_ref(), target, &call, &marker).await;
                     after(target, &call, answer)
                 }
             },
         };
-        if !write_back(run, target, observed).await? {
-            return Ok(Next::Now);
-        }
-        next_after(run, hint).await
+        finish_step(run, target, observed, hint).await
     }
+}
+
+async fn finish_step(run: &Run<'_>, subnet: &subnet::Model, observed: Observed, hint: Next) -> Result<Next> {
+    if !write_back(run, subnet, observed).await? {
+        return Ok(Next::Now);
+    }
+    next_after(run, hint).await
+}
+
+/// The subnet to work on: one that is converging before one in error, so an error in one
+/// subnet does not hold back the others.
+fn pick(subnets: &[subnet::Model]) -> Option<&subnet::Model> {
+    let waiting = || subnets.iter().filter(|s| needs_work(s));
+    waiting().find(|s| s.state != state::ERROR).or_else(|| waiting().next())
 }
 
 async fn observe(api: &dyn Networks, s: &subnet::Model) -> std::result::Result<Seen, ProviderError> {
@@ -273,10 +289,14 @@ async fn execute(
 /// A settled network: read each ready subnet's VPC (one gone outside is lost, never remade).
 async fn drift(run: &Run<'_>, api: &dyn Networks, subnets: &[subnet::Model]) -> Result<Next> {
     for s in subnets.iter().filter(|s| s.state == state::READY && s.desired_state == state::PRESENT) {
-        let (observed, _) = match observe(api, s).await {
-            Err(err) => looked_badly(s, err),
+        let observed = match observe(api, s).await {
+            // The VPC is as it was, as far as we know: read it again soon, and write nothing.
+            Err(ProviderError::RetryLater { .. } | ProviderError::Unknown { .. }) => {
+                return Ok(Next::After(RETRY_LATER_MS));
+            }
+            Err(err) => looked_badly(s, err).0,
             Ok(seen) => match decide(s, &seen, "") {
-                Step::Write(observed, next) => (observed, next),
+                Step::Write(observed, _) => observed,
                 Step::Call(_) => continue,
             },
         };
@@ -301,17 +321,46 @@ async fn next_after(run: &Run<'_>, hint: Next) -> Result<Next> {
     })
 }
 
+/// Records a create attempt on the subnet before the call is made (fenced and version-checked);
+/// returns the subnet as written, or None when the run must look again.
+async fn mark_create_attempt(run: &Run<'_>, current: &subnet::Model) -> Result<Option<subnet::Model>> {
+    let txn = run.services.begin().await?;
+    lock_network(&txn, &current.network_id).await?;
+    let changed = subnet::Entity::update_many()
+        .col_expr(subnet::Column::CreateAttempts, Expr::col(subnet::Column::CreateAttempts).add(1))
+        .col_expr(subnet::Column::Version, Expr::col(subnet::Column::Version).add(1))
+        .filter(subnet::Column::Id.eq(current.id.clone()))
+        .filter(subnet::Column::Version.eq(current.version))
+        .exec(&txn)
+        .await?
+        .rows_affected;
+    if changed == 0 || !queue::fence(&txn, run.claimed).await? {
+        return Ok(None);
+    }
+    let marked = subnet::Entity::find_by_id(current.id.clone()).one(&txn).await?;
+    txn.commit().await?;
+    Ok(marked)
+}
+
+/// Takes the network row's lock first (PostgreSQL), in the order the mutations take their locks
+/// too (network, subnets, work item), so a write-back and a mutation never wait in a cycle.
+async fn lock_network(txn: &DatabaseTransaction, network_id: &str) -> Result<()> {
+    if txn.get_database_backend() == DbBackend::Postgres {
+        let lock = "SELECT id FROM networks WHERE id = $1 FOR UPDATE";
+        txn.execute_raw(Statement::from_sql_and_values(DbBackend::Postgres, lock, vec![network_id.into()])).await?;
+    }
+    Ok(())
+}
+
 /// Writes what was observed of one subnet and the network's state that follows, with its event,
-/// if this run still holds its lease and neither row changed meanwhile. False: look again.
+/// if this run still holds its lease and the subnet did not change meanwhile. False: look again.
 async fn write_back(run: &Run<'_>, current: &subnet::Model, observed: Observed) -> Result<bool> {
     if observed == Observed::of(current) {
         return Ok(true);
     }
     let services = run.services;
     let txn = services.begin().await?;
-    if !queue::fence(&txn, run.claimed).await? {
-        return Ok(false);
-    }
+    lock_network(&txn, &current.network_id).await?;
     let now = services.clock.now();
     let mut update = subnet::Entity::update_many()
         .col_expr(subnet::Column::State, Expr::value(observed.state.clone()))
@@ -333,39 +382,31 @@ async fn write_back(run: &Run<'_>, current: &subnet::Model, observed: Observed) 
         .exec(&txn)
         .await?
         .rows_affected;
-    if changed == 0 {
+    if changed == 0 || !queue::fence(&txn, run.claimed).await? {
         return Ok(false);
     }
-    let Some(network) = network::Entity::find_by_id(current.network_id.clone()).one(&txn).await? else {
+    let Some(before) = network::Entity::find_by_id(current.network_id.clone()).one(&txn).await? else {
         return Ok(false);
     };
-    let subnets = subnets_of(&txn, &network.id).await?;
-    let (state_now, message) = aggregate(&network.desired_state, &subnets);
+    let subnets = subnets_of(&txn, &before.id).await?;
+    let (state_now, message) = aggregate(&before.desired_state, &subnets);
     let mut update = network::Entity::update_many()
         .col_expr(network::Column::State, Expr::value(state_now.clone()))
         .col_expr(network::Column::Message, Expr::value(message))
         .col_expr(network::Column::Version, Expr::col(network::Column::Version).add(1))
         .col_expr(network::Column::UpdatedAt, Expr::value(now));
-    if state_now == state::READY && network.ready_at.is_none() {
+    if state_now == state::READY && before.ready_at.is_none() {
         update = update.col_expr(network::Column::ReadyAt, Expr::value(now));
     }
     if state_now == state::DELETED {
         update = update.col_expr(network::Column::DeletedAt, Expr::value(now));
     }
-    let changed = update
-        .filter(network::Column::Id.eq(network.id.clone()))
-        .filter(network::Column::Version.eq(network.version))
-        .exec(&txn)
-        .await?
-        .rows_affected;
-    if changed == 0 {
-        return Ok(false);
-    }
-    let written = network::Entity::find_by_id(network.id.clone())
+    update.filter(network::Column::Id.eq(before.id.clone())).exec(&txn).await?;
+    let written = network::Entity::find_by_id(before.id.clone())
         .one(&txn)
         .await?
         .ok_or_else(|| Error::internal("network vanished"))?;
-    let event_type = if written.state != network.state { written.state.clone() } else { "updated".into() };
+    let event_type = if written.state != before.state { written.state.clone() } else { "updated".into() };
     let event = svc::event(&event_type, &svc::view(&written, &subnets));
     services.commit(txn, vec![event]).await?;
     Ok(true)
@@ -546,7 +587,8 @@ mod tests {
     #[test]
     fn after_a_call() {
         use state::*;
-        let pending = subnet(PENDING, PRESENT, None, 0, false);
+        // A create is answered on the subnet as marked before the call (its attempt counted).
+        let pending = subnet(PENDING, PRESENT, None, 1, false);
         let (o, n) = after(&pending, &Call::Create, Ok(Some(vpc("v1", MINE))));
         assert_eq!(
             (o.state.as_str(), o.provider_id.as_deref(), o.create_attempts, n),
@@ -559,15 +601,15 @@ mod tests {
         let (o, n) = after(&pending, &Call::Create, limited);
         assert_eq!(
             (o.state.as_str(), o.create_attempts, n),
-            (PENDING, 0, Next::After(RETRY_LATER_MS)),
-            "a 429 made nothing"
+            (PENDING, 1, Next::After(RETRY_LATER_MS)),
+            "a 429: wait 30 s"
         );
         let (o, n) = after(&pending, &Call::Create, Err(ProviderError::Unknown { message: "timeout".into() }));
         assert_eq!((o.create_attempts, n), (1, Next::After(RETRY_LATER_MS)), "a lost answer is looked up by name next");
         let refused = || Err(ProviderError::Refused { status: 422, message: "name taken".into() });
         let (o, n) = after(&pending, &Call::Create, refused());
         assert_eq!((o.state.as_str(), o.create_attempts, n), (PENDING, 1, Next::Now), "a first refusal looks by name");
-        let again = subnet(PENDING, PRESENT, None, 1, false);
+        let again = subnet(PENDING, PRESENT, None, 2, false);
         let (o, n) = after(&again, &Call::Create, refused());
         assert_eq!(
             (o.state.as_str(), o.message.as_deref(), n),

@@ -22,6 +22,8 @@ const TAIL_BATCH: u64 = 512;
 const REPLAY_PAGE: u64 = 256;
 const CHANNEL_CAPACITY: usize = 2048;
 const REPLAY_BACKOFF: Duration = Duration::from_secs(1);
+const RECHECK: Duration = Duration::from_millis(50);
+const RECHECK_FOR: Duration = Duration::from_secs(3);
 
 #[derive(Clone)]
 pub struct Feed {
@@ -229,11 +231,17 @@ impl Subscriber {
 }
 
 async fn tail(feed: Feed, poll: Duration, stop: CancellationToken) {
+    // After a wake, look again briefly at a short interval: on PostgreSQL a commit's rows stay
+    // behind the horizon while an older transaction anywhere on the cluster is still running,
+    // and no second notification comes when it ends.
+    let mut recheck_until = tokio::time::Instant::now();
     loop {
+        let now = tokio::time::Instant::now();
+        let wait = if now < recheck_until { RECHECK.min(poll) } else { poll };
         tokio::select! {
             _ = stop.cancelled() => break,
-            _ = feed.inner.wake.notified() => {}
-            _ = tokio::time::sleep(poll) => {}
+            _ = feed.inner.wake.notified() => recheck_until = tokio::time::Instant::now() + RECHECK_FOR,
+            _ = tokio::time::sleep(wait) => {}
         }
         if let Err(err) = drain(&feed).await {
             tracing::warn!(error = err.describe(), "feed tailer could not read the outbox");

@@ -4,7 +4,10 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
-use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect, Set};
+use sea_orm::sea_query::{Expr, ExprTrait};
+use sea_orm::{
+    ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect, Set, UpdateMany,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -223,13 +226,17 @@ impl Services {
             deleted_at: Set(None),
         }
         .insert(&txn)
-        .await?;
+        .await
+        .map_err(|err| match crate::store::is_unique_violation(&err) {
+            true => name_taken(&input.name),
+            false => err.into(),
+        })?;
         let mut subnets = Vec::new();
         for subnet in &input.subnets {
             subnets.push(insert_subnet(&txn, &id, subnet, now).await?);
         }
         let view = view(&created, &subnets);
-        queue::wake(&txn, RECONCILER, &id, self.clock.now_ms(), self.clock.now_ms()).await?;
+        queue::wake(&txn, RECONCILER, &id, self.clock.now_ms()).await?;
         self.commit(txn, vec![event("created", &view)]).await?;
         Ok(view)
     }
@@ -250,11 +257,12 @@ impl Services {
         check_subnets(std::slice::from_ref(&subnet), &subnets, &super::pools::strings(&pool.account.regions))?;
         let now = self.clock.now();
         let added = insert_subnet(&txn, network_id, &subnet, now).await?;
-        let updated = bump(&txn, current, |n| n.state = Set(state::PENDING.into()), now).await?;
+        let updated =
+            bump(&txn, current, |u| u.col_expr(network::Column::State, Expr::value(state::PENDING)), now).await?;
         let mut all = subnets;
         all.push(added);
         let view = view(&updated, &all);
-        queue::wake(&txn, RECONCILER, network_id, self.clock.now_ms(), self.clock.now_ms()).await?;
+        queue::wake(&txn, RECONCILER, network_id, self.clock.now_ms()).await?;
         self.commit(txn, vec![event("updated", &view)]).await?;
         Ok(view)
     }
@@ -286,15 +294,10 @@ impl Services {
         }
         refuse_if_used(&txn, network_id, Some(&subnets[position].region)).await?;
         let now = self.clock.now();
-        let mut removing: network_subnet::ActiveModel = subnets[position].clone().into();
-        removing.desired_state = Set(state::ABSENT.into());
-        removing.state = Set(state::DELETING.into());
-        removing.version = Set(subnets[position].version + 1);
-        removing.updated_at = Set(now);
-        subnets[position] = removing.update(&txn).await?;
-        let updated = bump(&txn, current, |_| {}, now).await?;
+        subnets[position] = mark_removed(&txn, &subnets[position], now).await?;
+        let updated = bump(&txn, current, |u| u, now).await?;
         let view = view(&updated, &subnets);
-        queue::wake(&txn, RECONCILER, network_id, self.clock.now_ms(), self.clock.now_ms()).await?;
+        queue::wake(&txn, RECONCILER, network_id, self.clock.now_ms()).await?;
         self.commit(txn, vec![event("updated", &view)]).await?;
         Ok(view)
     }
@@ -311,30 +314,24 @@ impl Services {
         let now = self.clock.now();
         let mut marked = Vec::new();
         for subnet in subnets {
-            if subnet.desired_state == state::ABSENT {
-                marked.push(subnet);
-                continue;
-            }
-            let version = subnet.version + 1;
-            let mut removing: network_subnet::ActiveModel = subnet.into();
-            removing.desired_state = Set(state::ABSENT.into());
-            removing.state = Set(state::DELETING.into());
-            removing.version = Set(version);
-            removing.updated_at = Set(now);
-            marked.push(removing.update(&txn).await?);
+            marked.push(if subnet.desired_state == state::ABSENT {
+                subnet
+            } else {
+                mark_removed(&txn, &subnet, now).await?
+            });
         }
         let updated = bump(
             &txn,
             current,
-            |n| {
-                n.desired_state = Set(state::ABSENT.into());
-                n.state = Set(state::DELETING.into());
+            |u| {
+                u.col_expr(network::Column::DesiredState, Expr::value(state::ABSENT))
+                    .col_expr(network::Column::State, Expr::value(state::DELETING))
             },
             now,
         )
         .await?;
         let view = view(&updated, &marked);
-        queue::wake(&txn, RECONCILER, network_id, self.clock.now_ms(), self.clock.now_ms()).await?;
+        queue::wake(&txn, RECONCILER, network_id, self.clock.now_ms()).await?;
         self.commit(txn, vec![event("deleting", &view)]).await?;
         Ok(view)
     }
@@ -424,11 +421,14 @@ impl Services {
     ) -> Result<(network::Model, Vec<network_subnet::Model>)> {
         validate::tenant_id("tenantId", tenant_id)?;
         validate::id("networkId", ids::NETWORK, network_id)?;
-        let found = network::Entity::find_by_id(network_id.to_owned())
-            .filter(network::Column::TenantId.eq(tenant_id))
-            .one(conn)
-            .await?
-            .ok_or_else(|| Error::not_found(KIND, network_id))?;
+        // The network's row lock first (PostgreSQL): changes of one network take turns, and take
+        // their locks in the reconciler's order (network, subnets, work item).
+        let mut query =
+            network::Entity::find_by_id(network_id.to_owned()).filter(network::Column::TenantId.eq(tenant_id));
+        if conn.get_database_backend() == sea_orm::DbBackend::Postgres {
+            query = query.lock_exclusive();
+        }
+        let found = query.one(conn).await?.ok_or_else(|| Error::not_found(KIND, network_id))?;
         actor.decide(UPDATE, &Target::resource(tenant_id, found.project_id.as_deref(), KIND, network_id))?;
         if found.state == state::DELETED {
             return Err(Error::not_found(KIND, network_id));
@@ -499,6 +499,10 @@ async fn refuse_if_used(_conn: &impl ConnectionTrait, _network_id: &str, _region
     Ok(())
 }
 
+fn name_taken(name: &str) -> Error {
+    Error::conflict(format!("a network named {name} exists in the tenant")).with_details(json!({ "field": "name" }))
+}
+
 fn being_deleted(network_id: &str) -> Error {
     Error::new(Code::InvalidState, format!("network {network_id} is being deleted"))
         .with_details(json!({ "reason": "deleting" }))
@@ -533,18 +537,38 @@ async fn insert_subnet(
     .await?)
 }
 
-/// Writes a change of the network row with its version and generation bumped.
+/// Writes a change of the network row with its version and generation bumped in SQL.
 async fn bump(
     conn: &impl ConnectionTrait,
     current: network::Model,
-    change: impl FnOnce(&mut network::ActiveModel),
+    change: impl FnOnce(UpdateMany<network::Entity>) -> UpdateMany<network::Entity>,
     now: DateTime<Utc>,
 ) -> Result<network::Model> {
-    let (version, generation) = (current.version + 1, current.generation + 1);
-    let mut row: network::ActiveModel = current.into();
-    change(&mut row);
-    row.version = Set(version);
-    row.generation = Set(generation);
-    row.updated_at = Set(now);
-    Ok(row.update(conn).await?)
+    let update = network::Entity::update_many()
+        .col_expr(network::Column::Version, Expr::col(network::Column::Version).add(1))
+        .col_expr(network::Column::Generation, Expr::col(network::Column::Generation).add(1))
+        .col_expr(network::Column::UpdatedAt, Expr::value(now))
+        .filter(network::Column::Id.eq(current.id.clone()));
+    change(update).exec(conn).await?;
+    network::Entity::find_by_id(current.id.clone()).one(conn).await?.ok_or_else(|| Error::internal("network vanished"))
+}
+
+/// Marks a subnet for removal (its VPC is deleted by the reconciler).
+async fn mark_removed(
+    conn: &impl ConnectionTrait,
+    subnet: &network_subnet::Model,
+    now: DateTime<Utc>,
+) -> Result<network_subnet::Model> {
+    network_subnet::Entity::update_many()
+        .col_expr(network_subnet::Column::DesiredState, Expr::value(state::ABSENT))
+        .col_expr(network_subnet::Column::State, Expr::value(state::DELETING))
+        .col_expr(network_subnet::Column::Version, Expr::col(network_subnet::Column::Version).add(1))
+        .col_expr(network_subnet::Column::UpdatedAt, Expr::value(now))
+        .filter(network_subnet::Column::Id.eq(subnet.id.clone()))
+        .exec(conn)
+        .await?;
+    network_subnet::Entity::find_by_id(subnet.id.clone())
+        .one(conn)
+        .await?
+        .ok_or_else(|| Error::internal("subnet vanished"))
 }

@@ -54,6 +54,7 @@ pub fn router(sim: Sim) -> Router {
     Router::new()
         .route("/v2/vpcs", get(vpc_list).post(vpc_create))
         .route("/v2/vpcs/{id}", get(vpc_get).delete(vpc_delete))
+        .fallback(|| async { not_found() })
         .layer(middleware::from_fn_with_state(sim.clone(), face))
         .with_state(sim)
 }
@@ -82,7 +83,9 @@ async fn face(State(sim): State<Sim>, request: Request, next: Next) -> Response 
     let name = endpoint(request.method(), &path);
     sim.count_call(&name);
     let budget = sim.spend(&token);
-    let mut response = match (budget.refused_for, sim.take_fault(&name)) {
+    // A refused request does not use up a fault meant for a request that gets through.
+    let fault = if budget.refused_for.is_none() { sim.take_fault(&name) } else { None };
+    let mut response = match (budget.refused_for, fault) {
         (Some(wait), _) => {
             let mut r = error(StatusCode::TOO_MANY_REQUESTS, "too_many_requests", "API Rate limit exceeded.");
             r.headers_mut().insert("retry-after", HeaderValue::from(wait));
@@ -90,13 +93,8 @@ async fn face(State(sim): State<Sim>, request: Request, next: Next) -> Response 
         }
         (None, Some(Fault::Status { status })) => {
             let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-            let id = status.canonical_reason().unwrap_or("error").to_ascii_lowercase().replace(' ', "_");
-            let message = if status == StatusCode::TOO_MANY_REQUESTS {
-                "API Rate limit exceeded."
-            } else {
-                "Unexpected server-side error"
-            };
-            error(status, &id, message)
+            let (id, message) = error_words(status);
+            error(status, id, message)
         }
         (None, Some(Fault::Stall)) => {
             tokio::time::sleep(STALL).await;
@@ -118,6 +116,20 @@ async fn face(State(sim): State<Sim>, request: Request, next: Next) -> Response 
         HeaderValue::from_str(&ulid::Ulid::generate().to_string()).unwrap_or(HeaderValue::from_static("-")),
     );
     response
+}
+
+/// The API's `id` and example message per status (the reference's table).
+fn error_words(status: StatusCode) -> (&'static str, &'static str) {
+    match status.as_u16() {
+        400 => ("bad_request", "error parsing request body"),
+        401 => ("unauthorized", "Unable to authenticate you."),
+        403 => ("forbidden", "You do not have permission to perform this action."),
+        404 => ("not_found", "The resource you requested could not be found."),
+        409 => ("conflict", "The request could not be completed due to a conflict."),
+        422 => ("unprocessable_entity", "request payload validation failed"),
+        429 => ("too_many_requests", "API Rate limit exceeded."),
+        _ => ("server_error", "Unexpected server-side error"),
+    }
 }
 
 fn bearer(headers: &HeaderMap) -> Option<String> {
@@ -215,6 +227,8 @@ async fn vpc_create(State(sim): State<Sim>, body: Option<Json<VpcCreate>>) -> Re
         };
         let json = record.json();
         model.vpcs.push(record);
+        // Creates that made something, per name: what "never made twice" is checked against.
+        sim.count_name("vpcs.made", &name);
         (StatusCode::CREATED, Json(json!({ "vpc": json }))).into_response()
     })
 }

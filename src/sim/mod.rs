@@ -166,7 +166,10 @@ impl Sim {
             let refused_for = if window.len() >= config.per_hour {
                 Some(oldest_expires(window.front()).saturating_sub(unix).max(1) as u64)
             } else if last_minute >= config.per_minute {
-                Some(60)
+                // Until the oldest request of the last minute leaves it.
+                let oldest =
+                    window.iter().rev().nth(last_minute - 1).map_or(60, |t| 60 - now.duration_since(*t).as_secs());
+                Some(oldest.max(1))
             } else {
                 window.push_back(now);
                 None

@@ -22,15 +22,15 @@ pub struct Claimed {
 
 /// Asks for `(kind, resource_id)` to be reconciled at `due_at` (or earlier if already asked).
 /// Call it in the transaction of the change that needs it.
-pub async fn wake(conn: &impl ConnectionTrait, kind: &str, resource_id: &str, due_at: i64, now: i64) -> Result<()> {
+pub async fn wake(conn: &impl ConnectionTrait, kind: &str, resource_id: &str, due_at: i64) -> Result<()> {
     let backend = conn.get_database_backend();
     let least = if backend == DbBackend::Postgres { "LEAST" } else { "MIN" };
     let sql = format!(
         "INSERT INTO work_items (kind, resource_id, due_at) VALUES ($1, $2, $3) \
          ON CONFLICT (kind, resource_id) DO UPDATE SET due_at = {least}(work_items.due_at, excluded.due_at), \
-         run_again = work_items.run_again OR (work_items.lease_until IS NOT NULL AND work_items.lease_until > $4)"
+         run_again = work_items.run_again OR work_items.lease_owner IS NOT NULL"
     );
-    conn.execute_raw(stmt(backend, &sql, vec![kind.into(), resource_id.into(), due_at.into(), now.into()])).await?;
+    conn.execute_raw(stmt(backend, &sql, vec![kind.into(), resource_id.into(), due_at.into()])).await?;
     if backend == DbBackend::Postgres {
         // Delivered at commit, to every replica's runtime.
         conn.execute_raw(stmt(backend, "SELECT pg_notify($1, $2)", vec![WAKE_CHANNEL.into(), kind.into()])).await?;

@@ -1,0 +1,75 @@
+//! The work queue's rules on both backends: earliest due time wins, a wake during a run makes it
+//! run again right after, a run whose lease was taken over changes nothing (the fence), and a
+//! stopping worker gives its leases back.
+mod common;
+
+use common::{Backend, TestDb};
+use sea_orm::TransactionTrait;
+use vps_graph::store::queue;
+
+const KIND: &str = "test.kind";
+
+db_test!(earliest_wake_wins_and_only_due_items_are_claimed, |backend: Backend| async move {
+    let db = TestDb::new(backend).await;
+    let conn = vps_graph::store::connect(&db.url, 4).await.unwrap();
+    queue::wake(&conn, KIND, "r1", 500).await.unwrap();
+    queue::wake(&conn, KIND, "r1", 900).await.unwrap();
+    assert_eq!(queue::item(&conn, KIND, "r1").await.unwrap().unwrap().0, 500);
+    queue::wake(&conn, KIND, "r1", 100).await.unwrap();
+    assert_eq!(queue::item(&conn, KIND, "r1").await.unwrap().unwrap().0, 100);
+    assert!(queue::claim(&conn, "w", &[KIND], 99, 1000, 10).await.unwrap().is_empty(), "not due yet");
+    let claimed = queue::claim(&conn, "w", &[KIND], 100, 1000, 10).await.unwrap();
+    assert_eq!(claimed.len(), 1);
+    assert!(queue::claim(&conn, "w2", &[KIND], 100, 1000, 10).await.unwrap().is_empty(), "leased");
+    assert_eq!(
+        queue::claim(&conn, "w2", &[KIND], 1100, 1000, 10).await.unwrap().len(),
+        1,
+        "an expired lease is claimable"
+    );
+});
+
+db_test!(a_wake_during_a_run_makes_it_run_again_right_after, |backend: Backend| async move {
+    let db = TestDb::new(backend).await;
+    let conn = vps_graph::store::connect(&db.url, 4).await.unwrap();
+    queue::wake(&conn, KIND, "r1", 0).await.unwrap();
+    let run = queue::claim(&conn, "w", &[KIND], 0, 1000, 1).await.unwrap().remove(0);
+    // Woken while running, even past its lease's expiry.
+    queue::wake(&conn, KIND, "r1", 5000).await.unwrap();
+    queue::finish(&conn, &run, 2000, Some(3_600_000), None).await.unwrap();
+    assert_eq!(queue::item(&conn, KIND, "r1").await.unwrap().unwrap().0, 2000, "runs again at once, not in an hour");
+    let run = queue::claim(&conn, "w", &[KIND], 2000, 1000, 1).await.unwrap().remove(0);
+    queue::wake(&conn, KIND, "r1", 2500).await.unwrap();
+    queue::finish(&conn, &run, 2600, None, None).await.unwrap();
+    assert!(queue::item(&conn, KIND, "r1").await.unwrap().is_some(), "not dropped while a wake is pending");
+    let run = queue::claim(&conn, "w", &[KIND], 2600, 1000, 1).await.unwrap().remove(0);
+    queue::finish(&conn, &run, 2700, None, None).await.unwrap();
+    assert!(queue::item(&conn, KIND, "r1").await.unwrap().is_none(), "done");
+});
+
+db_test!(a_run_whose_lease_was_taken_over_changes_nothing, |backend: Backend| async move {
+    let db = TestDb::new(backend).await;
+    let conn = vps_graph::store::connect(&db.url, 4).await.unwrap();
+    queue::wake(&conn, KIND, "r1", 0).await.unwrap();
+    let stale = queue::claim(&conn, "slow", &[KIND], 0, 1000, 1).await.unwrap().remove(0);
+    let fresh = queue::claim(&conn, "other", &[KIND], 1500, 1000, 1).await.unwrap().remove(0);
+    assert_eq!(fresh.epoch, stale.epoch + 1);
+    let txn = conn.begin().await.unwrap();
+    assert!(!queue::fence(&txn, &stale).await.unwrap(), "the fence stops the slow worker");
+    assert!(queue::fence(&txn, &fresh).await.unwrap());
+    txn.commit().await.unwrap();
+    queue::finish(&conn, &stale, 1600, None, None).await.unwrap();
+    assert!(queue::item(&conn, KIND, "r1").await.unwrap().is_some(), "the stale finish dropped nothing");
+    queue::finish(&conn, &fresh, 1700, Some(9000), None).await.unwrap();
+    assert_eq!(queue::item(&conn, KIND, "r1").await.unwrap().unwrap().0, 9000);
+});
+
+db_test!(a_stopping_worker_gives_its_leases_back, |backend: Backend| async move {
+    let db = TestDb::new(backend).await;
+    let conn = vps_graph::store::connect(&db.url, 4).await.unwrap();
+    for r in ["a", "b"] {
+        queue::wake(&conn, KIND, r, 0).await.unwrap();
+    }
+    assert_eq!(queue::claim(&conn, "leaving", &[KIND], 0, 60_000, 10).await.unwrap().len(), 2);
+    queue::release(&conn, "leaving", 10).await.unwrap();
+    assert_eq!(queue::claim(&conn, "next", &[KIND], 10, 60_000, 10).await.unwrap().len(), 2, "claimable at once");
+});
