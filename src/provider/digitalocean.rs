@@ -7,7 +7,7 @@ use std::time::Duration;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
-use super::{Networks, ProviderError, ProviderResult, Vpc, VpcCreate};
+use super::{ActionStatus, Actions, Networks, ProviderError, ProviderResult, Vpc, VpcCreate};
 use crate::metrics::Metrics;
 
 /// Requests kept back from the hourly budget (at least this many, or 5 % of the limit), so the
@@ -211,6 +211,21 @@ impl Networks for DigitalOcean {
     async fn vpc_delete(&self, id: &str) -> ProviderResult<bool> {
         let answer = self.call("vpcs.delete", Method::DELETE, &format!("/v2/vpcs/{id}"), None).await?;
         Ok(answer.status != StatusCode::NOT_FOUND)
+    }
+}
+
+#[async_trait::async_trait]
+impl Actions for DigitalOcean {
+    async fn action_get(&self, id: u64) -> ProviderResult<Option<ActionStatus>> {
+        let answer = self.call("actions.get", Method::GET, &format!("/v2/actions/{id}"), None).await?;
+        if answer.status == StatusCode::NOT_FOUND {
+            return Ok(None);
+        }
+        Ok(Some(match answer.body["action"]["status"].as_str() {
+            Some("completed") => ActionStatus::Completed,
+            Some("errored") => ActionStatus::Errored,
+            _ => ActionStatus::InProgress,
+        }))
     }
 }
 

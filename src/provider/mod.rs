@@ -71,9 +71,26 @@ pub trait Networks: Send + Sync {
     async fn vpc_delete(&self, id: &str) -> ProviderResult<bool>;
 }
 
+/// Where an asynchronous provider action is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ActionStatus {
+    InProgress,
+    Completed,
+    Errored,
+}
+
+/// Provider actions (attach, detach, resize, snapshot) are started, then looked at through the
+/// action endpoints until done; a run never waits on one (it looks again 5 s later).
+#[async_trait::async_trait]
+pub trait Actions: Send + Sync {
+    /// None when the provider knows no such action.
+    async fn action_get(&self, id: u64) -> ProviderResult<Option<ActionStatus>>;
+}
+
 /// A provider account's client, with the capabilities it has.
 pub struct Provider {
     pub networks: Option<Arc<dyn Networks>>,
+    pub actions: Option<Arc<dyn Actions>>,
 }
 
 /// Which capabilities a kind of account has, known without a client (to refuse before recording).
@@ -121,15 +138,16 @@ impl Providers {
 
     fn build(&self, account: &AccountRef<'_>) -> Provider {
         if account.kind != crate::service::pools::KIND_DIGITALOCEAN {
-            return Provider { networks: None };
+            return Provider { networks: None, actions: None };
         }
         let (base, token) = if account.sim {
             (self.sim_url.clone().unwrap_or_default(), Ok(format!("sim-{}", account.id)))
         } else {
             (account.api_url.to_owned(), read_credential(account.credential_ref))
         };
-        let client = digitalocean::DigitalOcean::new(account.id, &base, token, self.timeout, self.metrics.clone());
-        Provider { networks: Some(Arc::new(client)) }
+        let client =
+            Arc::new(digitalocean::DigitalOcean::new(account.id, &base, token, self.timeout, self.metrics.clone()));
+        Provider { networks: Some(client.clone()), actions: Some(client) }
     }
 }
 

@@ -38,10 +38,55 @@ impl VpcRecord {
     }
 }
 
+/// An asynchronous action: in progress until the sim's action time has passed.
+#[derive(Clone, Debug)]
+struct ActionRecord {
+    id: u64,
+    kind: String,
+    resource_type: String,
+    region: String,
+    started: std::time::Instant,
+    started_at: chrono::DateTime<chrono::Utc>,
+}
+
+impl ActionRecord {
+    fn json(&self, took: Duration) -> Value {
+        let done = self.started.elapsed() >= took;
+        let completed_at = done.then(|| {
+            (self.started_at + chrono::Duration::from_std(took).unwrap_or_default())
+                .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+        });
+        json!({
+            "id": self.id, "status": if done { "completed" } else { "in-progress" }, "type": self.kind,
+            "started_at": self.started_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true), "completed_at": completed_at,
+            "resource_id": null, "resource_type": self.resource_type,
+            "region": { "slug": self.region, "name": self.region, "sizes": [], "features": [], "available": true },
+            "region_slug": self.region,
+        })
+    }
+}
+
 /// The account's state, shared by every token.
 #[derive(Default)]
 pub struct Model {
     vpcs: Vec<VpcRecord>,
+    actions: Vec<ActionRecord>,
+}
+
+impl Model {
+    /// Starts an action (volume attach, resize …) and returns its id.
+    pub fn start_action(&mut self, kind: &str, resource_type: &str, region: &str) -> u64 {
+        let id = 70_000_000 + self.actions.len() as u64 + 1;
+        self.actions.push(ActionRecord {
+            id,
+            kind: kind.to_owned(),
+            resource_type: resource_type.to_owned(),
+            region: region.to_owned(),
+            started: std::time::Instant::now(),
+            started_at: chrono::Utc::now(),
+        });
+        id
+    }
 }
 
 impl Model {
@@ -54,6 +99,7 @@ pub fn router(sim: Sim) -> Router {
     Router::new()
         .route("/v2/vpcs", get(vpc_list).post(vpc_create))
         .route("/v2/vpcs/{id}", get(vpc_get).delete(vpc_delete))
+        .route("/v2/actions/{id}", get(action_get))
         .fallback(|| async { not_found() })
         .layer(middleware::from_fn_with_state(sim.clone(), face))
         .with_state(sim)
@@ -250,6 +296,14 @@ async fn vpc_delete(State(sim): State<Sim>, Path(id): Path<String>) -> Response 
         let before = model.vpcs.len();
         model.vpcs.retain(|v| v.id != id);
         if model.vpcs.len() == before { not_found() } else { StatusCode::NO_CONTENT.into_response() }
+    })
+}
+
+async fn action_get(State(sim): State<Sim>, Path(id): Path<String>) -> Response {
+    let took = sim.config().action_time;
+    sim.with_digitalocean(|model| match model.actions.iter().find(|a| a.id.to_string() == id) {
+        Some(action) => Json(json!({ "action": action.json(took) })).into_response(),
+        None => not_found(),
     })
 }
 

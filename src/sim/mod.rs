@@ -113,6 +113,11 @@ impl Sim {
         f(&mut self.inner.control.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
+    /// Starts an asynchronous action in the DigitalOcean model, as an attach or a resize does.
+    pub fn start_action(&self, kind: &str, resource_type: &str, region: &str) -> u64 {
+        self.with_digitalocean(|model| model.start_action(kind, resource_type, region))
+    }
+
     /// Makes the next `count` calls of `endpoint` (e.g. `vpcs.create`) end in `fault`.
     pub fn inject(&self, endpoint: &str, fault: Fault, count: usize) {
         self.control(|c| c.faults.entry(endpoint.to_owned()).or_default().extend(std::iter::repeat_n(fault, count)));

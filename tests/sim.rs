@@ -1,0 +1,175 @@
+//! The simulated DigitalOcean's HTTP face against the reference: status codes, error bodies,
+//! pagination, rate-limit headers and 429s, faults over the control endpoint, asynchronous
+//! actions read through the client.
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use vps_graph::metrics::Metrics;
+use vps_graph::provider::digitalocean::DigitalOcean;
+use vps_graph::provider::{ActionStatus, Actions, ProviderError};
+use vps_graph::sim::{Sim, SimConfig};
+
+async fn sim(config: SimConfig) -> (Sim, String, reqwest::Client) {
+    vps_graph::init_crypto();
+    let (sim, url) = Sim::spawn_local(config).await.unwrap();
+    (sim, url, reqwest::Client::new())
+}
+
+#[tokio::test]
+async fn errors_have_the_apis_shape_and_every_answer_the_rate_limit_headers() {
+    let (_sim, url, http) = sim(SimConfig::default()).await;
+    let missing = http.get(format!("{url}/v2/vpcs/nope")).bearer_auth("t").send().await.unwrap();
+    assert_eq!(missing.status(), 404);
+    for header in ["ratelimit-limit", "ratelimit-remaining", "ratelimit-reset", "x-request-id"] {
+        assert!(missing.headers().contains_key(header), "{header}");
+    }
+    assert_eq!(missing.headers()["ratelimit-limit"], "5000");
+    let body: Value = missing.json().await.unwrap();
+    assert_eq!(body["id"], "not_found");
+    assert!(body["message"].is_string() && body["request_id"].is_string());
+    let unknown_path = http.get(format!("{url}/v2/nothing-here")).bearer_auth("t").send().await.unwrap();
+    assert_eq!(unknown_path.json::<Value>().await.unwrap()["id"], "not_found");
+    let bad = http
+        .post(format!("{url}/v2/vpcs"))
+        .bearer_auth("t")
+        .json(&json!({ "name": "a_b", "region": "nyc3" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad.status(), 422);
+    assert_eq!(bad.json::<Value>().await.unwrap()["id"], "unprocessable_entity");
+    let anonymous = http.get(format!("{url}/v2/vpcs")).send().await.unwrap();
+    assert_eq!(anonymous.status(), 401);
+}
+
+#[tokio::test]
+async fn vpc_create_then_names_and_ranges_are_refused_twice() {
+    let (_sim, url, http) = sim(SimConfig::default()).await;
+    let create = |body: Value| http.post(format!("{url}/v2/vpcs")).bearer_auth("t").json(&body).send();
+    let made = create(json!({ "name": "one", "region": "nyc3", "ip_range": "10.1.0.0/24" })).await.unwrap();
+    assert_eq!(made.status(), 201);
+    let vpc: Value = made.json().await.unwrap();
+    assert_eq!(vpc["vpc"]["ip_range"], "10.1.0.0/24");
+    assert_eq!(
+        create(json!({ "name": "one", "region": "nyc3", "ip_range": "10.2.0.0/24" })).await.unwrap().status(),
+        422
+    );
+    assert_eq!(
+        create(json!({ "name": "two", "region": "nyc3", "ip_range": "10.1.0.0/16" })).await.unwrap().status(),
+        422
+    );
+    assert_eq!(create(json!({ "name": "three", "region": "mars1" })).await.unwrap().status(), 422);
+    let deleted = http
+        .delete(format!("{url}/v2/vpcs/{}", vpc["vpc"]["id"].as_str().unwrap()))
+        .bearer_auth("t")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(deleted.status(), 204);
+}
+
+#[tokio::test]
+async fn lists_paginate_with_links_and_meta() {
+    let (_sim, url, http) = sim(SimConfig::default()).await;
+    for i in 0..5 {
+        http.post(format!("{url}/v2/vpcs"))
+            .bearer_auth("t")
+            .json(&json!({ "name": format!("v{i}"), "region": "nyc3", "ip_range": format!("10.{i}.0.0/24") }))
+            .send()
+            .await
+            .unwrap();
+    }
+    let page = |n: u32| http.get(format!("{url}/v2/vpcs?page={n}&per_page=2")).bearer_auth("t").send();
+    let first: Value = page(1).await.unwrap().json().await.unwrap();
+    assert_eq!(first["vpcs"].as_array().unwrap().len(), 2);
+    assert_eq!(first["meta"]["total"], 5);
+    assert!(first["links"]["pages"]["next"].as_str().unwrap().contains("page=2"));
+    assert!(first["links"]["pages"].get("prev").is_none());
+    let last: Value = page(3).await.unwrap().json().await.unwrap();
+    assert_eq!(last["vpcs"].as_array().unwrap().len(), 1);
+    assert!(last["links"]["pages"].get("next").is_none());
+    let single: Value =
+        http.get(format!("{url}/v2/vpcs?per_page=200")).bearer_auth("t").send().await.unwrap().json().await.unwrap();
+    assert_eq!(single["links"], json!({}));
+}
+
+#[tokio::test]
+async fn a_token_over_its_burst_gets_429_with_retry_after_and_other_tokens_do_not() {
+    let (_sim, url, http) = sim(SimConfig { per_minute: 3, ..SimConfig::default() }).await;
+    for _ in 0..3 {
+        assert_eq!(http.get(format!("{url}/v2/vpcs")).bearer_auth("busy").send().await.unwrap().status(), 200);
+    }
+    let limited = http.get(format!("{url}/v2/vpcs")).bearer_auth("busy").send().await.unwrap();
+    assert_eq!(limited.status(), 429);
+    let wait: u64 = limited.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!((1..=60).contains(&wait));
+    assert_eq!(limited.json::<Value>().await.unwrap()["id"], "too_many_requests");
+    assert_eq!(http.get(format!("{url}/v2/vpcs")).bearer_auth("calm").send().await.unwrap().status(), 200);
+}
+
+#[tokio::test]
+async fn faults_are_set_over_the_control_endpoint_and_calls_are_counted() {
+    let (sim, url, http) = sim(SimConfig::default()).await;
+    let fault = json!({ "endpoint": "vpcs.list", "count": 2, "fault": "status", "status": 500 });
+    assert_eq!(http.post(format!("{url}/_sim/faults")).json(&fault).send().await.unwrap().status(), 204);
+    for expected in [500, 500, 200] {
+        assert_eq!(http.get(format!("{url}/v2/vpcs")).bearer_auth("t").send().await.unwrap().status(), expected);
+    }
+    let failed: Value = {
+        sim.inject("vpcs.get", vps_graph::sim::Fault::Status { status: 500 }, 1);
+        http.get(format!("{url}/v2/vpcs/x")).bearer_auth("t").send().await.unwrap().json().await.unwrap()
+    };
+    assert_eq!(failed["id"], "server_error");
+    let calls: Value = http.get(format!("{url}/_sim/calls")).send().await.unwrap().json().await.unwrap();
+    assert_eq!(calls["endpoints"]["vpcs.list"], 3);
+}
+
+#[tokio::test]
+async fn actions_run_for_the_configured_time_and_the_client_polls_them() {
+    let (sim, url, _http) = sim(SimConfig { action_time: Duration::from_millis(300), ..SimConfig::default() }).await;
+    let client = DigitalOcean::new(
+        "pacct_test",
+        &url,
+        Ok("t".into()),
+        Duration::from_secs(2),
+        std::sync::Arc::new(Metrics::default()),
+    );
+    let id = sim.start_action("attach_volume", "volume", "nyc3");
+    assert_eq!(client.action_get(id).await.unwrap(), Some(ActionStatus::InProgress));
+    tokio::time::sleep(Duration::from_millis(350)).await;
+    assert_eq!(client.action_get(id).await.unwrap(), Some(ActionStatus::Completed));
+    assert_eq!(client.action_get(1).await.unwrap(), None);
+}
+
+#[tokio::test]
+async fn the_client_maps_429_5xx_and_timeouts() {
+    use vps_graph::provider::{Networks, VpcCreate};
+    let (sim, url, _http) = sim(SimConfig::default()).await;
+    let client = DigitalOcean::new(
+        "pacct_test",
+        &url,
+        Ok("t".into()),
+        Duration::from_millis(500),
+        std::sync::Arc::new(Metrics::default()),
+    );
+    let request = VpcCreate { name: "x", region: "nyc3", ip_range: "10.5.0.0/24", description: "d" };
+    sim.inject("vpcs.create", vps_graph::sim::Fault::Status { status: 429 }, 1);
+    assert!(matches!(client.vpc_create(&request).await, Err(ProviderError::RetryLater { .. })));
+    sim.inject("vpcs.create", vps_graph::sim::Fault::Status { status: 503 }, 1);
+    assert!(
+        matches!(client.vpc_create(&request).await, Err(ProviderError::Unknown { .. })),
+        "a 5xx on a create may have acted"
+    );
+    sim.inject("vpcs.get", vps_graph::sim::Fault::Status { status: 503 }, 1);
+    assert!(matches!(client.vpc_get("v").await, Err(ProviderError::RetryLater { .. })));
+    sim.inject("vpcs.create", vps_graph::sim::Fault::Stall, 1);
+    assert!(matches!(client.vpc_create(&request).await, Err(ProviderError::Unknown { .. })), "no answer in time");
+    sim.inject("vpcs.create", vps_graph::sim::Fault::Status { status: 422 }, 1);
+    match client.vpc_create(&request).await {
+        Err(ProviderError::Refused { status: 422, message }) => {
+            assert_eq!(message, "request payload validation failed", "the API's words kept")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(client.vpc_create(&request).await.unwrap().name, "x");
+}
