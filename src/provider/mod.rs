@@ -9,10 +9,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
-use crate::error::{Code, Error};
 use crate::metrics::Metrics;
+
+/// The kinds of provider account.
+pub const KIND_DIGITALOCEAN: &str = "digitalocean";
+pub const KIND_AWS: &str = "aws";
 
 /// What a provider call can end in, besides success.
 #[derive(Clone, Debug, PartialEq)]
@@ -95,12 +97,7 @@ pub struct Provider {
 
 /// Which capabilities a kind of account has, known without a client (to refuse before recording).
 pub fn supports_networks(kind: &str) -> bool {
-    kind == crate::service::pools::KIND_DIGITALOCEAN
-}
-
-pub fn unsupported(capability: &str, kind: &str) -> Error {
-    Error::new(Code::Unsupported, format!("a {kind} pool offers no {capability}"))
-        .with_details(json!({ "reason": capability }))
+    kind == KIND_DIGITALOCEAN
 }
 
 /// What the registry needs to know of an account.
@@ -137,7 +134,7 @@ impl Providers {
     }
 
     fn build(&self, account: &AccountRef<'_>) -> Provider {
-        if account.kind != crate::service::pools::KIND_DIGITALOCEAN {
+        if account.kind != KIND_DIGITALOCEAN {
             return Provider { networks: None, actions: None };
         }
         let (base, token) = if account.sim {

@@ -177,7 +177,7 @@ impl Services {
         let txn = self.begin().await?;
         let pool = offered_pool(&txn, &input.tenant_id, &input.pool_id).await?;
         if !provider::supports_networks(&pool.account.kind) {
-            return Err(provider::unsupported("networks", &pool.account.kind));
+            return Err(unsupported("networks", &pool.account.kind));
         }
         if let Some(project_id) = &input.project_id {
             project::Entity::find_by_id(project_id.clone())
@@ -497,6 +497,12 @@ fn check_subnets(new: &[SubnetInput], existing: &[network_subnet::Model], region
 /// volumes (`volumeIds`) and filesystems (`filesystemIds`) register here as they arrive.
 async fn refuse_if_used(_conn: &impl ConnectionTrait, _network_id: &str, _region: Option<&str>) -> Result<()> {
     Ok(())
+}
+
+/// A pool whose provider lacks a capability: refused before anything is recorded.
+pub(crate) fn unsupported(capability: &str, kind: &str) -> Error {
+    Error::new(Code::Unsupported, format!("a {kind} pool offers no {capability}"))
+        .with_details(json!({ "reason": capability }))
 }
 
 fn name_taken(name: &str) -> Error {

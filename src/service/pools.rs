@@ -18,8 +18,7 @@ use crate::store::entity::{pool, pool_offer, provider_account, quota};
 use crate::store::is_unique_violation;
 use crate::store::outbox::NewEvent;
 
-pub const KIND_DIGITALOCEAN: &str = "digitalocean";
-pub const KIND_AWS: &str = "aws";
+pub use crate::provider::{KIND_AWS, KIND_DIGITALOCEAN};
 pub const BILLING_METERED: &str = "metered";
 pub const BILLING_BYO: &str = "byo";
 const MAX_REGIONS: usize = 32;
