@@ -112,7 +112,7 @@ pub fn start(
     if shared.services.db.get_database_backend() == sea_orm::DbBackend::Postgres {
         let woken = wake.clone();
         tokio::spawn(notify::listen(shared.services.db.clone(), queue::WAKE_CHANNEL, shared.stop.clone(), move || {
-            woken.notify_waiters()
+            woken.notify_one()
         }));
     }
     tokio::spawn(report_depth(shared.clone()));

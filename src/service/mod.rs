@@ -50,7 +50,14 @@ impl Services {
         }
         txn.commit().await?;
         self.feed.wake();
-        self.work.notify_waiters();
+        Ok(())
+    }
+
+    /// `commit` for a change that woke a reconciler (`queue::wake` in `txn`): also rouses one of
+    /// this process's workers, so the work starts at once rather than at the next poll.
+    pub async fn commit_and_wake(&self, txn: DatabaseTransaction, events: Vec<NewEvent>) -> Result<()> {
+        self.commit(txn, events).await?;
+        self.work.notify_one();
         Ok(())
     }
 }

@@ -237,7 +237,7 @@ impl Services {
         }
         let view = view(&created, &subnets);
         queue::wake(&txn, RECONCILER, &id, self.clock.now_ms()).await?;
-        self.commit(txn, vec![event("created", &view)]).await?;
+        self.commit_and_wake(txn, vec![event("created", &view)]).await?;
         Ok(view)
     }
 
@@ -263,7 +263,7 @@ impl Services {
         all.push(added);
         let view = view(&updated, &all);
         queue::wake(&txn, RECONCILER, network_id, self.clock.now_ms()).await?;
-        self.commit(txn, vec![event("updated", &view)]).await?;
+        self.commit_and_wake(txn, vec![event("updated", &view)]).await?;
         Ok(view)
     }
 
@@ -298,7 +298,7 @@ impl Services {
         let updated = bump(&txn, current, |u| u, now).await?;
         let view = view(&updated, &subnets);
         queue::wake(&txn, RECONCILER, network_id, self.clock.now_ms()).await?;
-        self.commit(txn, vec![event("updated", &view)]).await?;
+        self.commit_and_wake(txn, vec![event("updated", &view)]).await?;
         Ok(view)
     }
 
@@ -332,7 +332,7 @@ impl Services {
         .await?;
         let view = view(&updated, &marked);
         queue::wake(&txn, RECONCILER, network_id, self.clock.now_ms()).await?;
-        self.commit(txn, vec![event("deleting", &view)]).await?;
+        self.commit_and_wake(txn, vec![event("deleting", &view)]).await?;
         Ok(view)
     }
 
