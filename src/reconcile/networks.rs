@@ -1,6 +1,7 @@
 //! `vps.networks`: one VPC per subnet on DigitalOcean. Each run does at most one provider step
 //! for one subnet. The decisions are plain functions of the subnet row and what the provider
 //! showed (`look` → `decide` → `after`), tested without a network; `run` does the I/O.
+use sea_orm::prelude::DateTimeUtc;
 use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{ColumnTrait, ConnectionTrait, DatabaseTransaction, DbBackend, EntityTrait, QueryFilter, Statement};
 
@@ -362,6 +363,27 @@ async fn write_back(run: &Run<'_>, current: &subnet::Model, observed: Observed) 
     let txn = services.begin().await?;
     lock_network(&txn, &current.network_id).await?;
     let now = services.clock.now();
+    if !write_subnet(&txn, current, &observed, now).await? || !queue::fence(&txn, run.claimed).await? {
+        return Ok(false);
+    }
+    let Some(before) = network::Entity::find_by_id(current.network_id.clone()).one(&txn).await? else {
+        return Ok(false);
+    };
+    let subnets = subnets_of(&txn, &before.id).await?;
+    let written = write_network(&txn, &before, &subnets, now).await?;
+    let event_type = if written.state != before.state { written.state.clone() } else { "updated".into() };
+    let event = svc::event(&event_type, &svc::view(&written, &subnets));
+    services.commit(txn, vec![event]).await?;
+    Ok(true)
+}
+
+/// The observed fields of one subnet, if its version is still `current`'s.
+async fn write_subnet(
+    txn: &DatabaseTransaction,
+    current: &subnet::Model,
+    observed: &Observed,
+    now: DateTimeUtc,
+) -> Result<bool> {
     let mut update = subnet::Entity::update_many()
         .col_expr(subnet::Column::State, Expr::value(observed.state.clone()))
         .col_expr(subnet::Column::ProviderId, Expr::value(observed.provider_id.clone()))
@@ -379,17 +401,20 @@ async fn write_back(run: &Run<'_>, current: &subnet::Model, observed: Observed) 
     let changed = update
         .filter(subnet::Column::Id.eq(current.id.clone()))
         .filter(subnet::Column::Version.eq(current.version))
-        .exec(&txn)
+        .exec(txn)
         .await?
         .rows_affected;
-    if changed == 0 || !queue::fence(&txn, run.claimed).await? {
-        return Ok(false);
-    }
-    let Some(before) = network::Entity::find_by_id(current.network_id.clone()).one(&txn).await? else {
-        return Ok(false);
-    };
-    let subnets = subnets_of(&txn, &before.id).await?;
-    let (state_now, message) = aggregate(&before.desired_state, &subnets);
+    Ok(changed == 1)
+}
+
+/// The network's state as its subnets now say, with its version bumped; returns the row written.
+async fn write_network(
+    txn: &DatabaseTransaction,
+    before: &network::Model,
+    subnets: &[subnet::Model],
+    now: DateTimeUtc,
+) -> Result<network::Model> {
+    let (state_now, message) = aggregate(&before.desired_state, subnets);
     let mut update = network::Entity::update_many()
         .col_expr(network::Column::State, Expr::value(state_now.clone()))
         .col_expr(network::Column::Message, Expr::value(message))
@@ -401,15 +426,8 @@ async fn write_back(run: &Run<'_>, current: &subnet::Model, observed: Observed) 
     if state_now == state::DELETED {
         update = update.col_expr(network::Column::DeletedAt, Expr::value(now));
     }
-    update.filter(network::Column::Id.eq(before.id.clone())).exec(&txn).await?;
-    let written = network::Entity::find_by_id(before.id.clone())
-        .one(&txn)
-        .await?
-        .ok_or_else(|| Error::internal("network vanished"))?;
-    let event_type = if written.state != before.state { written.state.clone() } else { "updated".into() };
-    let event = svc::event(&event_type, &svc::view(&written, &subnets));
-    services.commit(txn, vec![event]).await?;
-    Ok(true)
+    update.filter(network::Column::Id.eq(before.id.clone())).exec(txn).await?;
+    network::Entity::find_by_id(before.id.clone()).one(txn).await?.ok_or_else(|| Error::internal("network vanished"))
 }
 
 #[cfg(test)]

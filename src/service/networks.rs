@@ -159,16 +159,7 @@ pub struct NetworkListFilter {
 
 impl Services {
     pub async fn network_create(&self, actor: &Actor, input: NetworkCreate) -> Result<NetworkView> {
-        validate::tenant_id("tenantId", &input.tenant_id)?;
-        validate::id("poolId", ids::POOL, &input.pool_id)?;
-        if let Some(project_id) = &input.project_id {
-            validate::id("projectId", ids::PROJECT, project_id)?;
-        }
-        validate::name("name", &input.name)?;
-        if let Some(description) = &input.description {
-            validate::max_len("description", description, 256)?;
-        }
-        validate::idempotency_key(&input.idempotency_key)?;
+        check_create(&input)?;
         let id = ids::new_id(ids::NETWORK);
         actor.decide(UPDATE, &Target::resource(&input.tenant_id, input.project_id.as_deref(), KIND, &id))?;
         if input.subnets.is_empty() || input.subnets.len() > MAX_SUBNETS {
@@ -452,6 +443,20 @@ async fn offered_pool(conn: &impl ConnectionTrait, tenant_id: &str, pool_id: &st
         return Err(Error::not_found("pool", pool_id));
     }
     find_pool(conn, pool_id).await
+}
+
+/// The input rules of `networkCreate` that need no database.
+fn check_create(input: &NetworkCreate) -> Result<()> {
+    validate::tenant_id("tenantId", &input.tenant_id)?;
+    validate::id("poolId", ids::POOL, &input.pool_id)?;
+    if let Some(project_id) = &input.project_id {
+        validate::id("projectId", ids::PROJECT, project_id)?;
+    }
+    validate::name("name", &input.name)?;
+    if let Some(description) = &input.description {
+        validate::max_len("description", description, 256)?;
+    }
+    validate::idempotency_key(&input.idempotency_key)
 }
 
 /// Checks new subnets against the account's regions and the network's live subnets.
