@@ -64,8 +64,8 @@ pub async fn run(args: BenchArgs) -> BenchResult<()> {
     let mut backends = vec![("sqlite", format!("sqlite://{}/bench.db?mode=rwc", dir.display()), None)];
     if let Some(base) = &args.postgres_url {
         let name = format!("vpsg_bench_{}", ulid::Ulid::generate().to_string().to_lowercase());
-        admin_sql(base, &format!("CREATE DATABASE {name}")).await?;
-        backends.push(("postgres", with_database(base, &name), Some((base.clone(), name))));
+        crate::store::admin::execute(base, &format!("CREATE DATABASE {name}")).await?;
+        backends.push(("postgres", crate::store::admin::with_database(base, &name), Some((base.clone(), name))));
     }
     println!("vps-graph bench: server = this binary as a child process; clients in this process; loopback only");
     for (label, url, _) in &backends {
@@ -111,7 +111,7 @@ pub async fn run(args: BenchArgs) -> BenchResult<()> {
     }
     for (_, _, drop) in backends {
         if let Some((base, name)) = drop {
-            admin_sql(&base, &format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await?;
+            crate::store::admin::execute(&base, &format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await?;
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
@@ -342,26 +342,6 @@ fn raise_open_files() {
             limit.rlim_cur = limit.rlim_max;
             libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
         }
-    }
-}
-
-async fn admin_sql(base: &str, sql: &str) -> BenchResult<()> {
-    use sqlx::Connection;
-    let mut conn = sqlx::PgConnection::connect(base).await.map_err(|e| format!("postgres: {e}"))?;
-    sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
-        .execute(&mut conn)
-        .await
-        .map_err(|e| format!("postgres: {e}"))?;
-    Ok(())
-}
-
-fn with_database(base: &str, name: &str) -> String {
-    let (head, query) = base.split_once('?').map_or((base, None), |(h, q)| (h, Some(q)));
-    let scheme_end = head.find("://").map_or(0, |i| i + 3);
-    let host = head[scheme_end..].find('/').map_or(head, |i| &head[..scheme_end + i]);
-    match query {
-        Some(q) => format!("{host}/{name}?{q}"),
-        None => format!("{host}/{name}"),
     }
 }
 

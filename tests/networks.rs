@@ -98,18 +98,7 @@ impl Setup {
 
     async fn vpcs_named(&self, name: &str) -> usize {
         let url = self.server.app.services.providers.sim_url.clone().unwrap();
-        let body: Value = self
-            .server
-            .http
-            .get(format!("{url}/v2/vpcs?per_page=200"))
-            .bearer_auth("inspector")
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        body["vpcs"].as_array().unwrap().iter().filter(|v| v["name"] == name).count()
+        common::vpc_names(&url).await.iter().filter(|n| *n == name).count()
     }
 
     async fn work_due(&self, id: &str) -> i64 {

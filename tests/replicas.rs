@@ -141,28 +141,6 @@ async fn until_all_ready(p: &Process, token: &str, count: usize, within: Duratio
     }
 }
 
-async fn vpc_names(sim_url: &str) -> Vec<String> {
-    let http = reqwest::Client::new();
-    let mut names = Vec::new();
-    for page in 1.. {
-        let body: Value = http
-            .get(format!("{sim_url}/v2/vpcs?page={page}&per_page=200"))
-            .bearer_auth("inspector")
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        let vpcs = body["vpcs"].as_array().unwrap();
-        names.extend(vpcs.iter().map(|v| v["name"].as_str().unwrap().to_owned()));
-        if body["links"]["pages"]["next"].is_null() {
-            break;
-        }
-    }
-    names
-}
-
 fn quiet_sim(latency: Duration) -> SimConfig {
     SimConfig { latency, per_hour: 1_000_000, per_minute: 1_000_000, ..SimConfig::default() }
 }
@@ -199,7 +177,7 @@ db_test!(two_processes_on_one_postgres_make_every_vpc_exactly_once, |backend: Ba
 
     let ids = create_networks(&first, &token, &pool, 200).await;
     let names = until_all_ready(&second, &token, 200, Duration::from_secs(120)).await;
-    let at_sim = vpc_names(&sim_url).await;
+    let at_sim = common::vpc_names(&sim_url).await;
     assert_eq!(at_sim.len(), 200, "200 VPCs, no more");
     for name in &names {
         assert_eq!(at_sim.iter().filter(|n| *n == name).count(), 1, "{name} exists once");
@@ -252,11 +230,11 @@ db_test!(a_process_killed_mid_convergence_is_taken_over_without_duplicates, |bac
     let (pool, token) = setup(&first, &sim_url).await;
     create_networks(&first, &token, &pool, 100).await;
     first.kill().await;
-    let made_before = vpc_names(&sim_url).await.len();
+    let made_before = common::vpc_names(&sim_url).await.len();
     assert!(made_before < 100, "the kill came mid-convergence ({made_before} of 100 made)");
     let second = Process::start(&url).await;
     let names = until_all_ready(&second, &token, 100, Duration::from_secs(120)).await;
-    let at_sim = vpc_names(&sim_url).await;
+    let at_sim = common::vpc_names(&sim_url).await;
     assert_eq!(at_sim.len(), 100, "100 VPCs, no duplicate");
     for name in &names {
         assert_eq!(at_sim.iter().filter(|n| *n == name).count(), 1, "{name} exists once");

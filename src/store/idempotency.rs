@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use super::quota::stmt;
+use super::stmt;
 use crate::error::{Error, Result};
 
 pub struct Key<'a> {

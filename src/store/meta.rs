@@ -1,7 +1,7 @@
 //! Small facts about the database itself (the feed epoch, what first start made), as key/value.
 use sea_orm::ConnectionTrait;
 
-use super::quota::stmt;
+use super::stmt;
 use crate::error::Result;
 
 /// Sets `key` unless it is set; returns whether this call set it.

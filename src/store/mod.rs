@@ -1,6 +1,7 @@
 //! The store: SeaORM entities, the connection to SQLite or PostgreSQL, and the mechanisms every
 //! resource service uses inside its transaction (quota ledger, idempotency records, outbox).
 //! It knows nothing of GraphQL, HTTP or providers.
+pub mod admin;
 pub mod entity;
 pub mod idempotency;
 pub mod meta;
@@ -13,7 +14,7 @@ use std::time::Duration;
 
 use migrations::{Migrator, MigratorTrait};
 use sea_orm::{
-    ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DbBackend, DbErr, Statement, TransactionTrait,
+    ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DbBackend, DbErr, Statement, TransactionTrait, Value,
 };
 
 /// Connects to `url` (a `sqlite:` or `postgres:` URL) and applies pending migrations.
@@ -66,4 +67,18 @@ pub fn is_postgres(db: &DatabaseConnection) -> bool {
 /// Whether an insert failed on a unique or primary key.
 pub fn is_unique_violation(err: &DbErr) -> bool {
     matches!(err.sql_err(), Some(sea_orm::SqlErr::UniqueConstraintViolation(_)))
+}
+
+/// A statement written with `$n` placeholders, turned into `?` for SQLite.
+pub(crate) fn stmt(backend: DbBackend, sql: &str, values: Vec<Value>) -> Statement {
+    let sql = match backend {
+        DbBackend::Postgres => sql.to_owned(),
+        _ => sqlite_placeholders(sql),
+    };
+    Statement::from_sql_and_values(backend, sql, values)
+}
+
+/// `$1 … $n` → `?1 … ?n`, which SQLite binds by number (so a value may be used twice).
+fn sqlite_placeholders(sql: &str) -> String {
+    sql.replace('$', "?")
 }

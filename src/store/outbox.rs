@@ -13,7 +13,7 @@ use chrono::{DateTime, Utc};
 use sea_orm::{ConnectionTrait, DbBackend, QueryResult};
 use serde_json::{Value, json};
 
-use super::quota::stmt;
+use super::stmt;
 use crate::error::{Error, Result};
 use crate::ids;
 

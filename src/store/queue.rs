@@ -5,7 +5,7 @@
 //! (a fence), so a worker whose lease expired changes nothing. An expired lease is claimable.
 use sea_orm::{ConnectionTrait, DbBackend};
 
-use super::quota::stmt;
+use super::stmt;
 use crate::error::Result;
 
 pub const WAKE_CHANNEL: &str = "vps_graph_work";

@@ -3,9 +3,10 @@
 //! UPDATE (`used + delta <= max`), and the ledger row keyed by the resource id remembers it, so
 //! booking, growing and refunding are all idempotent. Call it inside the mutation's transaction.
 use chrono::Utc;
-use sea_orm::{ConnectionTrait, DbBackend, Statement, Value};
+use sea_orm::{ConnectionTrait, DbBackend};
 use serde_json::json;
 
+use super::stmt;
 use crate::error::{Code, Error, Result};
 
 pub struct Holding<'a> {
@@ -114,18 +115,4 @@ async fn exceeded(conn: &impl ConnectionTrait, holding: &Holding<'_>, requested:
         format!("quota {} of pool {} has room for {} more, {requested} asked", holding.quota, holding.pool_id, (limit - used).max(0)),
     )
     .with_details(json!({ "resource": holding.quota, "poolId": holding.pool_id, "limit": limit, "used": used, "requested": requested }))
-}
-
-/// A statement written with `$n` placeholders, turned into `?` for SQLite.
-pub(crate) fn stmt(backend: DbBackend, sql: &str, values: Vec<Value>) -> Statement {
-    let sql = match backend {
-        DbBackend::Postgres => sql.to_owned(),
-        _ => sqlite_placeholders(sql),
-    };
-    Statement::from_sql_and_values(backend, sql, values)
-}
-
-/// `$1 … $n` → `?1 … ?n`, which SQLite binds by number (so a value may be used twice).
-fn sqlite_placeholders(sql: &str) -> String {
-    sql.replace('$', "?")
 }

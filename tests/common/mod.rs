@@ -65,8 +65,10 @@ impl TestDb {
             Backend::Postgres => {
                 let base = postgres_base().expect("TEST_DATABASE_URL");
                 let name = format!("vpsg_t_{}", ulid::Ulid::generate().to_string().to_lowercase());
-                admin_sql(&base, &format!("CREATE DATABASE {name}")).await;
-                TestDb { url: with_database(&base, &name), drop_name: Some(name) }
+                vps_graph::store::admin::execute(&base, &format!("CREATE DATABASE {name}"))
+                    .await
+                    .expect("create the test database");
+                TestDb { url: vps_graph::store::admin::with_database(&base, &name), drop_name: Some(name) }
             }
         }
     }
@@ -79,32 +81,12 @@ impl Drop for TestDb {
         // Drop runs inside the test's runtime: use a thread with its own.
         let _ = std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
-            rt.block_on(admin_sql(&base, &format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")));
+            let _ = rt.block_on(vps_graph::store::admin::execute(
+                &base,
+                &format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"),
+            ));
         })
         .join();
-    }
-}
-
-async fn admin_sql(base: &str, sql: &str) {
-    use sqlx::Connection;
-    let mut conn = sqlx::PgConnection::connect(base).await.expect("connect to TEST_DATABASE_URL");
-    sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned())).execute(&mut conn).await.expect("admin statement");
-}
-
-/// `base` with its database name replaced by `name`.
-pub fn with_database(base: &str, name: &str) -> String {
-    let (head, query) = match base.split_once('?') {
-        Some((h, q)) => (h, Some(q)),
-        None => (base, None),
-    };
-    let scheme_end = head.find("://").map(|i| i + 3).unwrap_or(0);
-    let host_part = match head[scheme_end..].find('/') {
-        Some(i) => &head[..scheme_end + i],
-        None => head,
-    };
-    match query {
-        Some(q) => format!("{host_part}/{name}?{q}"),
-        None => format!("{host_part}/{name}"),
     }
 }
 
@@ -283,4 +265,20 @@ impl Ws {
         self.send(json!({ "id": id, "type": "subscribe", "payload": { "query": query, "variables": variables } }))
             .await;
     }
+}
+
+/// The names of every VPC the simulated DigitalOcean at `sim_url` holds, all pages.
+pub async fn vpc_names(sim_url: &str) -> Vec<String> {
+    let http = reqwest::Client::new();
+    let mut names = Vec::new();
+    for page in 1.. {
+        let url = format!("{sim_url}/v2/vpcs?page={page}&per_page=200");
+        let body: Value = http.get(url).bearer_auth("inspector").send().await.unwrap().json().await.unwrap();
+        let vpcs = body["vpcs"].as_array().unwrap();
+        names.extend(vpcs.iter().map(|v| v["name"].as_str().unwrap().to_owned()));
+        if body["links"]["pages"]["next"].is_null() {
+            break;
+        }
+    }
+    names
 }
