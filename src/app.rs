@@ -14,7 +14,9 @@ use crate::graphql::{self, AppSchema, Limits};
 use crate::http::{self, HttpState};
 use crate::metrics::Metrics;
 use crate::provider::Providers;
+use crate::reconcile::instances::InstanceReconciler;
 use crate::reconcile::networks::NetworkReconciler;
+use crate::reconcile::resources::ProviderResourceReconciler;
 use crate::reconcile::{self, Reconciler, RuntimeConfig};
 use crate::service::bootstrap::{self, FirstStart};
 use crate::service::feed::Feed;
@@ -104,7 +106,8 @@ impl App {
             clock: config.clock.clone(),
             work: work.clone(),
         };
-        let reconcilers: Vec<Arc<dyn Reconciler>> = vec![Arc::new(NetworkReconciler)];
+        let reconcilers: Vec<Arc<dyn Reconciler>> =
+            vec![Arc::new(NetworkReconciler), Arc::new(InstanceReconciler), Arc::new(ProviderResourceReconciler)];
         let runtime = reconcile::start(services.clone(), reconcilers, config.runtime.clone(), work, stop.clone());
         let first_start = if config.demo { bootstrap::demo(&services).await? } else { None };
         let limits = Limits {

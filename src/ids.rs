@@ -9,6 +9,10 @@ pub const TOKEN: &str = "tok";
 pub const EVENT: &str = "evt";
 pub const NETWORK: &str = "net";
 pub const SUBNET: &str = "sub";
+pub const INSTANCE: &str = "inst";
+pub const VOLUME: &str = "pvol";
+pub const SNAPSHOT: &str = "psnap";
+pub const ATTACHMENT: &str = "patt";
 
 pub fn new_id(prefix: &str) -> String {
     format!("{prefix}_{}", Ulid::generate().to_string().to_lowercase())

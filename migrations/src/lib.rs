@@ -4,12 +4,17 @@ pub use sea_orm_migration::prelude::*;
 
 mod m20261129_000001_foundation;
 mod m20261129_000002_networks;
+mod m20261129_000003_volumes;
 
 pub struct Migrator;
 
 #[async_trait::async_trait]
 impl MigratorTrait for Migrator {
     fn migrations() -> Vec<Box<dyn MigrationTrait>> {
-        vec![Box::new(m20261129_000001_foundation::Migration), Box::new(m20261129_000002_networks::Migration)]
+        vec![
+            Box::new(m20261129_000001_foundation::Migration),
+            Box::new(m20261129_000002_networks::Migration),
+            Box::new(m20261129_000003_volumes::Migration),
+        ]
     }
 }

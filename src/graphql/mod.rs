@@ -2,11 +2,15 @@
 //! caller, call one service method, wrap the result. One module per resource group.
 pub mod error;
 mod events;
+mod instances;
 mod limits;
+pub mod loaders;
 mod networks;
 mod pools;
+mod snapshots;
 mod tenants;
 mod tokens;
+mod volumes;
 
 use async_graphql::{Context, MergedObject, MergedSubscription, Schema};
 
@@ -23,14 +27,31 @@ pub struct Query(
     tenants::TenantQuery,
     pools::PoolQuery,
     networks::NetworkQuery,
+    instances::InstanceQuery,
+    volumes::VolumeQuery,
+    snapshots::SnapshotQuery,
     events::EventQuery,
 );
 
 #[derive(MergedObject, Default)]
-pub struct Mutation(tenants::TenantMutation, pools::PoolMutation, tokens::TokenMutation, networks::NetworkMutation);
+pub struct Mutation(
+    tenants::TenantMutation,
+    pools::PoolMutation,
+    tokens::TokenMutation,
+    networks::NetworkMutation,
+    instances::InstanceMutation,
+    volumes::VolumeMutation,
+    snapshots::SnapshotMutation,
+);
 
 #[derive(MergedSubscription, Default)]
-pub struct Subscription(events::EventSubscription, networks::NetworkSubscription);
+pub struct Subscription(
+    events::EventSubscription,
+    networks::NetworkSubscription,
+    instances::InstanceSubscription,
+    volumes::VolumeSubscription,
+    snapshots::SnapshotSubscription,
+);
 
 pub fn build(services: Services, limits: Limits) -> AppSchema {
     Schema::build(Query::default(), Mutation::default(), Subscription::default())

@@ -13,10 +13,15 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use super::HttpState;
 use crate::error::Code;
 use crate::graphql::Caller;
+use crate::graphql::loaders::Loaders;
 use crate::metrics::GaugeGuard;
+use crate::store::STATEMENTS;
 
 const GRAPHQL_RESPONSE: &str = "application/graphql-response+json";
 const JSON: &str = "application/json";
@@ -40,9 +45,26 @@ pub async fn post(State(state): State<HttpState>, headers: HeaderMap, body: Byte
         return request_error(&headers, Code::LimitExceeded, &message);
     }
     let caller = caller(&state, header_token(&headers)).await;
-    let batch = batch.data(caller);
-    let response = state.schema.execute_batch(batch).await;
-    respond(&state, &headers, response)
+    let statements = Arc::new(AtomicU64::new(0));
+    let batch = with_loaders(&state, &caller, &statements, batch.data(caller.clone()));
+    let response = STATEMENTS.scope(statements.clone(), state.schema.execute_batch(batch)).await;
+    counted(respond(&state, &headers, response), &statements)
+}
+
+/// The request's DataLoaders, counting their statements with the request's.
+fn with_loaders(state: &HttpState, caller: &Caller, statements: &Arc<AtomicU64>, batch: BatchRequest) -> BatchRequest {
+    match caller {
+        Caller::Authenticated(actor) => {
+            batch.data(Arc::new(Loaders::new(&state.services, actor, Some(statements.clone()))))
+        }
+        _ => batch,
+    }
+}
+
+/// `x-sql-statements`: how many SQL statements the request cost (for benchmarks and operators).
+fn counted(mut response: Response, statements: &AtomicU64) -> Response {
+    response.headers_mut().insert("x-sql-statements", HeaderValue::from(statements.load(Ordering::Relaxed)));
+    response
 }
 
 pub async fn get(State(state): State<HttpState>, request: Request) -> Response {
@@ -67,8 +89,11 @@ pub async fn get(State(state): State<HttpState>, request: Request) -> Response {
         return response;
     }
     let caller = caller(&state, header_token(&headers)).await;
-    let response = state.schema.execute(graphql_request.data(caller)).await;
-    respond(&state, &headers, BatchResponse::Single(response))
+    let statements = Arc::new(AtomicU64::new(0));
+    let batch = BatchRequest::Single(graphql_request.data(caller.clone()));
+    let batch = with_loaders(&state, &caller, &statements, batch);
+    let response = STATEMENTS.scope(statements.clone(), state.schema.execute_batch(batch)).await;
+    counted(respond(&state, &headers, response), &statements)
 }
 
 fn is_mutation(request: &async_graphql::Request) -> bool {

@@ -1,5 +1,5 @@
-//! Providers: one trait per capability (networks now; volumes, snapshots, shares, addresses,
-//! instances and filesystems next), implemented per cloud. A provider that lacks a capability
+//! Providers: one trait per capability (networks, instances, volumes and shares, snapshots;
+//! addresses and filesystems next), implemented per cloud. A provider that lacks a capability
 //! says so, and the service answers UNSUPPORTED before anything is recorded. This layer knows
 //! nothing of the database.
 pub mod digitalocean;
@@ -73,6 +73,136 @@ pub trait Networks: Send + Sync {
     async fn vpc_delete(&self, id: &str) -> ProviderResult<bool>;
 }
 
+/// A machine as the provider shows it (a DigitalOcean Droplet). `status` is the provider's word:
+/// `new` while it is being made, then `active`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Droplet {
+    pub id: String,
+    pub name: String,
+    pub status: String,
+    pub region: String,
+    pub vpc_id: Option<String>,
+    pub volume_ids: Vec<String>,
+    pub tags: Vec<String>,
+}
+
+pub struct DropletCreate<'a> {
+    pub name: &'a str,
+    pub region: &'a str,
+    pub size: &'a str,
+    pub image: &'a str,
+    pub vpc_id: Option<&'a str>,
+    pub tags: &'a [String],
+}
+
+/// Machines, and the tags that mark them.
+#[async_trait::async_trait]
+pub trait Instances: Send + Sync {
+    async fn droplet_create(&self, request: &DropletCreate<'_>) -> ProviderResult<Droplet>;
+    async fn droplet_get(&self, id: &str) -> ProviderResult<Option<Droplet>>;
+    async fn droplet_find_by_name(&self, name: &str) -> ProviderResult<Option<Droplet>>;
+    /// False when it was already gone.
+    async fn droplet_delete(&self, id: &str) -> ProviderResult<bool>;
+    async fn droplets_tagged(&self, tag: &str) -> ProviderResult<Vec<Droplet>>;
+    /// Tags (`on`) or untags one Droplet; tagging makes the tag first.
+    async fn tag_droplet(&self, tag: &str, droplet_id: &str, on: bool) -> ProviderResult<()>;
+    async fn tag_delete(&self, tag: &str) -> ProviderResult<()>;
+}
+
+/// A block volume as the provider shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlockVolume {
+    pub id: String,
+    pub name: String,
+    pub region: String,
+    pub size_gib: i64,
+    pub droplet_ids: Vec<String>,
+    pub tags: Vec<String>,
+    pub description: String,
+}
+
+pub struct VolumeCreate<'a> {
+    pub name: &'a str,
+    pub region: &'a str,
+    pub size_gib: i64,
+    /// Marks the volume as this deployment's.
+    pub description: &'a str,
+    pub filesystem: Option<&'a str>,
+    pub snapshot_id: Option<&'a str>,
+    pub tags: &'a [String],
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum VolumeAction {
+    Attach { droplet_id: String },
+    Detach { droplet_id: String },
+    Resize { size_gib: i64 },
+}
+
+/// A network file share as the provider shows it: `status` `CREATING`, `ACTIVE`, `INACTIVE`
+/// (on no VPC), `FAILED`; `host` and `mount_path` once it is active.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Share {
+    pub id: String,
+    pub name: String,
+    pub region: String,
+    pub size_gib: i64,
+    pub status: String,
+    pub vpc_ids: Vec<String>,
+    pub host: Option<String>,
+    pub mount_path: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ShareAction {
+    Attach { vpc_id: String },
+    Detach { vpc_id: String },
+    Resize { size_gib: i64 },
+    Snapshot { name: String },
+}
+
+/// Block volumes and network file shares.
+#[async_trait::async_trait]
+pub trait Volumes: Send + Sync {
+    async fn volume_create(&self, request: &VolumeCreate<'_>) -> ProviderResult<BlockVolume>;
+    async fn volume_get(&self, id: &str) -> ProviderResult<Option<BlockVolume>>;
+    async fn volume_find_by_name(&self, name: &str, region: &str) -> ProviderResult<Option<BlockVolume>>;
+    /// False when it was already gone.
+    async fn volume_delete(&self, id: &str) -> ProviderResult<bool>;
+    /// Starts an action; returns its id, to be looked at through `Actions`.
+    async fn volume_action(&self, volume_id: &str, region: &str, action: &VolumeAction) -> ProviderResult<u64>;
+    async fn share_create(&self, name: &str, region: &str, size_gib: i64, vpc_id: &str) -> ProviderResult<Share>;
+    async fn share_get(&self, id: &str) -> ProviderResult<Option<Share>>;
+    async fn share_find_by_name(&self, name: &str, region: &str) -> ProviderResult<Option<Share>>;
+    async fn share_delete(&self, id: &str) -> ProviderResult<bool>;
+    /// Starts a share action; its effect shows on the share (there is no action to poll). A
+    /// snapshot answers the new snapshot's id.
+    async fn share_action(&self, share_id: &str, action: &ShareAction) -> ProviderResult<Option<String>>;
+}
+
+/// A volume or share snapshot as the provider shows it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Snapshot {
+    pub id: String,
+    pub name: String,
+    /// The billable GiB.
+    pub size_gib: f64,
+    pub min_disk_size: i64,
+    pub ready: bool,
+    pub failed: bool,
+}
+
+#[async_trait::async_trait]
+pub trait Snapshots: Send + Sync {
+    async fn volume_snapshot_create(&self, volume_id: &str, name: &str, tags: &[String]) -> ProviderResult<Snapshot>;
+    async fn volume_snapshot_get(&self, id: &str) -> ProviderResult<Option<Snapshot>>;
+    async fn volume_snapshot_find(&self, volume_id: &str, name: &str) -> ProviderResult<Option<Snapshot>>;
+    async fn volume_snapshot_delete(&self, id: &str) -> ProviderResult<bool>;
+    async fn share_snapshot_get(&self, id: &str) -> ProviderResult<Option<Snapshot>>;
+    async fn share_snapshot_find(&self, share_id: &str, name: &str) -> ProviderResult<Option<Snapshot>>;
+    async fn share_snapshot_delete(&self, id: &str) -> ProviderResult<bool>;
+}
+
 /// Where an asynchronous provider action is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ActionStatus {
@@ -93,11 +223,37 @@ pub trait Actions: Send + Sync {
 pub struct Provider {
     pub networks: Option<Arc<dyn Networks>>,
     pub actions: Option<Arc<dyn Actions>>,
+    pub instances: Option<Arc<dyn Instances>>,
+    pub volumes: Option<Arc<dyn Volumes>>,
+    pub snapshots: Option<Arc<dyn Snapshots>>,
 }
 
 /// Which capabilities a kind of account has, known without a client (to refuse before recording).
 pub fn supports_networks(kind: &str) -> bool {
     kind == KIND_DIGITALOCEAN
+}
+
+pub fn supports_instances(kind: &str) -> bool {
+    kind == KIND_DIGITALOCEAN
+}
+
+pub fn supports_volumes(kind: &str) -> bool {
+    kind == KIND_DIGITALOCEAN
+}
+
+pub fn supports_shared_volumes(kind: &str) -> bool {
+    kind == KIND_DIGITALOCEAN
+}
+
+/// What the provider would refuse of a shared volume's size before any request: DigitalOcean
+/// shares are 50 GiB at least.
+pub fn min_share_gib(kind: &str) -> i64 {
+    if kind == KIND_DIGITALOCEAN { 50 } else { 1 }
+}
+
+/// The tag that marks what this deployment made at DigitalOcean (Droplets, volumes, snapshots).
+pub fn ownership_tag(deployment: &str) -> String {
+    format!("vps-graph:{deployment}")
 }
 
 /// What the registry needs to know of an account.
@@ -135,7 +291,7 @@ impl Providers {
 
     fn build(&self, account: &AccountRef<'_>) -> Provider {
         if account.kind != KIND_DIGITALOCEAN {
-            return Provider { networks: None, actions: None };
+            return Provider { networks: None, actions: None, instances: None, volumes: None, snapshots: None };
         }
         let (base, token) = if account.sim {
             (self.sim_url.clone().unwrap_or_default(), Ok(format!("sim-{}", account.id)))
@@ -144,7 +300,13 @@ impl Providers {
         };
         let client =
             Arc::new(digitalocean::DigitalOcean::new(account.id, &base, token, self.timeout, self.metrics.clone()));
-        Provider { networks: Some(client.clone()), actions: Some(client) }
+        Provider {
+            networks: Some(client.clone()),
+            actions: Some(client.clone()),
+            instances: Some(client.clone()),
+            volumes: Some(client.clone()),
+            snapshots: Some(client),
+        }
     }
 }
 

@@ -5,7 +5,11 @@
 //! say: a running provider action is looked at again 5 s later; rate-limited or unavailable 30 s;
 //! an ERROR is retried by the next change or every 5 minutes; a settled resource is read for drift
 //! once an hour, those reads spread evenly over the hour by the resource id.
+pub mod instances;
 pub mod networks;
+pub mod resources;
+mod snapshots;
+mod volumes;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -52,6 +56,40 @@ impl Run<'_> {
     pub fn resource_id(&self) -> &str {
         &self.claimed.resource_id
     }
+
+    /// The client of a provider account.
+    pub async fn provider(&self, account_id: &str) -> Result<Arc<crate::provider::Provider>> {
+        use sea_orm::EntityTrait;
+        let account = crate::store::entity::provider_account::Entity::find_by_id(account_id.to_owned())
+            .one(&self.services.db)
+            .await?
+            .ok_or_else(|| crate::error::Error::internal(format!("no provider account {account_id}")))?;
+        Ok(self.services.providers.for_account(&crate::provider::AccountRef {
+            id: &account.id,
+            kind: &account.kind,
+            api_url: &account.api_url,
+            credential_ref: &account.credential_ref,
+            sim: account.sim,
+        }))
+    }
+}
+
+/// How long to wait after a provider error while looking or acting: a rate-limited or
+/// unavailable provider, or a lost answer, 30 s; a refusal is an error, retried every 5 minutes.
+pub fn wait_for(err: &crate::provider::ProviderError) -> i64 {
+    use crate::provider::ProviderError;
+    match err {
+        ProviderError::RetryLater { after, .. } => std::cmp::max(RETRY_LATER_MS, after.as_millis() as i64),
+        ProviderError::Unknown { .. } => RETRY_LATER_MS,
+        _ => ERROR_RETRY_MS,
+    }
+}
+
+/// Whether a provider error leaves the resource in error (a refusal or a misconfigured account),
+/// rather than waiting.
+pub fn is_failure(err: &crate::provider::ProviderError) -> bool {
+    use crate::provider::ProviderError;
+    matches!(err, ProviderError::Refused { .. } | ProviderError::Misconfigured { .. })
 }
 
 /// The next drift read of `resource_id` after `now`: once an hour, at an offset derived from the

@@ -5,11 +5,16 @@ pub mod authz;
 pub mod bootstrap;
 pub mod events;
 pub mod feed;
+pub mod instances;
+pub mod mounts;
 pub mod networks;
 pub mod pools;
+pub mod rows;
+pub mod snapshots;
 pub mod tenants;
 pub mod tokens;
 pub mod validate;
+pub mod volumes;
 
 use std::sync::Arc;
 

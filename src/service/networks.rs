@@ -13,11 +13,12 @@ use serde_json::json;
 
 use super::authz::{Actor, Target};
 use super::pools::find_pool;
+use super::rows::offered_pool;
 use super::{Services, validate};
 use crate::error::{Code, Error, Result};
 use crate::ids;
 use crate::provider;
-use crate::store::entity::{network, network_subnet, pool_offer, project};
+use crate::store::entity::{network, network_subnet};
 use crate::store::idempotency::{self, Claim};
 use crate::store::outbox::NewEvent;
 use crate::store::queue;
@@ -170,13 +171,7 @@ impl Services {
         if !provider::supports_networks(&pool.account.kind) {
             return Err(unsupported("networks", &pool.account.kind));
         }
-        if let Some(project_id) = &input.project_id {
-            project::Entity::find_by_id(project_id.clone())
-                .filter(project::Column::TenantId.eq(input.tenant_id.clone()))
-                .one(&txn)
-                .await?
-                .ok_or_else(|| Error::not_found("project", project_id))?;
-        }
+        super::rows::check_project(&txn, &input.tenant_id, input.project_id.as_deref()).await?;
         let regions = super::pools::strings(&pool.account.regions);
         check_subnets(&input.subnets, &[], &regions)?;
         let key =
@@ -437,14 +432,6 @@ pub(crate) async fn subnets_of(conn: &impl ConnectionTrait, network_id: &str) ->
         .await?)
 }
 
-async fn offered_pool(conn: &impl ConnectionTrait, tenant_id: &str, pool_id: &str) -> Result<super::pools::PoolView> {
-    let offered = pool_offer::Entity::find_by_id((tenant_id.to_owned(), pool_id.to_owned())).one(conn).await?;
-    if offered.is_none() {
-        return Err(Error::not_found("pool", pool_id));
-    }
-    find_pool(conn, pool_id).await
-}
-
 /// The input rules of `networkCreate` that need no database.
 fn check_create(input: &NetworkCreate) -> Result<()> {
     validate::tenant_id("tenantId", &input.tenant_id)?;
@@ -498,10 +485,23 @@ fn check_subnets(new: &[SubnetInput], existing: &[network_subnet::Model], region
     Ok(())
 }
 
-/// The resources that keep a network (or its subnet in `region`) from being removed. Shared
-/// volumes (`volumeIds`) and filesystems (`filesystemIds`) register here as they arrive.
-async fn refuse_if_used(_conn: &impl ConnectionTrait, _network_id: &str, _region: Option<&str>) -> Result<()> {
-    Ok(())
+/// The resources that keep a network (or its subnet in `region`) from being removed: shared
+/// volumes that are not deleted (`volumeIds`); filesystems register here as they arrive.
+async fn refuse_if_used(conn: &impl ConnectionTrait, network_id: &str, region: Option<&str>) -> Result<()> {
+    use crate::store::entity::provider_volume as volume;
+    let mut query = volume::Entity::find()
+        .filter(volume::Column::NetworkId.eq(network_id))
+        .filter(volume::Column::State.ne(state::DELETED));
+    if let Some(region) = region {
+        query = query.filter(volume::Column::Region.eq(region));
+    }
+    let users: Vec<String> =
+        query.order_by_asc(volume::Column::Id).all(conn).await?.into_iter().map(|v| v.id).collect();
+    if users.is_empty() {
+        return Ok(());
+    }
+    Err(Error::new(Code::InvalidState, "shared volumes are on the network: delete them first")
+        .with_details(json!({ "reason": "inUse", "volumeIds": users })))
 }
 
 /// A pool whose provider lacks a capability: refused before anything is recorded.

@@ -20,6 +20,7 @@ pattern!(REGION, r"^[a-z][a-z0-9-]{0,38}[a-z0-9]$");
 pattern!(ZONE, r"^[a-z][a-z0-9-]{0,38}[a-z0-9]$");
 pattern!(QUOTA_RESOURCE, r"^[a-z][A-Za-z0-9]{0,63}$");
 pattern!(PERMISSION, r"^(\*|[a-z][a-z-]*)(:(\*|[a-z][a-z-]*)){0,3}$");
+pattern!(SLUG, r"^[a-z0-9][a-z0-9._-]{0,63}$");
 pattern!(CREDENTIAL_REF, r"^(env:[A-Za-z_][A-Za-z0-9_]{0,127}|file:/[^\x00]{1,1023})$");
 
 fn matches(re: &Regex, field: &str, value: &str, rule: &str) -> Result<()> {
@@ -57,6 +58,11 @@ pub fn quota_resource(field: &str, value: &str) -> Result<()> {
 
 pub fn permission(field: &str, value: &str) -> Result<()> {
     matches(&PERMISSION, field, value, "is not a permission pattern (like compute:volumes:read or compute:*)")
+}
+
+/// A provider's size or image slug, e.g. `s-1vcpu-1gb`, `ubuntu-24-04-x64`.
+pub fn slug(field: &str, value: &str) -> Result<()> {
+    matches(&SLUG, field, value, "must be 1 to 64 of a-z 0-9 . _ - starting with a letter or digit")
 }
 
 pub fn credential_ref(field: &str, value: &str) -> Result<()> {

@@ -17,6 +17,12 @@ use sea_orm::{
     ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DbBackend, DbErr, Statement, TransactionTrait, Value,
 };
 
+tokio::task_local! {
+    /// Counts the SQL statements run within its scope (one GraphQL request, whose DataLoader
+    /// tasks carry it too): the figure behind "a page costs a constant number of statements".
+    pub static STATEMENTS: std::sync::Arc<std::sync::atomic::AtomicU64>;
+}
+
 /// Connects to `url` (a `sqlite:` or `postgres:` URL) and applies pending migrations.
 pub async fn connect(url: &str, max_connections: u32) -> crate::error::Result<DatabaseConnection> {
     let mut options = ConnectOptions::new(url.to_owned());
@@ -28,7 +34,10 @@ pub async fn connect(url: &str, max_connections: u32) -> crate::error::Result<Da
     } else {
         options.max_connections(max_connections).min_connections(1);
     }
-    let db = Database::connect(options).await?;
+    let mut db = Database::connect(options).await?;
+    db.set_metric_callback(|_| {
+        let _ = STATEMENTS.try_with(|count| count.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+    });
     if db.get_database_backend() == DbBackend::Sqlite {
         db.execute_unprepared("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")
             .await?;

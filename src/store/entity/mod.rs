@@ -1,6 +1,7 @@
 //! One SeaORM entity per table (see `migrations/`).
 pub mod api_token;
 pub mod idempotency_record;
+pub mod instance;
 pub mod meta;
 pub mod network;
 pub mod network_subnet;
@@ -8,8 +9,11 @@ pub mod pool;
 pub mod pool_offer;
 pub mod project;
 pub mod provider_account;
+pub mod provider_snapshot;
+pub mod provider_volume;
 pub mod quota;
 pub mod quota_ledger;
 pub mod tenant;
 pub mod token_grant;
+pub mod volume_attachment;
 pub mod work_item;

@@ -1,6 +1,10 @@
 //! The DigitalOcean API v2 client (reqwest). It keeps the account's rate-limit budget from the
 //! `ratelimit-*` headers and backs off before the budget is spent; 429, 5xx and timeouts become
 //! retry-later (or unknown-outcome for a create); error bodies are kept as the message.
+//! Droplets and tags live in `droplets`, volumes, shares and snapshots in `volumes`.
+mod droplets;
+mod volumes;
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -50,7 +54,7 @@ impl Budget {
     }
 }
 
-struct Answer {
+pub(super) struct Answer {
     status: StatusCode,
     body: Value,
 }
@@ -80,7 +84,7 @@ impl DigitalOcean {
 
     /// One request. `acts` says whether it changes something at the provider (then a lost
     /// answer is `Unknown`, not retry-later).
-    async fn call(
+    pub(super) async fn call(
         &self,
         endpoint: &'static str,
         method: Method,
@@ -165,6 +169,39 @@ impl DigitalOcean {
             &[("provider", "digitalocean"), ("endpoint", endpoint), ("status", status)],
         );
     }
+}
+
+impl DigitalOcean {
+    /// Every item under `key` of a paginated listing at `path` (which may carry a query already).
+    pub(super) async fn list_all(&self, endpoint: &'static str, path: &str, key: &str) -> ProviderResult<Vec<Value>> {
+        let mut items = Vec::new();
+        let joiner = if path.contains('?') { '&' } else { '?' };
+        for page in 1.. {
+            let answer = self
+                .call(endpoint, Method::GET, &format!("{path}{joiner}page={page}&per_page={PER_PAGE}"), None)
+                .await?;
+            let found = answer.body[key].as_array().cloned().unwrap_or_default();
+            let more = !found.is_empty() && !answer.body["links"]["pages"]["next"].is_null();
+            items.extend(found);
+            if !more {
+                break;
+            }
+        }
+        Ok(items)
+    }
+}
+
+/// A string field, or a number written as one (DigitalOcean's ids are either).
+pub(super) fn id_text(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        _ => String::new(),
+    }
+}
+
+pub(super) fn strings(value: &Value) -> Vec<String> {
+    value.as_array().map(|items| items.iter().map(id_text).collect()).unwrap_or_default()
 }
 
 fn header_seconds(headers: &reqwest::header::HeaderMap, name: &str) -> Option<u64> {

@@ -1,0 +1,185 @@
+//! Instances, as far as volumes need them.
+use async_graphql::{Context, InputObject, Object, Result, SimpleObject, Subscription};
+use chrono::{DateTime, Utc};
+use futures_util::{Stream, StreamExt};
+
+use super::networks::{DesiredState, PageInfo, ResourceState};
+use super::{actor, services};
+use crate::service::instances::{InstanceCreate, InstanceListFilter, InstanceView};
+
+pub struct Instance(pub InstanceView);
+
+#[Object]
+impl Instance {
+    async fn id(&self) -> &str {
+        &self.0.id
+    }
+    async fn tenant_id(&self) -> &str {
+        &self.0.tenant_id
+    }
+    async fn project_id(&self) -> Option<&str> {
+        self.0.project_id.as_deref()
+    }
+    async fn pool_id(&self) -> &str {
+        &self.0.pool_id
+    }
+    async fn network_id(&self) -> Option<&str> {
+        self.0.network_id.as_deref()
+    }
+    async fn name(&self) -> &str {
+        &self.0.name
+    }
+    async fn region(&self) -> &str {
+        &self.0.region
+    }
+    /// The provider's size slug.
+    async fn size(&self) -> &str {
+        &self.0.size
+    }
+    /// The provider's image slug.
+    async fn image(&self) -> &str {
+        &self.0.image
+    }
+    async fn state(&self) -> ResourceState {
+        ResourceState::parse(&self.0.state)
+    }
+    async fn desired_state(&self) -> DesiredState {
+        DesiredState::parse(&self.0.desired_state)
+    }
+    /// The provider's id of its machine, once made.
+    async fn provider_id(&self) -> Option<&str> {
+        self.0.provider_id.as_deref()
+    }
+    async fn message(&self) -> Option<&str> {
+        self.0.message.as_deref()
+    }
+    async fn version(&self) -> i64 {
+        self.0.version
+    }
+    async fn created_at(&self) -> DateTime<Utc> {
+        self.0.created_at
+    }
+    async fn ready_at(&self) -> Option<DateTime<Utc>> {
+        self.0.ready_at
+    }
+    async fn deleted_at(&self) -> Option<DateTime<Utc>> {
+        self.0.deleted_at
+    }
+}
+
+#[derive(SimpleObject)]
+pub struct InstanceEdge {
+    pub cursor: String,
+    pub node: Instance,
+}
+
+#[derive(SimpleObject)]
+pub struct InstanceConnection {
+    pub edges: Vec<InstanceEdge>,
+    pub page_info: PageInfo,
+}
+
+#[derive(InputObject)]
+pub struct InstanceCreateInput {
+    pub tenant_id: String,
+    pub project_id: Option<String>,
+    pub pool_id: String,
+    /// Unique in the tenant among instances not deleted.
+    pub name: String,
+    pub region: String,
+    /// The provider's size slug, e.g. `s-1vcpu-1gb`.
+    pub size: String,
+    /// The provider's image slug, e.g. `ubuntu-24-04-x64`.
+    pub image: String,
+    /// A network of the tenant with a subnet in the region: the machine goes in that subnet.
+    pub network_id: Option<String>,
+    pub idempotency_key: String,
+}
+
+#[derive(InputObject)]
+pub struct InstanceDeleteInput {
+    pub tenant_id: String,
+    pub instance_id: String,
+}
+
+#[derive(Default)]
+pub struct InstanceQuery;
+
+#[Object]
+impl InstanceQuery {
+    async fn instance(&self, ctx: &Context<'_>, tenant_id: String, instance_id: String) -> Result<Instance> {
+        Ok(Instance(services(ctx).instance_get(actor(ctx)?, &tenant_id, &instance_id).await?))
+    }
+
+    /// The tenant's instances in the order they were made (at most 1000 a page).
+    #[allow(clippy::too_many_arguments)]
+    async fn instances(
+        &self,
+        ctx: &Context<'_>,
+        tenant_id: String,
+        pool_id: Option<String>,
+        project_id: Option<String>,
+        #[graphql(default)] include_deleted: bool,
+        #[graphql(default = 100)] first: i32,
+        after: Option<String>,
+    ) -> Result<InstanceConnection> {
+        let filter = InstanceListFilter { pool_id, project_id, include_deleted, first: first.max(0) as u64, after };
+        let (found, has_next_page) = services(ctx).instance_list(actor(ctx)?, &tenant_id, filter).await?;
+        let edges: Vec<InstanceEdge> =
+            found.into_iter().map(|i| InstanceEdge { cursor: i.id.clone(), node: Instance(i) }).collect();
+        let end_cursor = edges.last().map(|e| e.cursor.clone());
+        Ok(InstanceConnection { edges, page_info: PageInfo { end_cursor, has_next_page } })
+    }
+}
+
+#[derive(Default)]
+pub struct InstanceMutation;
+
+#[Object]
+impl InstanceMutation {
+    /// Records an instance and returns it PENDING; the reconciler makes its machine. Publishes
+    /// `instance.created`, then `instance.ready` or `instance.error`.
+    async fn instance_create(&self, ctx: &Context<'_>, input: InstanceCreateInput) -> Result<Instance> {
+        let create = InstanceCreate {
+            tenant_id: input.tenant_id,
+            project_id: input.project_id,
+            pool_id: input.pool_id,
+            name: input.name,
+            region: input.region,
+            size: input.size,
+            image: input.image,
+            network_id: input.network_id,
+            idempotency_key: input.idempotency_key,
+        };
+        Ok(Instance(services(ctx).instance_create(actor(ctx)?, create).await?))
+    }
+
+    /// Marks the instance for deletion and returns it DELETING; once its machine is gone its
+    /// volumes are detached (deleteWithInstance ones deleted).
+    async fn instance_delete(&self, ctx: &Context<'_>, input: InstanceDeleteInput) -> Result<Instance> {
+        Ok(Instance(services(ctx).instance_delete(actor(ctx)?, &input.tenant_id, &input.instance_id).await?))
+    }
+}
+
+#[derive(Default)]
+pub struct InstanceSubscription;
+
+#[Subscription]
+impl InstanceSubscription {
+    /// The instance's new view on every change.
+    async fn instance_changed(
+        &self,
+        ctx: &Context<'_>,
+        tenant_id: String,
+        instance_id: String,
+    ) -> Result<impl Stream<Item = Result<Instance>> + use<>> {
+        let svc = services(ctx).clone();
+        let filter = svc.instance_watch(actor(ctx)?, &tenant_id, &instance_id).await?;
+        Ok(svc.feed.subscribe(filter, None).map(|item| {
+            let event = item?;
+            let view: InstanceView =
+                serde_json::from_value(event.data.clone()).map_err(|e| async_graphql::Error::new(e.to_string()))?;
+            Ok(Instance(view))
+        }))
+    }
+}

@@ -1,0 +1,199 @@
+//! Provider snapshots.
+use async_graphql::{Context, InputObject, Object, Result, SimpleObject, Subscription};
+use chrono::{DateTime, Utc};
+use futures_util::{Stream, StreamExt};
+
+use super::networks::{DesiredState, PageInfo, ResourceState};
+use super::volumes::{ProviderVolume, VolumeKind};
+use super::{actor, services};
+use crate::service::snapshots::{SnapshotListFilter, SnapshotRestore, SnapshotView};
+
+pub struct ProviderSnapshot(pub SnapshotView);
+
+#[Object]
+impl ProviderSnapshot {
+    async fn id(&self) -> &str {
+        &self.0.id
+    }
+    async fn tenant_id(&self) -> &str {
+        &self.0.tenant_id
+    }
+    async fn project_id(&self) -> Option<&str> {
+        self.0.project_id.as_deref()
+    }
+    async fn pool_id(&self) -> &str {
+        &self.0.pool_id
+    }
+    /// The volume it was taken of (it outlives that volume).
+    async fn volume_id(&self) -> &str {
+        &self.0.volume_id
+    }
+    async fn volume_kind(&self) -> VolumeKind {
+        if self.0.volume_kind == "shared" { VolumeKind::Shared } else { VolumeKind::Block }
+    }
+    async fn region(&self) -> &str {
+        &self.0.region
+    }
+    async fn name(&self) -> &str {
+        &self.0.name
+    }
+    async fn state(&self) -> ResourceState {
+        ResourceState::parse(&self.0.state)
+    }
+    async fn desired_state(&self) -> DesiredState {
+        DesiredState::parse(&self.0.desired_state)
+    }
+    async fn message(&self) -> Option<&str> {
+        self.0.message.as_deref()
+    }
+    /// The GiB the provider bills, as it reports them.
+    #[graphql(name = "sizeGiB")]
+    async fn size_gib(&self) -> Option<f64> {
+        self.0.size_gib
+    }
+    /// The smallest volume a restore makes.
+    #[graphql(name = "minDiskSizeGiB")]
+    async fn min_disk_size(&self) -> i64 {
+        self.0.min_disk_size
+    }
+    async fn version(&self) -> i64 {
+        self.0.version
+    }
+    async fn created_at(&self) -> DateTime<Utc> {
+        self.0.created_at
+    }
+    async fn ready_at(&self) -> Option<DateTime<Utc>> {
+        self.0.ready_at
+    }
+    async fn deleted_at(&self) -> Option<DateTime<Utc>> {
+        self.0.deleted_at
+    }
+}
+
+#[derive(SimpleObject)]
+pub struct ProviderSnapshotEdge {
+    pub cursor: String,
+    pub node: ProviderSnapshot,
+}
+
+#[derive(SimpleObject)]
+pub struct ProviderSnapshotConnection {
+    pub edges: Vec<ProviderSnapshotEdge>,
+    pub page_info: PageInfo,
+}
+
+#[derive(InputObject)]
+pub struct ProviderSnapshotDeleteInput {
+    pub tenant_id: String,
+    pub snapshot_id: String,
+}
+
+#[derive(InputObject)]
+pub struct ProviderSnapshotRestoreInput {
+    pub tenant_id: String,
+    pub snapshot_id: String,
+    /// The new volume's name.
+    pub name: String,
+    pub description: Option<String>,
+    /// Not below the snapshot's size (the default).
+    #[graphql(name = "sizeGiB")]
+    pub size_gib: Option<i32>,
+    #[graphql(default)]
+    pub delete_with_instance: bool,
+    /// Refused: the restored volume keeps the filesystem of the snapshot's volume.
+    pub filesystem: Option<super::volumes::VolumeFilesystem>,
+    pub idempotency_key: String,
+}
+
+#[derive(Default)]
+pub struct SnapshotQuery;
+
+#[Object]
+impl SnapshotQuery {
+    async fn provider_snapshot(
+        &self,
+        ctx: &Context<'_>,
+        tenant_id: String,
+        snapshot_id: String,
+    ) -> Result<ProviderSnapshot> {
+        Ok(ProviderSnapshot(services(ctx).snapshot_get(actor(ctx)?, &tenant_id, &snapshot_id).await?))
+    }
+
+    /// The tenant's snapshots (optionally of one volume) in the order they were made.
+    async fn provider_snapshots(
+        &self,
+        ctx: &Context<'_>,
+        tenant_id: String,
+        volume_id: Option<String>,
+        #[graphql(default)] include_deleted: bool,
+        #[graphql(default = 100)] first: i32,
+        after: Option<String>,
+    ) -> Result<ProviderSnapshotConnection> {
+        let filter = SnapshotListFilter { volume_id, include_deleted, first: first.max(0) as u64, after };
+        let (found, has_next_page) = services(ctx).snapshot_list(actor(ctx)?, &tenant_id, filter).await?;
+        let edges: Vec<ProviderSnapshotEdge> = found
+            .into_iter()
+            .map(|s| ProviderSnapshotEdge { cursor: s.id.clone(), node: ProviderSnapshot(s) })
+            .collect();
+        let end_cursor = edges.last().map(|e| e.cursor.clone());
+        Ok(ProviderSnapshotConnection { edges, page_info: PageInfo { end_cursor, has_next_page } })
+    }
+}
+
+#[derive(Default)]
+pub struct SnapshotMutation;
+
+#[Object]
+impl SnapshotMutation {
+    /// Marks the snapshot for deletion and returns it DELETING.
+    async fn provider_snapshot_delete(
+        &self,
+        ctx: &Context<'_>,
+        input: ProviderSnapshotDeleteInput,
+    ) -> Result<ProviderSnapshot> {
+        Ok(ProviderSnapshot(services(ctx).snapshot_delete(actor(ctx)?, &input.tenant_id, &input.snapshot_id).await?))
+    }
+
+    /// Records a new volume made from the snapshot once it is ready (a shared volume's snapshot:
+    /// UNSUPPORTED, reason sharedRestore).
+    async fn provider_snapshot_restore(
+        &self,
+        ctx: &Context<'_>,
+        input: ProviderSnapshotRestoreInput,
+    ) -> Result<ProviderVolume> {
+        let restore = SnapshotRestore {
+            tenant_id: input.tenant_id,
+            snapshot_id: input.snapshot_id,
+            name: input.name,
+            description: input.description,
+            size_gib: input.size_gib.map(i64::from),
+            delete_with_instance: input.delete_with_instance,
+            filesystem: input.filesystem.map(|_| "given".to_owned()),
+            idempotency_key: input.idempotency_key,
+        };
+        Ok(ProviderVolume::whole(services(ctx).snapshot_restore(actor(ctx)?, restore).await?))
+    }
+}
+
+#[derive(Default)]
+pub struct SnapshotSubscription;
+
+#[Subscription]
+impl SnapshotSubscription {
+    /// The snapshot's new view on every change.
+    async fn provider_snapshot_changed(
+        &self,
+        ctx: &Context<'_>,
+        tenant_id: String,
+        snapshot_id: String,
+    ) -> Result<impl Stream<Item = Result<ProviderSnapshot>> + use<>> {
+        let svc = services(ctx).clone();
+        let filter = svc.snapshot_watch(actor(ctx)?, &tenant_id, &snapshot_id).await?;
+        Ok(svc.feed.subscribe(filter, None).map(|item| {
+            let event = item?;
+            let view: SnapshotView =
+                serde_json::from_value(event.data.clone()).map_err(|e| async_graphql::Error::new(e.to_string()))?;
+            Ok(ProviderSnapshot(view))
+        }))
+    }
+}

@@ -1,0 +1,446 @@
+//! Provider volumes (block and shared), their attachments and mounts.
+use async_graphql::{Context, Enum, InputObject, Object, Result, SimpleObject, Subscription};
+use chrono::{DateTime, Utc};
+use futures_util::{Stream, StreamExt};
+
+use super::instances::Instance;
+use super::loaders::Loaders;
+use super::networks::{DesiredState, PageInfo, ResourceState};
+use super::snapshots::ProviderSnapshot;
+use super::{actor, services};
+use crate::service::mounts;
+use crate::service::snapshots::SnapshotTake;
+use crate::service::volumes::{AttachmentView, VolumeCreate, VolumeListFilter, VolumeView};
+
+#[derive(Enum, Clone, Copy, PartialEq, Eq)]
+pub enum VolumeKind {
+    /// A disk on one instance at a time.
+    Block,
+    /// A network file share that the instances of one tenant network mount at once.
+    Shared,
+}
+
+#[derive(Enum, Clone, Copy, PartialEq, Eq)]
+pub enum VolumeFilesystem {
+    Ext4,
+    Xfs,
+    None,
+}
+
+impl VolumeFilesystem {
+    fn word(self) -> &'static str {
+        match self {
+            VolumeFilesystem::Ext4 => "ext4",
+            VolumeFilesystem::Xfs => "xfs",
+            VolumeFilesystem::None => "none",
+        }
+    }
+}
+
+/// Where the loaders of this request are (a WebSocket's subscriptions make their own).
+pub(crate) fn loaders(ctx: &Context<'_>) -> Result<std::sync::Arc<Loaders>> {
+    Ok(match ctx.data_opt::<std::sync::Arc<Loaders>>() {
+        Some(loaders) => loaders.clone(),
+        None => std::sync::Arc::new(Loaders::new(services(ctx), actor(ctx)?, None)),
+    })
+}
+
+pub struct Attachment(pub AttachmentView);
+
+#[Object]
+impl Attachment {
+    async fn instance_id(&self) -> &str {
+        &self.0.instance_id
+    }
+    /// The instance, when the caller may read it.
+    async fn instance(&self, ctx: &Context<'_>) -> Result<Option<Instance>> {
+        Ok(loaders(ctx)?.instances.load_one(self.0.instance_id.clone()).await?.map(Instance))
+    }
+    /// PENDING (attaching), READY (attached), DELETING (detaching) or ERROR.
+    async fn state(&self) -> ResourceState {
+        ResourceState::parse(&self.0.state)
+    }
+    async fn desired_state(&self) -> DesiredState {
+        DesiredState::parse(&self.0.desired_state)
+    }
+    async fn message(&self) -> Option<&str> {
+        self.0.message.as_deref()
+    }
+    async fn ready_at(&self) -> Option<DateTime<Utc>> {
+        self.0.ready_at
+    }
+}
+
+#[derive(SimpleObject)]
+pub struct MountLines {
+    /// One entry of cloud-config's `mounts:` list.
+    pub cloud_config: Vec<String>,
+    /// The `/etc/fstab` line.
+    pub fstab: String,
+}
+
+/// How a guest mounts a shared volume.
+pub struct Mount {
+    source: String,
+}
+
+#[Object]
+impl Mount {
+    /// The NFS source, `<host>:<path>`.
+    async fn source(&self) -> &str {
+        &self.source
+    }
+    #[graphql(name = "type")]
+    async fn mount_type(&self) -> &str {
+        "nfs4"
+    }
+    /// The lines that mount it at `path` (absolute, plain segments, outside the system's
+    /// directories), for cloud-config user data or /etc/fstab, with `_netdev,nofail`.
+    async fn mount_lines(&self, path: String, #[graphql(default)] read_only: bool) -> Result<MountLines> {
+        let lines = mounts::shared_volume_mount(&self.source, &path, read_only)?;
+        Ok(MountLines { cloud_config: lines.cloud_config, fstab: lines.fstab })
+    }
+}
+
+/// A volume; `attachments_loaded` is false on a list page, whose attachments come from a loader.
+pub struct ProviderVolume {
+    pub view: VolumeView,
+    pub attachments_loaded: bool,
+}
+
+impl ProviderVolume {
+    pub fn whole(view: VolumeView) -> Self {
+        ProviderVolume { view, attachments_loaded: true }
+    }
+
+    async fn attachment_views(&self, ctx: &Context<'_>) -> Result<Vec<AttachmentView>> {
+        if self.attachments_loaded {
+            return Ok(self.view.attachments.clone());
+        }
+        Ok(loaders(ctx)?.attachments.load_one(self.view.id.clone()).await?.unwrap_or_default())
+    }
+}
+
+#[Object]
+impl ProviderVolume {
+    async fn id(&self) -> &str {
+        &self.view.id
+    }
+    async fn tenant_id(&self) -> &str {
+        &self.view.tenant_id
+    }
+    async fn project_id(&self) -> Option<&str> {
+        self.view.project_id.as_deref()
+    }
+    async fn pool_id(&self) -> &str {
+        &self.view.pool_id
+    }
+    async fn name(&self) -> &str {
+        &self.view.name
+    }
+    async fn description(&self) -> Option<&str> {
+        self.view.description.as_deref()
+    }
+    async fn region(&self) -> &str {
+        &self.view.region
+    }
+    async fn kind(&self) -> VolumeKind {
+        if self.view.kind == "shared" { VolumeKind::Shared } else { VolumeKind::Block }
+    }
+    /// A shared volume's network.
+    async fn network_id(&self) -> Option<&str> {
+        self.view.network_id.as_deref()
+    }
+    /// The filesystem it was formatted with at create (never changed later).
+    async fn filesystem(&self) -> Option<&str> {
+        self.view.filesystem.as_deref()
+    }
+    async fn delete_with_instance(&self) -> bool {
+        self.view.delete_with_instance
+    }
+    /// The snapshot it was restored from.
+    async fn source_snapshot_id(&self) -> Option<&str> {
+        self.view.source_snapshot_id.as_deref()
+    }
+    /// The size asked for (and booked on diskGiB).
+    #[graphql(name = "sizeGiB")]
+    async fn size_gib(&self) -> i64 {
+        self.view.size_gib
+    }
+    /// The size the provider last reported.
+    #[graphql(name = "observedSizeGiB")]
+    async fn observed_size_gib(&self) -> Option<i64> {
+        self.view.observed_size_gib
+    }
+    async fn state(&self) -> ResourceState {
+        ResourceState::parse(&self.view.state)
+    }
+    async fn desired_state(&self) -> DesiredState {
+        DesiredState::parse(&self.view.desired_state)
+    }
+    /// Why it is not ready: the provider's words, or ours.
+    async fn message(&self) -> Option<&str> {
+        self.view.message.as_deref()
+    }
+    /// The path the guest sees a block volume at (`/dev/disk/by-id/scsi-0DO_Volume_…`), or a
+    /// shared volume's NFS source.
+    async fn device(&self) -> Option<&str> {
+        self.view.device.as_deref()
+    }
+    /// How a guest mounts a shared volume, once the provider reports its source.
+    async fn mount(&self) -> Option<Mount> {
+        self.view.mount_source.clone().map(|source| Mount { source })
+    }
+    /// A block volume's attachment, when it has one.
+    async fn attachment(&self, ctx: &Context<'_>) -> Result<Option<Attachment>> {
+        Ok(self.attachment_views(ctx).await?.into_iter().next().map(Attachment))
+    }
+    /// Every attachment that is not finished (a shared volume's many).
+    async fn attachments(&self, ctx: &Context<'_>) -> Result<Vec<Attachment>> {
+        Ok(self.attachment_views(ctx).await?.into_iter().map(Attachment).collect())
+    }
+    /// Its snapshots that are not deleted, oldest first.
+    async fn snapshots(&self, ctx: &Context<'_>) -> Result<Vec<ProviderSnapshot>> {
+        let found = loaders(ctx)?.snapshots.load_one(self.view.id.clone()).await?.unwrap_or_default();
+        Ok(found.into_iter().map(ProviderSnapshot).collect())
+    }
+    /// Bumped by every change: keep the view with the highest.
+    async fn version(&self) -> i64 {
+        self.view.version
+    }
+    async fn created_at(&self) -> DateTime<Utc> {
+        self.view.created_at
+    }
+    /// Billing starts here.
+    async fn ready_at(&self) -> Option<DateTime<Utc>> {
+        self.view.ready_at
+    }
+    /// Billing ends here.
+    async fn deleted_at(&self) -> Option<DateTime<Utc>> {
+        self.view.deleted_at
+    }
+}
+
+#[derive(SimpleObject)]
+pub struct ProviderVolumeEdge {
+    pub cursor: String,
+    pub node: ProviderVolume,
+}
+
+#[derive(SimpleObject)]
+pub struct ProviderVolumeConnection {
+    pub edges: Vec<ProviderVolumeEdge>,
+    pub page_info: PageInfo,
+}
+
+#[derive(InputObject)]
+pub struct ProviderVolumeCreateInput {
+    pub tenant_id: String,
+    pub project_id: Option<String>,
+    pub pool_id: String,
+    /// Unique in the tenant among volumes not deleted.
+    pub name: String,
+    pub description: Option<String>,
+    pub region: String,
+    /// 1 to 16384 (a DigitalOcean share: 50 at least).
+    #[graphql(name = "sizeGiB")]
+    pub size_gib: i32,
+    #[graphql(default_with = "VolumeKind::Block")]
+    pub kind: VolumeKind,
+    /// Required for a shared volume, refused for a block one.
+    pub network_id: Option<String>,
+    /// Formats a block volume at create.
+    pub filesystem: Option<VolumeFilesystem>,
+    #[graphql(default)]
+    pub delete_with_instance: bool,
+    /// Attaches it once both exist.
+    pub instance_id: Option<String>,
+    pub idempotency_key: String,
+}
+
+#[derive(InputObject)]
+pub struct ProviderVolumeAttachInput {
+    pub tenant_id: String,
+    pub volume_id: String,
+    pub instance_id: String,
+}
+
+#[derive(InputObject)]
+pub struct ProviderVolumeDetachInput {
+    pub tenant_id: String,
+    pub volume_id: String,
+    /// Required for a shared volume.
+    pub instance_id: Option<String>,
+}
+
+#[derive(InputObject)]
+pub struct ProviderVolumeResizeInput {
+    pub tenant_id: String,
+    pub volume_id: String,
+    #[graphql(name = "sizeGiB")]
+    pub size_gib: i32,
+}
+
+#[derive(InputObject)]
+pub struct ProviderVolumeSnapshotInput {
+    pub tenant_id: String,
+    pub volume_id: String,
+    /// Unique among the volume's snapshots not deleted.
+    pub name: String,
+    pub idempotency_key: String,
+}
+
+#[derive(InputObject)]
+pub struct ProviderVolumeDeleteInput {
+    pub tenant_id: String,
+    pub volume_id: String,
+}
+
+#[derive(Default)]
+pub struct VolumeQuery;
+
+#[Object]
+impl VolumeQuery {
+    async fn provider_volume(&self, ctx: &Context<'_>, tenant_id: String, volume_id: String) -> Result<ProviderVolume> {
+        Ok(ProviderVolume::whole(services(ctx).volume_get(actor(ctx)?, &tenant_id, &volume_id).await?))
+    }
+
+    /// The tenant's volumes in the order they were made (at most 1000 a page).
+    #[allow(clippy::too_many_arguments)]
+    async fn provider_volumes(
+        &self,
+        ctx: &Context<'_>,
+        tenant_id: String,
+        pool_id: Option<String>,
+        project_id: Option<String>,
+        #[graphql(default)] include_deleted: bool,
+        #[graphql(default = 100)] first: i32,
+        after: Option<String>,
+    ) -> Result<ProviderVolumeConnection> {
+        let filter = VolumeListFilter { pool_id, project_id, include_deleted, first: first.max(0) as u64, after };
+        let (found, has_next_page) = services(ctx).volume_list(actor(ctx)?, &tenant_id, filter).await?;
+        let edges: Vec<ProviderVolumeEdge> = found
+            .into_iter()
+            .map(|view| ProviderVolumeEdge {
+                cursor: view.id.clone(),
+                node: ProviderVolume { view, attachments_loaded: false },
+            })
+            .collect();
+        let end_cursor = edges.last().map(|e| e.cursor.clone());
+        Ok(ProviderVolumeConnection { edges, page_info: PageInfo { end_cursor, has_next_page } })
+    }
+}
+
+#[derive(Default)]
+pub struct VolumeMutation;
+
+#[Object]
+impl VolumeMutation {
+    /// Records a volume and returns it PENDING, booking sizeGiB on diskGiB. Publishes
+    /// `providerVolume.created`, then `providerVolume.ready` or `providerVolume.error`.
+    async fn provider_volume_create(
+        &self,
+        ctx: &Context<'_>,
+        input: ProviderVolumeCreateInput,
+    ) -> Result<ProviderVolume> {
+        let create = VolumeCreate {
+            tenant_id: input.tenant_id,
+            project_id: input.project_id,
+            pool_id: input.pool_id,
+            name: input.name,
+            description: input.description,
+            region: input.region,
+            size_gib: i64::from(input.size_gib),
+            kind: if input.kind == VolumeKind::Shared { "shared" } else { "block" }.into(),
+            network_id: input.network_id,
+            filesystem: input.filesystem.map(|f| f.word().to_owned()),
+            delete_with_instance: input.delete_with_instance,
+            instance_id: input.instance_id,
+            idempotency_key: input.idempotency_key,
+        };
+        Ok(ProviderVolume::whole(services(ctx).volume_create(actor(ctx)?, create).await?))
+    }
+
+    /// Attaches it to an instance; publishes `providerVolume.attached` once the provider did.
+    async fn provider_volume_attach(
+        &self,
+        ctx: &Context<'_>,
+        input: ProviderVolumeAttachInput,
+    ) -> Result<ProviderVolume> {
+        let view =
+            services(ctx).volume_attach(actor(ctx)?, &input.tenant_id, &input.volume_id, &input.instance_id).await?;
+        Ok(ProviderVolume::whole(view))
+    }
+
+    /// Detaches it; publishes `providerVolume.detached` once the provider let it go.
+    async fn provider_volume_detach(
+        &self,
+        ctx: &Context<'_>,
+        input: ProviderVolumeDetachInput,
+    ) -> Result<ProviderVolume> {
+        let view = services(ctx)
+            .volume_detach(actor(ctx)?, &input.tenant_id, &input.volume_id, input.instance_id.as_deref())
+            .await?;
+        Ok(ProviderVolume::whole(view))
+    }
+
+    /// Grows it (volumes only grow); publishes `providerVolume.resized` once the provider did.
+    async fn provider_volume_resize(
+        &self,
+        ctx: &Context<'_>,
+        input: ProviderVolumeResizeInput,
+    ) -> Result<ProviderVolume> {
+        let view = services(ctx)
+            .volume_resize(actor(ctx)?, &input.tenant_id, &input.volume_id, i64::from(input.size_gib))
+            .await?;
+        Ok(ProviderVolume::whole(view))
+    }
+
+    /// Records a snapshot of it, PENDING (at most 25 not deleted per volume).
+    async fn provider_volume_snapshot(
+        &self,
+        ctx: &Context<'_>,
+        input: ProviderVolumeSnapshotInput,
+    ) -> Result<ProviderSnapshot> {
+        let take = SnapshotTake {
+            tenant_id: input.tenant_id,
+            volume_id: input.volume_id,
+            name: input.name,
+            idempotency_key: input.idempotency_key,
+        };
+        Ok(ProviderSnapshot(services(ctx).volume_snapshot(actor(ctx)?, take).await?))
+    }
+
+    /// Marks it for deletion and returns it DELETING; publishes `providerVolume.deleted` once
+    /// the provider deleted it and its diskGiB is refunded.
+    async fn provider_volume_delete(
+        &self,
+        ctx: &Context<'_>,
+        input: ProviderVolumeDeleteInput,
+    ) -> Result<ProviderVolume> {
+        Ok(ProviderVolume::whole(services(ctx).volume_delete(actor(ctx)?, &input.tenant_id, &input.volume_id).await?))
+    }
+}
+
+#[derive(Default)]
+pub struct VolumeSubscription;
+
+#[Subscription]
+impl VolumeSubscription {
+    /// The volume's new view on every change.
+    async fn provider_volume_changed(
+        &self,
+        ctx: &Context<'_>,
+        tenant_id: String,
+        volume_id: String,
+    ) -> Result<impl Stream<Item = Result<ProviderVolume>> + use<>> {
+        let svc = services(ctx).clone();
+        let filter = svc.volume_watch(actor(ctx)?, &tenant_id, &volume_id).await?;
+        Ok(svc.feed.subscribe(filter, None).map(|item| {
+            let event = item?;
+            let view: VolumeView =
+                serde_json::from_value(event.data.clone()).map_err(|e| async_graphql::Error::new(e.to_string()))?;
+            Ok(ProviderVolume::whole(view))
+        }))
+    }
+}

@@ -1,0 +1,81 @@
+//! Droplets (create, read, delete) and the tags that mark them.
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+
+use super::{DigitalOcean, id_text, strings};
+use crate::provider::{Droplet, DropletCreate, Instances, ProviderError, ProviderResult};
+
+fn droplet_from(body: &Value) -> ProviderResult<Droplet> {
+    if body.get("id").is_none() {
+        return Err(ProviderError::Unknown { message: "unreadable Droplet from DigitalOcean".into() });
+    }
+    Ok(Droplet {
+        id: id_text(&body["id"]),
+        name: body["name"].as_str().unwrap_or_default().to_owned(),
+        status: body["status"].as_str().unwrap_or_default().to_owned(),
+        region: body["region"]["slug"].as_str().unwrap_or_default().to_owned(),
+        vpc_id: body["vpc_uuid"].as_str().filter(|v| !v.is_empty()).map(str::to_owned),
+        volume_ids: strings(&body["volume_ids"]),
+        tags: strings(&body["tags"]),
+    })
+}
+
+#[async_trait::async_trait]
+impl Instances for DigitalOcean {
+    async fn droplet_create(&self, request: &DropletCreate<'_>) -> ProviderResult<Droplet> {
+        let body = json!({
+            "name": request.name, "region": request.region, "size": request.size, "image": request.image,
+            "vpc_uuid": request.vpc_id, "tags": request.tags,
+        });
+        let answer = self.call("droplets.create", Method::POST, "/v2/droplets", Some(body)).await?;
+        droplet_from(&answer.body["droplet"])
+    }
+
+    async fn droplet_get(&self, id: &str) -> ProviderResult<Option<Droplet>> {
+        let answer = self.call("droplets.get", Method::GET, &format!("/v2/droplets/{id}"), None).await?;
+        if answer.status == StatusCode::NOT_FOUND {
+            return Ok(None);
+        }
+        droplet_from(&answer.body["droplet"]).map(Some)
+    }
+
+    async fn droplet_find_by_name(&self, name: &str) -> ProviderResult<Option<Droplet>> {
+        let found = self.list_all("droplets.list", &format!("/v2/droplets?name={name}"), "droplets").await?;
+        found.iter().find(|d| d["name"] == name).map(droplet_from).transpose()
+    }
+
+    async fn droplet_delete(&self, id: &str) -> ProviderResult<bool> {
+        let answer = self.call("droplets.delete", Method::DELETE, &format!("/v2/droplets/{id}"), None).await?;
+        Ok(answer.status != StatusCode::NOT_FOUND)
+    }
+
+    async fn droplets_tagged(&self, tag: &str) -> ProviderResult<Vec<Droplet>> {
+        let found = self.list_all("droplets.list", &format!("/v2/droplets?tag_name={tag}"), "droplets").await?;
+        found.iter().map(droplet_from).collect()
+    }
+
+    async fn tag_droplet(&self, tag: &str, droplet_id: &str, on: bool) -> ProviderResult<()> {
+        let resources = json!({ "resources": [{ "resource_id": droplet_id, "resource_type": "droplet" }] });
+        if !on {
+            let answer = self
+                .call("tags.resources.delete", Method::DELETE, &format!("/v2/tags/{tag}/resources"), Some(resources))
+                .await?;
+            // A tag already gone has nothing left to take off.
+            return Ok(drop(answer));
+        }
+        // Tagging with a tag that does not exist is a 404: make it first (making one that
+        // exists succeeds).
+        self.call("tags.create", Method::POST, "/v2/tags", Some(json!({ "name": tag }))).await?;
+        let answer = self
+            .call("tags.resources.create", Method::POST, &format!("/v2/tags/{tag}/resources"), Some(resources))
+            .await?;
+        if answer.status == StatusCode::NOT_FOUND {
+            return Err(ProviderError::Refused { status: 404, message: format!("Droplet {droplet_id} is gone") });
+        }
+        Ok(())
+    }
+
+    async fn tag_delete(&self, tag: &str) -> ProviderResult<()> {
+        self.call("tags.delete", Method::DELETE, &format!("/v2/tags/{tag}"), None).await.map(drop)
+    }
+}

@@ -1,0 +1,211 @@
+//! Block volumes with their actions, network file shares (NFS) with theirs, and the snapshots
+//! of both.
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+
+use super::{DigitalOcean, id_text, strings};
+use crate::provider::{
+    BlockVolume, ProviderError, ProviderResult, Share, ShareAction, Snapshot, Snapshots, VolumeAction, VolumeCreate,
+    Volumes,
+};
+
+fn unreadable(what: &str) -> ProviderError {
+    ProviderError::Unknown { message: format!("unreadable {what} from DigitalOcean") }
+}
+
+fn volume_from(body: &Value) -> ProviderResult<BlockVolume> {
+    let Some(id) = body["id"].as_str() else { return Err(unreadable("volume")) };
+    Ok(BlockVolume {
+        id: id.to_owned(),
+        name: body["name"].as_str().unwrap_or_default().to_owned(),
+        region: body["region"]["slug"].as_str().unwrap_or_default().to_owned(),
+        size_gib: body["size_gigabytes"].as_i64().unwrap_or_default(),
+        droplet_ids: strings(&body["droplet_ids"]),
+        tags: strings(&body["tags"]),
+        description: body["description"].as_str().unwrap_or_default().to_owned(),
+    })
+}
+
+fn share_from(body: &Value) -> ProviderResult<Share> {
+    let Some(id) = body["id"].as_str() else { return Err(unreadable("share")) };
+    let text = |key: &str| body[key].as_str().filter(|v| !v.is_empty()).map(str::to_owned);
+    Ok(Share {
+        id: id.to_owned(),
+        name: body["name"].as_str().unwrap_or_default().to_owned(),
+        region: body["region"].as_str().unwrap_or_default().to_owned(),
+        size_gib: body["size_gib"].as_i64().unwrap_or_default(),
+        status: body["status"].as_str().unwrap_or_default().to_owned(),
+        vpc_ids: strings(&body["vpc_ids"]),
+        host: text("host"),
+        mount_path: text("mount_path"),
+    })
+}
+
+/// A volume snapshot is ready once made (its create is synchronous); a share snapshot once ACTIVE.
+fn snapshot_from(body: &Value) -> ProviderResult<Snapshot> {
+    let Some(id) = body.get("id").filter(|v| !v.is_null()) else { return Err(unreadable("snapshot")) };
+    let status = body["status"].as_str();
+    Ok(Snapshot {
+        id: id_text(id),
+        name: body["name"].as_str().unwrap_or_default().to_owned(),
+        size_gib: body["size_gigabytes"].as_f64().or_else(|| body["size_gib"].as_f64()).unwrap_or_default(),
+        min_disk_size: body["min_disk_size"].as_i64().unwrap_or_default(),
+        ready: status.is_none_or(|s| s == "ACTIVE"),
+        failed: status == Some("FAILED"),
+    })
+}
+
+impl DigitalOcean {
+    async fn get_one(&self, endpoint: &'static str, path: &str, key: &str) -> ProviderResult<Option<Value>> {
+        let answer = self.call(endpoint, Method::GET, path, None).await?;
+        if answer.status == StatusCode::NOT_FOUND {
+            return Ok(None);
+        }
+        Ok(Some(answer.body[key].clone()))
+    }
+
+    async fn delete_one(&self, endpoint: &'static str, path: &str) -> ProviderResult<bool> {
+        let answer = self.call(endpoint, Method::DELETE, path, None).await?;
+        Ok(answer.status != StatusCode::NOT_FOUND)
+    }
+}
+
+#[async_trait::async_trait]
+impl Volumes for DigitalOcean {
+    async fn volume_create(&self, request: &VolumeCreate<'_>) -> ProviderResult<BlockVolume> {
+        let mut body = json!({
+            "name": request.name, "region": request.region, "size_gigabytes": request.size_gib,
+            "description": request.description, "tags": request.tags,
+        });
+        if let Some(filesystem) = request.filesystem {
+            body["filesystem_type"] = json!(filesystem);
+        }
+        if let Some(snapshot_id) = request.snapshot_id {
+            body["snapshot_id"] = json!(snapshot_id);
+        }
+        let answer = self.call("volumes.create", Method::POST, "/v2/volumes", Some(body)).await?;
+        volume_from(&answer.body["volume"])
+    }
+
+    async fn volume_get(&self, id: &str) -> ProviderResult<Option<BlockVolume>> {
+        self.get_one("volumes.get", &format!("/v2/volumes/{id}"), "volume").await?.map(|v| volume_from(&v)).transpose()
+    }
+
+    async fn volume_find_by_name(&self, name: &str, region: &str) -> ProviderResult<Option<BlockVolume>> {
+        let found =
+            self.list_all("volumes.list", &format!("/v2/volumes?name={name}&region={region}"), "volumes").await?;
+        found.iter().find(|v| v["name"] == name).map(volume_from).transpose()
+    }
+
+    async fn volume_delete(&self, id: &str) -> ProviderResult<bool> {
+        self.delete_one("volumes.delete", &format!("/v2/volumes/{id}")).await
+    }
+
+    async fn volume_action(&self, volume_id: &str, region: &str, action: &VolumeAction) -> ProviderResult<u64> {
+        let body = match action {
+            VolumeAction::Attach { droplet_id } => {
+                json!({ "type": "attach", "droplet_id": droplet_id.parse::<u64>().unwrap_or_default(), "region": region })
+            }
+            VolumeAction::Detach { droplet_id } => {
+                json!({ "type": "detach", "droplet_id": droplet_id.parse::<u64>().unwrap_or_default(), "region": region })
+            }
+            VolumeAction::Resize { size_gib } => {
+                json!({ "type": "resize", "size_gigabytes": size_gib, "region": region })
+            }
+        };
+        let path = format!("/v2/volumes/{volume_id}/actions");
+        let answer = self.call("volumes.actions.create", Method::POST, &path, Some(body)).await?;
+        if answer.status == StatusCode::NOT_FOUND {
+            return Err(ProviderError::Refused { status: 404, message: format!("volume {volume_id} is gone") });
+        }
+        answer.body["action"]["id"].as_u64().ok_or_else(|| unreadable("action"))
+    }
+
+    async fn share_create(&self, name: &str, region: &str, size_gib: i64, vpc_id: &str) -> ProviderResult<Share> {
+        let body = json!({ "name": name, "region": region, "size_gib": size_gib, "vpc_ids": [vpc_id] });
+        let answer = self.call("nfs.create", Method::POST, "/v2/nfs", Some(body)).await?;
+        share_from(&answer.body["share"])
+    }
+
+    async fn share_get(&self, id: &str) -> ProviderResult<Option<Share>> {
+        self.get_one("nfs.get", &format!("/v2/nfs/{id}"), "share").await?.map(|s| share_from(&s)).transpose()
+    }
+
+    async fn share_find_by_name(&self, name: &str, region: &str) -> ProviderResult<Option<Share>> {
+        let answer = self.call("nfs.list", Method::GET, &format!("/v2/nfs?region={region}"), None).await?;
+        let shares = answer.body["shares"].as_array().cloned().unwrap_or_default();
+        shares.iter().find(|s| s["name"] == name).map(share_from).transpose()
+    }
+
+    async fn share_delete(&self, id: &str) -> ProviderResult<bool> {
+        self.delete_one("nfs.delete", &format!("/v2/nfs/{id}")).await
+    }
+
+    async fn share_action(&self, share_id: &str, action: &ShareAction) -> ProviderResult<Option<String>> {
+        let (kind, params) = match action {
+            ShareAction::Attach { vpc_id } => ("attach", json!({ "vpc_id": vpc_id })),
+            ShareAction::Detach { vpc_id } => ("detach", json!({ "vpc_id": vpc_id })),
+            ShareAction::Resize { size_gib } => ("resize", json!({ "size_gib": size_gib })),
+            ShareAction::Snapshot { name } => ("snapshot", json!({ "name": name })),
+        };
+        let body = json!({ "type": kind, "region": "", "params": params });
+        let path = format!("/v2/nfs/{share_id}/actions");
+        let answer = self.call("nfs.actions.create", Method::POST, &path, Some(body)).await?;
+        if answer.status == StatusCode::NOT_FOUND {
+            return Err(ProviderError::Refused { status: 404, message: format!("share {share_id} is gone") });
+        }
+        let snapshot = matches!(action, ShareAction::Snapshot { .. });
+        Ok(snapshot.then(|| id_text(&answer.body["action"]["resource_id"])))
+    }
+}
+
+#[async_trait::async_trait]
+impl Snapshots for DigitalOcean {
+    async fn volume_snapshot_create(&self, volume_id: &str, name: &str, tags: &[String]) -> ProviderResult<Snapshot> {
+        let path = format!("/v2/volumes/{volume_id}/snapshots");
+        let answer = self
+            .call("volumes.snapshots.create", Method::POST, &path, Some(json!({ "name": name, "tags": tags })))
+            .await?;
+        if answer.status == StatusCode::NOT_FOUND {
+            return Err(ProviderError::Refused { status: 404, message: format!("volume {volume_id} is gone") });
+        }
+        snapshot_from(&answer.body["snapshot"])
+    }
+
+    async fn volume_snapshot_get(&self, id: &str) -> ProviderResult<Option<Snapshot>> {
+        self.get_one("snapshots.get", &format!("/v2/snapshots/{id}"), "snapshot")
+            .await?
+            .map(|s| snapshot_from(&s))
+            .transpose()
+    }
+
+    async fn volume_snapshot_find(&self, volume_id: &str, name: &str) -> ProviderResult<Option<Snapshot>> {
+        let path = format!("/v2/volumes/{volume_id}/snapshots");
+        let answer = self.call("volumes.snapshots.list", Method::GET, &format!("{path}?per_page=200"), None).await?;
+        if answer.status == StatusCode::NOT_FOUND {
+            return Ok(None);
+        }
+        let found = answer.body["snapshots"].as_array().cloned().unwrap_or_default();
+        found.iter().find(|s| s["name"] == name).map(snapshot_from).transpose()
+    }
+
+    async fn volume_snapshot_delete(&self, id: &str) -> ProviderResult<bool> {
+        self.delete_one("snapshots.delete", &format!("/v2/snapshots/{id}")).await
+    }
+
+    async fn share_snapshot_get(&self, id: &str) -> ProviderResult<Option<Snapshot>> {
+        let found = self.get_one("nfs.snapshots.get", &format!("/v2/nfs/snapshots/{id}"), "snapshot").await?;
+        found.map(|s| snapshot_from(&s)).transpose()
+    }
+
+    async fn share_snapshot_find(&self, share_id: &str, name: &str) -> ProviderResult<Option<Snapshot>> {
+        let path = format!("/v2/nfs/snapshots?share_id={share_id}");
+        let answer = self.call("nfs.snapshots.list", Method::GET, &path, None).await?;
+        let found = answer.body["snapshots"].as_array().cloned().unwrap_or_default();
+        found.iter().find(|s| s["name"] == name).map(snapshot_from).transpose()
+    }
+
+    async fn share_snapshot_delete(&self, id: &str) -> ProviderResult<bool> {
+        self.delete_one("nfs.snapshots.delete", &format!("/v2/nfs/snapshots/{id}")).await
+    }
+}

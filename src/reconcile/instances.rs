@@ -1,0 +1,329 @@
+//! `vps.instances`: makes and destroys Droplets. A create sends the name derived from the
+//! instance id and this deployment's ownership tag, so a create whose answer was lost is found by
+//! name (and something under that name without the tag is never adopted). When a delete finishes,
+//! the instance's attachments are no longer wanted, its deleteWithInstance volumes go to
+//! deleting, and every volume it had is woken to settle.
+use sea_orm::sea_query::{Expr, ExprTrait};
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder};
+
+use super::{ACTION_POLL_MS, Next, Reconciler, Run, is_failure, wait_for};
+use crate::error::{Error, Result};
+use crate::provider::{Droplet, DropletCreate, Instances, ProviderError, ownership_tag};
+use crate::service::instances::{self as svc, RECONCILER};
+use crate::service::networks::state;
+use crate::service::{rows, volumes};
+use crate::store::entity::{instance, network_subnet, provider_volume, volume_attachment as attachment};
+use crate::store::queue;
+
+pub struct InstanceReconciler;
+
+/// The instance fields a run writes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Observed {
+    state: String,
+    provider_id: Option<String>,
+    create_attempts: i32,
+    lost: bool,
+    message: Option<String>,
+}
+
+impl Observed {
+    fn of(i: &instance::Model) -> Self {
+        Observed {
+            state: i.state.clone(),
+            provider_id: i.provider_id.clone(),
+            create_attempts: i.create_attempts,
+            lost: i.lost,
+            message: i.message.clone(),
+        }
+    }
+
+    fn state(mut self, state: &str, message: Option<String>) -> Self {
+        self.state = state.to_owned();
+        self.message = message;
+        self
+    }
+}
+
+#[async_trait::async_trait]
+impl Reconciler for InstanceReconciler {
+    fn kind(&self) -> &'static str {
+        RECONCILER
+    }
+
+    async fn run(&self, run: &Run<'_>) -> Result<Next> {
+        let db = &run.services.db;
+        let Some(current) = instance::Entity::find_by_id(run.resource_id().to_owned()).one(db).await? else {
+            return Ok(Next::Done);
+        };
+        if current.state == state::DELETED {
+            return Ok(Next::Done);
+        }
+        let provider = run.provider(&current.provider_account_id).await?;
+        let Some(api) = provider.instances.clone() else {
+            return Err(Error::internal(format!("account {} offers no instances", current.provider_account_id)));
+        };
+        let tag = ownership_tag(&run.services.deployment);
+        if current.desired_state == state::ABSENT {
+            return delete(run, api.as_ref(), &current, &tag).await;
+        }
+        if current.lost {
+            return Ok(Next::Drift);
+        }
+        let (observed, next) = match &current.provider_id {
+            None => return create(run, api.as_ref(), &current, &tag).await,
+            Some(id) => match api.droplet_get(id).await {
+                Err(err) => waiting(&current, err),
+                Ok(None) => {
+                    let message = format!("Droplet {id} was deleted outside vps-graph; it is not made again");
+                    (Observed { lost: true, ..Observed::of(&current).state(state::ERROR, Some(message)) }, Next::Drift)
+                }
+                Ok(Some(droplet)) if droplet.status == "active" => {
+                    (Observed::of(&current).state(state::READY, None), Next::Drift)
+                }
+                Ok(Some(_)) => (Observed::of(&current), Next::After(ACTION_POLL_MS)),
+            },
+        };
+        write(run, &current, observed, next).await
+    }
+}
+
+/// A provider error while looking: wait, or show it as an error.
+fn waiting(current: &instance::Model, err: ProviderError) -> (Observed, Next) {
+    let now = Observed::of(current);
+    if is_failure(&err) {
+        return (now.state(state::ERROR, Some(err.message().to_owned())), Next::After(wait_for(&err)));
+    }
+    (Observed { message: Some(err.message().to_owned()), ..now }, Next::After(wait_for(&err)))
+}
+
+async fn create(run: &Run<'_>, api: &dyn Instances, current: &instance::Model, tag: &str) -> Result<Next> {
+    if current.create_attempts > 0 {
+        let (observed, next) = match api.droplet_find_by_name(&current.provider_name).await {
+            Err(err) => waiting(current, err),
+            Ok(Some(found)) if found.tags.iter().any(|t| t == tag) => {
+                (Observed { provider_id: Some(found.id), ..Observed::of(current) }, Next::Now)
+            }
+            Ok(Some(_)) => {
+                let message =
+                    format!("a Droplet named {} exists that this deployment did not make", current.provider_name);
+                (Observed::of(current).state(state::ERROR, Some(message)), Next::After(super::ERROR_RETRY_MS))
+            }
+            Ok(None) => return make(run, api, current, tag).await,
+        };
+        return write(run, current, observed, next).await;
+    }
+    make(run, api, current, tag).await
+}
+
+/// Creates the Droplet, in the network's subnet VPC when the instance is on a network.
+async fn make(run: &Run<'_>, api: &dyn Instances, current: &instance::Model, tag: &str) -> Result<Next> {
+    let vpc_id = match &current.network_id {
+        None => None,
+        Some(network_id) => match subnet_vpc(run, network_id, &current.region).await? {
+            Some(vpc) => Some(vpc),
+            None => {
+                let observed =
+                    Observed { message: Some("waiting for the network's subnet".into()), ..Observed::of(current) };
+                return write(run, current, observed, Next::After(ACTION_POLL_MS)).await;
+            }
+        },
+    };
+    let Some(marked) = mark_create_attempt(run, current).await? else { return Ok(Next::Now) };
+    let tags = vec![tag.to_owned()];
+    let request = DropletCreate {
+        name: &marked.provider_name,
+        region: &marked.region,
+        size: &marked.size,
+        image: &marked.image,
+        vpc_id: vpc_id.as_deref(),
+        tags: &tags,
+    };
+    let now = Observed::of(&marked);
+    let (observed, next) = match api.droplet_create(&request).await {
+        Ok(Droplet { id, .. }) => {
+            (Observed { provider_id: Some(id), message: None, ..now }, Next::After(ACTION_POLL_MS))
+        }
+        Err(ProviderError::Refused { message, .. }) => {
+            // Refused: nothing was made by this attempt.
+            let attempts = marked.create_attempts - 1;
+            let failed = Observed { create_attempts: attempts, ..now.state(state::ERROR, Some(message)) };
+            (failed, Next::After(super::ERROR_RETRY_MS))
+        }
+        Err(err) => (Observed { message: Some(err.message().to_owned()), ..now }, Next::After(wait_for(&err))),
+    };
+    write(run, &marked, observed, next).await
+}
+
+/// The provider id of the network's ready subnet VPC in `region`.
+async fn subnet_vpc(run: &Run<'_>, network_id: &str, region: &str) -> Result<Option<String>> {
+    let subnet = network_subnet::Entity::find()
+        .filter(network_subnet::Column::NetworkId.eq(network_id))
+        .filter(network_subnet::Column::Region.eq(region))
+        .filter(network_subnet::Column::DesiredState.eq(state::PRESENT))
+        .filter(network_subnet::Column::State.eq(state::READY))
+        .one(&run.services.db)
+        .await?;
+    Ok(subnet.and_then(|s| s.provider_id))
+}
+
+async fn delete(run: &Run<'_>, api: &dyn Instances, current: &instance::Model, tag: &str) -> Result<Next> {
+    let droplet_id = match (&current.provider_id, current.create_attempts) {
+        _ if current.lost => None,
+        (Some(id), _) => Some(id.clone()),
+        (None, 0) => None,
+        (None, _) => match api.droplet_find_by_name(&current.provider_name).await {
+            Ok(found) => found.filter(|d| d.tags.iter().any(|t| t == tag)).map(|d| d.id),
+            Err(err) => return write(run, current, waiting(current, err).0, Next::After(super::RETRY_LATER_MS)).await,
+        },
+    };
+    if let Some(id) = droplet_id {
+        let gone = match api.droplet_get(&id).await {
+            Ok(None) => true,
+            Ok(Some(_)) => match api.droplet_delete(&id).await {
+                Ok(_) => false,
+                Err(err) => {
+                    return write(run, current, waiting(current, err).0, Next::After(super::RETRY_LATER_MS)).await;
+                }
+            },
+            Err(err) => return write(run, current, waiting(current, err).0, Next::After(super::RETRY_LATER_MS)).await,
+        };
+        if !gone {
+            // Asked; the Droplet answers for a while before it is gone.
+            return Ok(Next::After(ACTION_POLL_MS));
+        }
+    }
+    finish_delete(run, current).await
+}
+
+/// The Droplet is gone: the instance is deleted, its attachments are no longer wanted, its
+/// deleteWithInstance volumes go to deleting, and every volume it had is woken.
+async fn finish_delete(run: &Run<'_>, current: &instance::Model) -> Result<Next> {
+    let services = run.services;
+    let txn = services.begin().await?;
+    let attached = attachment::Entity::find()
+        .filter(attachment::Column::InstanceId.eq(current.id.clone()))
+        .filter(attachment::Column::State.ne(state::DELETED))
+        .order_by_asc(attachment::Column::VolumeId)
+        .all(&txn)
+        .await?;
+    // Volumes first, then the instance: the order the mutations take their locks in.
+    for a in &attached {
+        rows::lock(&txn, "provider_volumes", &a.volume_id).await?;
+    }
+    rows::lock(&txn, "instances", &current.id).await?;
+    if !queue::fence(&txn, run.claimed).await? {
+        return Ok(Next::Now);
+    }
+    let now = services.clock.now();
+    let mut events = Vec::new();
+    for a in &attached {
+        if a.desired_state == state::PRESENT {
+            volumes::mark_detach(&txn, a, now).await?;
+        }
+        let Some(v) = provider_volume::Entity::find_by_id(a.volume_id.clone()).one(&txn).await? else { continue };
+        if v.delete_with_instance && v.desired_state == state::PRESENT {
+            let going = volumes::bump(
+                &txn,
+                &v,
+                |u| {
+                    u.col_expr(provider_volume::Column::DesiredState, Expr::value(state::ABSENT))
+                        .col_expr(provider_volume::Column::State, Expr::value(state::DELETING))
+                },
+                now,
+            )
+            .await?;
+            let live = volumes::live_attachments(&txn, &v.id).await?;
+            events.push(volumes::event("deleting", &going, &live));
+        }
+        queue::wake(&txn, volumes::RECONCILER, &a.volume_id, services.clock.now_ms()).await?;
+    }
+    instance::Entity::update_many()
+        .col_expr(instance::Column::State, Expr::value(state::DELETED))
+        .col_expr(instance::Column::Message, Expr::value(Option::<String>::None))
+        .col_expr(instance::Column::DeletedAt, Expr::value(now))
+        .col_expr(instance::Column::Version, Expr::col(instance::Column::Version).add(1))
+        .col_expr(instance::Column::UpdatedAt, Expr::value(now))
+        .filter(instance::Column::Id.eq(current.id.clone()))
+        .exec(&txn)
+        .await?;
+    let deleted = instance::Entity::find_by_id(current.id.clone())
+        .one(&txn)
+        .await?
+        .ok_or_else(|| Error::internal("instance vanished"))?;
+    events.push(svc::event("deleted", &deleted));
+    services.commit_and_wake(txn, events).await?;
+    Ok(Next::Done)
+}
+
+/// Records a create attempt before the call (fenced, version-checked), so a lost answer leaves a
+/// trace and the Droplet is looked up by name instead of made twice.
+async fn mark_create_attempt(run: &Run<'_>, current: &instance::Model) -> Result<Option<instance::Model>> {
+    let txn = run.services.begin().await?;
+    let changed = instance::Entity::update_many()
+        .col_expr(instance::Column::CreateAttempts, Expr::col(instance::Column::CreateAttempts).add(1))
+        .col_expr(instance::Column::Version, Expr::col(instance::Column::Version).add(1))
+        .filter(instance::Column::Id.eq(current.id.clone()))
+        .filter(instance::Column::Version.eq(current.version))
+        .exec(&txn)
+        .await?
+        .rows_affected;
+    if changed == 0 || !queue::fence(&txn, run.claimed).await? {
+        return Ok(None);
+    }
+    let marked = instance::Entity::find_by_id(current.id.clone()).one(&txn).await?;
+    txn.commit().await?;
+    Ok(marked)
+}
+
+/// Writes what was observed, with its event, if the run still holds its lease and the row did
+/// not change meanwhile; a newly ready instance wakes its volumes (their attachments wait on it).
+async fn write(run: &Run<'_>, current: &instance::Model, observed: Observed, next: Next) -> Result<Next> {
+    if observed == Observed::of(current) {
+        return Ok(next);
+    }
+    let services = run.services;
+    let txn = services.begin().await?;
+    let now = services.clock.now();
+    let mut update = instance::Entity::update_many()
+        .col_expr(instance::Column::State, Expr::value(observed.state.clone()))
+        .col_expr(instance::Column::ProviderId, Expr::value(observed.provider_id.clone()))
+        .col_expr(instance::Column::CreateAttempts, Expr::value(observed.create_attempts))
+        .col_expr(instance::Column::Lost, Expr::value(observed.lost))
+        .col_expr(instance::Column::Message, Expr::value(observed.message.clone()))
+        .col_expr(instance::Column::Version, Expr::col(instance::Column::Version).add(1))
+        .col_expr(instance::Column::UpdatedAt, Expr::value(now));
+    let became_ready = observed.state == state::READY && current.state != state::READY;
+    if became_ready && current.ready_at.is_none() {
+        update = update.col_expr(instance::Column::ReadyAt, Expr::value(now));
+    }
+    let changed = update
+        .filter(instance::Column::Id.eq(current.id.clone()))
+        .filter(instance::Column::Version.eq(current.version))
+        .exec(&txn)
+        .await?
+        .rows_affected;
+    if changed == 0 || !queue::fence(&txn, run.claimed).await? {
+        return Ok(Next::Now);
+    }
+    if became_ready {
+        let attached = attachment::Entity::find()
+            .filter(attachment::Column::InstanceId.eq(current.id.clone()))
+            .filter(attachment::Column::State.ne(state::DELETED))
+            .all(&txn)
+            .await?;
+        for a in attached {
+            queue::wake(&txn, volumes::RECONCILER, &a.volume_id, services.clock.now_ms()).await?;
+        }
+    }
+    let written = instance::Entity::find_by_id(current.id.clone())
+        .one(&txn)
+        .await?
+        .ok_or_else(|| Error::internal("instance vanished"))?;
+    let event_type = match observed.state.as_str() {
+        s if s != current.state && (s == state::READY || s == state::ERROR) => s.to_owned(),
+        _ => "updated".to_owned(),
+    };
+    services.commit_and_wake(txn, vec![svc::event(&event_type, &written)]).await?;
+    Ok(next)
+}

@@ -1,0 +1,23 @@
+//! `vps.provider-resources`: one reconciler for provider volumes (with their attachments) and
+//! provider snapshots; a work item's resource id says which (`pvol_…` or `psnap_…`).
+use super::{Next, Reconciler, Run};
+use crate::error::Result;
+use crate::ids;
+use crate::service::volumes::RECONCILER;
+
+pub struct ProviderResourceReconciler;
+
+#[async_trait::async_trait]
+impl Reconciler for ProviderResourceReconciler {
+    fn kind(&self) -> &'static str {
+        RECONCILER
+    }
+
+    async fn run(&self, run: &Run<'_>) -> Result<Next> {
+        if ids::is_id(ids::SNAPSHOT, run.resource_id()) {
+            super::snapshots::run(run).await
+        } else {
+            super::volumes::run(run).await
+        }
+    }
+}

@@ -1,0 +1,332 @@
+//! Instances, as far as volumes need them: a machine at the provider (a DigitalOcean Droplet)
+//! that volumes attach to. Calls record what the tenant wants and wake `vps.instances`; the
+//! instance's view (also the `instance.*` events' data) says what it last saw. Decided on the
+//! instance: `compute:instances:read`, `…:create`, `…:delete`; putting a volume on one takes
+//! `…:update`.
+use chrono::{DateTime, Utc};
+use sea_orm::sea_query::{Expr, ExprTrait};
+use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect, Set};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::authz::{Actor, Target};
+use super::networks::{self, state};
+use super::rows::{self, MAX_PAGE};
+use super::{Services, validate};
+use crate::error::{Code, Error, Result};
+use crate::ids;
+use crate::provider;
+use crate::store::entity::{instance, network, network_subnet};
+use crate::store::idempotency::{self, Claim};
+use crate::store::outbox::NewEvent;
+use crate::store::queue;
+
+pub const RECONCILER: &str = "vps.instances";
+pub const KIND: &str = "instance";
+pub const READ: &str = "compute:instances:read";
+pub const CREATE: &str = "compute:instances:create";
+pub const DELETE: &str = "compute:instances:delete";
+/// Putting a volume or an address on an instance.
+pub const UPDATE: &str = "compute:instances:update";
+
+#[derive(Serialize)]
+pub struct InstanceCreate {
+    pub tenant_id: String,
+    pub project_id: Option<String>,
+    pub pool_id: String,
+    pub name: String,
+    pub region: String,
+    pub size: String,
+    pub image: String,
+    pub network_id: Option<String>,
+    #[serde(skip)]
+    pub idempotency_key: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InstanceView {
+    pub id: String,
+    pub tenant_id: String,
+    pub project_id: Option<String>,
+    pub pool_id: String,
+    pub network_id: Option<String>,
+    pub name: String,
+    pub region: String,
+    pub size: String,
+    pub image: String,
+    pub state: String,
+    pub desired_state: String,
+    /// The Droplet's id, once made.
+    pub provider_id: Option<String>,
+    pub message: Option<String>,
+    pub version: i64,
+    pub created_at: DateTime<Utc>,
+    pub ready_at: Option<DateTime<Utc>>,
+    pub deleted_at: Option<DateTime<Utc>>,
+}
+
+pub fn view(i: &instance::Model) -> InstanceView {
+    InstanceView {
+        id: i.id.clone(),
+        tenant_id: i.tenant_id.clone(),
+        project_id: i.project_id.clone(),
+        pool_id: i.pool_id.clone(),
+        network_id: i.network_id.clone(),
+        name: i.name.clone(),
+        region: i.region.clone(),
+        size: i.size.clone(),
+        image: i.image.clone(),
+        state: i.state.clone(),
+        desired_state: i.desired_state.clone(),
+        provider_id: i.provider_id.clone(),
+        message: i.message.clone(),
+        version: i.version,
+        created_at: i.created_at,
+        ready_at: i.ready_at,
+        deleted_at: i.deleted_at,
+    }
+}
+
+pub fn event(event_type: &str, i: &instance::Model) -> NewEvent {
+    NewEvent {
+        event_type: format!("instance.{event_type}"),
+        subject_kind: KIND,
+        subject: i.id.clone(),
+        tenant_id: Some(i.tenant_id.clone()),
+        project_id: i.project_id.clone(),
+        version: i.version,
+        data: serde_json::to_value(view(i)).unwrap_or_default(),
+    }
+}
+
+/// The Droplet name an instance is made under: derived from its id, so a lost create is found.
+pub fn provider_name(instance_id: &str) -> String {
+    format!("bc-{}", instance_id.replace('_', "-"))
+}
+
+pub struct InstanceListFilter {
+    pub pool_id: Option<String>,
+    pub project_id: Option<String>,
+    pub include_deleted: bool,
+    pub first: u64,
+    pub after: Option<String>,
+}
+
+impl Services {
+    pub async fn instance_create(&self, actor: &Actor, input: InstanceCreate) -> Result<InstanceView> {
+        check_create(&input)?;
+        let id = ids::new_id(ids::INSTANCE);
+        actor.decide(CREATE, &Target::resource(&input.tenant_id, input.project_id.as_deref(), KIND, &id))?;
+        let txn = self.begin().await?;
+        let pool = rows::offered_pool(&txn, &input.tenant_id, &input.pool_id).await?;
+        if !provider::supports_instances(&pool.account.kind) {
+            return Err(networks::unsupported("instances", &pool.account.kind));
+        }
+        rows::check_project(&txn, &input.tenant_id, input.project_id.as_deref()).await?;
+        let regions = super::pools::strings(&pool.account.regions);
+        if !regions.contains(&input.region) {
+            return Err(Error::invalid_input(
+                "region",
+                format!("the pool's account does not use region {}", input.region),
+            )
+            .with_details(json!({ "field": "region", "regions": regions })));
+        }
+        if let Some(network_id) = &input.network_id {
+            check_network(&txn, &input.tenant_id, network_id, &pool.account.id, &input.region).await?;
+        }
+        let key =
+            idempotency::Key { tenant_id: &input.tenant_id, operation: "instanceCreate", key: &input.idempotency_key };
+        if let Claim::Existing(existing) =
+            idempotency::claim(&txn, &key, &idempotency::request_hash(&input), &id).await?
+        {
+            drop(txn);
+            return self.instance_load(&self.db, &input.tenant_id, &existing).await.map(|i| view(&i));
+        }
+        let now = self.clock.now();
+        let created = instance::ActiveModel {
+            id: Set(id.clone()),
+            tenant_id: Set(input.tenant_id.clone()),
+            project_id: Set(input.project_id.clone()),
+            pool_id: Set(input.pool_id.clone()),
+            provider_account_id: Set(pool.account.id.clone()),
+            network_id: Set(input.network_id.clone()),
+            name: Set(input.name.clone()),
+            region: Set(input.region.clone()),
+            size: Set(input.size.clone()),
+            image: Set(input.image.clone()),
+            state: Set(state::PENDING.into()),
+            desired_state: Set(state::PRESENT.into()),
+            provider_id: Set(None),
+            provider_name: Set(provider_name(&id)),
+            create_attempts: Set(0),
+            lost: Set(false),
+            message: Set(None),
+            version: Set(1),
+            created_at: Set(now),
+            updated_at: Set(now),
+            ready_at: Set(None),
+            deleted_at: Set(None),
+        }
+        .insert(&txn)
+        .await
+        .map_err(|err| match crate::store::is_unique_violation(&err) {
+            true => Error::conflict(format!("an instance named {} exists in the tenant", input.name))
+                .with_details(json!({ "field": "name" })),
+            false => err.into(),
+        })?;
+        queue::wake(&txn, RECONCILER, &id, self.clock.now_ms()).await?;
+        self.commit_and_wake(txn, vec![event("created", &created)]).await?;
+        Ok(view(&created))
+    }
+
+    /// Marks the instance for deletion and returns it DELETING; deleting one being deleted
+    /// returns it. Its volumes are detached (deleteWithInstance ones deleted) once it is gone.
+    pub async fn instance_delete(&self, actor: &Actor, tenant_id: &str, instance_id: &str) -> Result<InstanceView> {
+        validate::tenant_id("tenantId", tenant_id)?;
+        validate::id("instanceId", ids::INSTANCE, instance_id)?;
+        let txn = self.begin().await?;
+        rows::lock(&txn, "instances", instance_id).await?;
+        let current = self.instance_load(&txn, tenant_id, instance_id).await?;
+        actor.decide(DELETE, &Target::resource(tenant_id, current.project_id.as_deref(), KIND, instance_id))?;
+        if current.state == state::DELETED {
+            return Err(Error::not_found(KIND, instance_id));
+        }
+        if current.desired_state == state::ABSENT {
+            return Ok(view(&current));
+        }
+        let now = self.clock.now();
+        instance::Entity::update_many()
+            .col_expr(instance::Column::DesiredState, Expr::value(state::ABSENT))
+            .col_expr(instance::Column::State, Expr::value(state::DELETING))
+            .col_expr(instance::Column::Version, Expr::col(instance::Column::Version).add(1))
+            .col_expr(instance::Column::UpdatedAt, Expr::value(now))
+            .filter(instance::Column::Id.eq(instance_id))
+            .exec(&txn)
+            .await?;
+        let updated = self.instance_load(&txn, tenant_id, instance_id).await?;
+        queue::wake(&txn, RECONCILER, instance_id, self.clock.now_ms()).await?;
+        self.commit_and_wake(txn, vec![event("deleting", &updated)]).await?;
+        Ok(view(&updated))
+    }
+
+    pub async fn instance_get(&self, actor: &Actor, tenant_id: &str, instance_id: &str) -> Result<InstanceView> {
+        validate::tenant_id("tenantId", tenant_id)?;
+        validate::id("instanceId", ids::INSTANCE, instance_id)?;
+        let found = self.instance_load(&self.db, tenant_id, instance_id).await?;
+        actor.decide(READ, &Target::resource(tenant_id, found.project_id.as_deref(), KIND, instance_id))?;
+        Ok(view(&found))
+    }
+
+    /// The tenant's instances in the order they were made, a page at a time.
+    pub async fn instance_list(
+        &self,
+        actor: &Actor,
+        tenant_id: &str,
+        filter: InstanceListFilter,
+    ) -> Result<(Vec<InstanceView>, bool)> {
+        validate::tenant_id("tenantId", tenant_id)?;
+        validate::range("first", filter.first as i64, 1, MAX_PAGE as i64)?;
+        actor.decide_list(READ, tenant_id)?;
+        let mut query = instance::Entity::find().filter(instance::Column::TenantId.eq(tenant_id));
+        if let Some(pool_id) = &filter.pool_id {
+            query = query.filter(instance::Column::PoolId.eq(pool_id.clone()));
+        }
+        if let Some(project_id) = &filter.project_id {
+            query = query.filter(instance::Column::ProjectId.eq(project_id.clone()));
+        }
+        if !filter.include_deleted {
+            query = query.filter(instance::Column::State.ne(state::DELETED));
+        }
+        if let Some(after) = &filter.after {
+            validate::id("after", ids::INSTANCE, after)?;
+            query = query.filter(instance::Column::Id.gt(after.clone()));
+        }
+        let found = query.order_by_asc(instance::Column::Id).limit(filter.first + 1).all(&self.db).await?;
+        let (found, more) = rows::page(found, filter.first);
+        let readable = found
+            .iter()
+            .filter(|i| actor.allows(READ, &Target::resource(tenant_id, i.project_id.as_deref(), KIND, &i.id)))
+            .map(view)
+            .collect();
+        Ok((readable, more))
+    }
+
+    pub async fn instance_watch(
+        &self,
+        actor: &Actor,
+        tenant_id: &str,
+        instance_id: &str,
+    ) -> Result<super::feed::Filter> {
+        let found = self.instance_get(actor, tenant_id, instance_id).await?;
+        Ok(super::feed::Filter {
+            actor: actor.clone(),
+            tenant_id: Some(found.tenant_id),
+            types: vec!["instance.*".into()],
+            subject: Some(found.id),
+        })
+    }
+
+    pub(crate) async fn instance_load(
+        &self,
+        conn: &impl ConnectionTrait,
+        tenant_id: &str,
+        instance_id: &str,
+    ) -> Result<instance::Model> {
+        instance::Entity::find_by_id(instance_id.to_owned())
+            .filter(instance::Column::TenantId.eq(tenant_id))
+            .one(conn)
+            .await?
+            .ok_or_else(|| Error::not_found(KIND, instance_id))
+    }
+}
+
+fn check_create(input: &InstanceCreate) -> Result<()> {
+    validate::tenant_id("tenantId", &input.tenant_id)?;
+    validate::id("poolId", ids::POOL, &input.pool_id)?;
+    if let Some(project_id) = &input.project_id {
+        validate::id("projectId", ids::PROJECT, project_id)?;
+    }
+    if let Some(network_id) = &input.network_id {
+        validate::id("networkId", ids::NETWORK, network_id)?;
+    }
+    validate::name("name", &input.name)?;
+    validate::region("region", &input.region)?;
+    validate::slug("size", &input.size)?;
+    validate::slug("image", &input.image)?;
+    validate::idempotency_key(&input.idempotency_key)
+}
+
+/// An instance's network: the tenant's, on the pool's account, not being deleted, with a subnet
+/// in the instance's region (the Droplet goes in that subnet's VPC).
+async fn check_network(
+    conn: &impl ConnectionTrait,
+    tenant_id: &str,
+    network_id: &str,
+    account_id: &str,
+    region: &str,
+) -> Result<()> {
+    let found = network::Entity::find_by_id(network_id.to_owned())
+        .filter(network::Column::TenantId.eq(tenant_id))
+        .filter(network::Column::State.ne(state::DELETED))
+        .one(conn)
+        .await?
+        .ok_or_else(|| Error::not_found("network", network_id))?;
+    if found.provider_account_id != account_id {
+        return Err(Error::invalid_input("networkId", "the network is on another provider account than the pool"));
+    }
+    if found.desired_state == state::ABSENT {
+        return Err(Error::new(Code::InvalidState, format!("network {network_id} is being deleted"))
+            .with_details(json!({ "reason": "deleting" })));
+    }
+    let subnet = network_subnet::Entity::find()
+        .filter(network_subnet::Column::NetworkId.eq(network_id))
+        .filter(network_subnet::Column::Region.eq(region))
+        .filter(network_subnet::Column::DesiredState.eq(state::PRESENT))
+        .one(conn)
+        .await?;
+    if subnet.is_none() {
+        return Err(Error::invalid_input("networkId", format!("the network has no subnet in {region}")));
+    }
+    Ok(())
+}

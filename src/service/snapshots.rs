@@ -1,0 +1,375 @@
+//! Provider snapshots: point-in-time copies of provider volumes, made with
+//! `providerVolumeSnapshot` and converged by `vps.provider-resources`. A snapshot outlives its
+//! volume, books no quota, and can be restored into a new volume. Decided on
+//! `provider-snapshot/{id}` (`compute:volumes:read` / `…:manage`); taking one is decided on its
+//! volume.
+use chrono::{DateTime, Utc};
+use sea_orm::sea_query::{Expr, ExprTrait};
+use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect, Set};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::authz::{Actor, Target};
+use super::networks::state;
+use super::rows::{self, MAX_PAGE};
+use super::volumes::{self, MANAGE, READ, VolumeCreate, VolumeView, invalid_state};
+use super::{Services, validate};
+use crate::error::{Code, Error, Result};
+use crate::ids;
+use crate::store::entity::provider_snapshot as snapshot;
+use crate::store::idempotency::{self, Claim};
+use crate::store::outbox::NewEvent;
+use crate::store::queue;
+
+pub const KIND: &str = "provider-snapshot";
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SnapshotView {
+    pub id: String,
+    pub tenant_id: String,
+    pub project_id: Option<String>,
+    pub pool_id: String,
+    pub volume_id: String,
+    pub volume_kind: String,
+    pub region: String,
+    pub name: String,
+    pub state: String,
+    pub desired_state: String,
+    pub message: Option<String>,
+    /// The GiB the provider bills, as it reports them.
+    pub size_gib: Option<f64>,
+    /// The smallest volume a restore makes: the volume's size when it was taken.
+    pub min_disk_size: i64,
+    pub version: i64,
+    pub created_at: DateTime<Utc>,
+    pub ready_at: Option<DateTime<Utc>>,
+    pub deleted_at: Option<DateTime<Utc>>,
+}
+
+pub fn view(s: &snapshot::Model) -> SnapshotView {
+    SnapshotView {
+        id: s.id.clone(),
+        tenant_id: s.tenant_id.clone(),
+        project_id: s.project_id.clone(),
+        pool_id: s.pool_id.clone(),
+        volume_id: s.volume_id.clone(),
+        volume_kind: s.volume_kind.clone(),
+        region: s.region.clone(),
+        name: s.name.clone(),
+        state: s.state.clone(),
+        desired_state: s.desired_state.clone(),
+        message: s.message.clone(),
+        size_gib: s.size_gib,
+        min_disk_size: s.min_disk_size,
+        version: s.version,
+        created_at: s.created_at,
+        ready_at: s.ready_at,
+        deleted_at: s.deleted_at,
+    }
+}
+
+/// The `providerVolume.snapshot.*` event of a change to `s`.
+pub fn event(event_type: &str, s: &snapshot::Model) -> NewEvent {
+    NewEvent {
+        event_type: format!("providerVolume.snapshot.{event_type}"),
+        subject_kind: KIND,
+        subject: s.id.clone(),
+        tenant_id: Some(s.tenant_id.clone()),
+        project_id: s.project_id.clone(),
+        version: s.version,
+        data: serde_json::to_value(view(s)).unwrap_or_default(),
+    }
+}
+
+pub fn provider_name(snapshot_id: &str) -> String {
+    format!("bc-{}", snapshot_id.replace('_', "-"))
+}
+
+#[derive(Serialize)]
+pub struct SnapshotTake {
+    pub tenant_id: String,
+    pub volume_id: String,
+    pub name: String,
+    #[serde(skip)]
+    pub idempotency_key: String,
+}
+
+#[derive(Serialize)]
+pub struct SnapshotRestore {
+    pub tenant_id: String,
+    pub snapshot_id: String,
+    pub name: String,
+    pub description: Option<String>,
+    pub size_gib: Option<i64>,
+    pub delete_with_instance: bool,
+    /// Refused when given: formatting could wipe the restored data.
+    pub filesystem: Option<String>,
+    #[serde(skip)]
+    pub idempotency_key: String,
+}
+
+pub struct SnapshotListFilter {
+    pub volume_id: Option<String>,
+    pub include_deleted: bool,
+    pub first: u64,
+    pub after: Option<String>,
+}
+
+impl Services {
+    /// Records a snapshot of the volume, pending; at most 25 not deleted per volume, names unique
+    /// among them.
+    pub async fn volume_snapshot(&self, actor: &Actor, input: SnapshotTake) -> Result<SnapshotView> {
+        validate::name("name", &input.name)?;
+        validate::idempotency_key(&input.idempotency_key)?;
+        let txn = self.begin().await?;
+        let (current, _) = self.volume_for_update(&txn, actor, &input.tenant_id, &input.volume_id).await?;
+        if current.desired_state == state::ABSENT {
+            return Err(invalid_state(format!("volume {} is being deleted", current.id), "deleting"));
+        }
+        let id = ids::new_id(ids::SNAPSHOT);
+        let key = idempotency::Key {
+            tenant_id: &input.tenant_id,
+            operation: "providerVolumeSnapshot",
+            key: &input.idempotency_key,
+        };
+        if let Claim::Existing(existing) =
+            idempotency::claim(&txn, &key, &idempotency::request_hash(&input), &id).await?
+        {
+            drop(txn);
+            return Ok(view(&find_snapshot(&self.db, &input.tenant_id, &existing).await?));
+        }
+        let live = volumes::live_snapshot_count(&txn, &current.id).await?;
+        if live >= volumes::MAX_SNAPSHOTS {
+            return Err(Error::new(
+                Code::QuotaExceeded,
+                format!("volume {} has {} snapshots that are not deleted: delete one first", current.id, live),
+            )
+            .with_details(json!({ "limit": volumes::MAX_SNAPSHOTS, "resource": "snapshots" })));
+        }
+        let now = self.clock.now();
+        let created = snapshot::ActiveModel {
+            id: Set(id.clone()),
+            tenant_id: Set(current.tenant_id.clone()),
+            project_id: Set(current.project_id.clone()),
+            pool_id: Set(current.pool_id.clone()),
+            provider_account_id: Set(current.provider_account_id.clone()),
+            volume_id: Set(current.id.clone()),
+            volume_kind: Set(current.kind.clone()),
+            region: Set(current.region.clone()),
+            name: Set(input.name.clone()),
+            state: Set(state::PENDING.into()),
+            desired_state: Set(state::PRESENT.into()),
+            provider_id: Set(None),
+            provider_name: Set(provider_name(&id)),
+            size_gib: Set(None),
+            min_disk_size: Set(current.size_gib),
+            create_attempts: Set(0),
+            lost: Set(false),
+            message: Set(None),
+            version: Set(1),
+            created_at: Set(now),
+            updated_at: Set(now),
+            ready_at: Set(None),
+            deleted_at: Set(None),
+        }
+        .insert(&txn)
+        .await
+        .map_err(|err| match crate::store::is_unique_violation(&err) {
+            true => Error::conflict(format!("the volume has a snapshot named {}", input.name))
+                .with_details(json!({ "field": "name" })),
+            false => err.into(),
+        })?;
+        queue::wake(&txn, volumes::RECONCILER, &id, self.clock.now_ms()).await?;
+        self.commit_and_wake(txn, vec![event("created", &created)]).await?;
+        Ok(view(&created))
+    }
+
+    pub async fn snapshot_get(&self, actor: &Actor, tenant_id: &str, snapshot_id: &str) -> Result<SnapshotView> {
+        validate::tenant_id("tenantId", tenant_id)?;
+        validate::id("snapshotId", ids::SNAPSHOT, snapshot_id)?;
+        let found = find_snapshot(&self.db, tenant_id, snapshot_id).await?;
+        actor.decide(READ, &Target::resource(tenant_id, found.project_id.as_deref(), KIND, snapshot_id))?;
+        Ok(view(&found))
+    }
+
+    /// The tenant's snapshots (optionally of one volume) in the order they were made.
+    pub async fn snapshot_list(
+        &self,
+        actor: &Actor,
+        tenant_id: &str,
+        filter: SnapshotListFilter,
+    ) -> Result<(Vec<SnapshotView>, bool)> {
+        validate::tenant_id("tenantId", tenant_id)?;
+        validate::range("first", filter.first as i64, 1, MAX_PAGE as i64)?;
+        actor.decide_list(READ, tenant_id)?;
+        let mut query = snapshot::Entity::find().filter(snapshot::Column::TenantId.eq(tenant_id));
+        if let Some(volume_id) = &filter.volume_id {
+            validate::id("volumeId", ids::VOLUME, volume_id)?;
+            query = query.filter(snapshot::Column::VolumeId.eq(volume_id.clone()));
+        }
+        if !filter.include_deleted {
+            query = query.filter(snapshot::Column::State.ne(state::DELETED));
+        }
+        if let Some(after) = &filter.after {
+            validate::id("after", ids::SNAPSHOT, after)?;
+            query = query.filter(snapshot::Column::Id.gt(after.clone()));
+        }
+        let found = query.order_by_asc(snapshot::Column::Id).limit(filter.first + 1).all(&self.db).await?;
+        let (found, more) = rows::page(found, filter.first);
+        Ok((found.iter().filter(|s| readable(actor, s)).map(view).collect(), more))
+    }
+
+    /// The snapshots (not deleted) of each volume that `actor` may read, in one statement.
+    pub async fn snapshots_of(
+        &self,
+        actor: &Actor,
+        volume_ids: &[String],
+    ) -> Result<std::collections::HashMap<String, Vec<SnapshotView>>> {
+        let found = snapshot::Entity::find()
+            .filter(snapshot::Column::VolumeId.is_in(volume_ids.to_vec()))
+            .filter(snapshot::Column::State.ne(state::DELETED))
+            .order_by_asc(snapshot::Column::Id)
+            .all(&self.db)
+            .await?;
+        let mut by_volume: std::collections::HashMap<String, Vec<SnapshotView>> = Default::default();
+        for s in found.iter().filter(|s| readable(actor, s)) {
+            by_volume.entry(s.volume_id.clone()).or_default().push(view(s));
+        }
+        Ok(by_volume)
+    }
+
+    /// Marks the snapshot for deletion and returns it deleting; one being deleted is returned.
+    pub async fn snapshot_delete(&self, actor: &Actor, tenant_id: &str, snapshot_id: &str) -> Result<SnapshotView> {
+        validate::tenant_id("tenantId", tenant_id)?;
+        validate::id("snapshotId", ids::SNAPSHOT, snapshot_id)?;
+        let txn = self.begin().await?;
+        rows::lock(&txn, "provider_snapshots", snapshot_id).await?;
+        let current = find_snapshot(&txn, tenant_id, snapshot_id).await?;
+        actor.decide(MANAGE, &Target::resource(tenant_id, current.project_id.as_deref(), KIND, snapshot_id))?;
+        if current.state == state::DELETED {
+            return Err(Error::not_found(KIND, snapshot_id));
+        }
+        if current.desired_state == state::ABSENT {
+            return Ok(view(&current));
+        }
+        snapshot::Entity::update_many()
+            .col_expr(snapshot::Column::DesiredState, Expr::value(state::ABSENT))
+            .col_expr(snapshot::Column::State, Expr::value(state::DELETING))
+            .col_expr(snapshot::Column::Version, Expr::col(snapshot::Column::Version).add(1))
+            .col_expr(snapshot::Column::UpdatedAt, Expr::value(self.clock.now()))
+            .filter(snapshot::Column::Id.eq(snapshot_id))
+            .exec(&txn)
+            .await?;
+        let updated = find_snapshot(&txn, tenant_id, snapshot_id).await?;
+        queue::wake(&txn, volumes::RECONCILER, snapshot_id, self.clock.now_ms()).await?;
+        self.commit_and_wake(txn, vec![event("deleting", &updated)]).await?;
+        Ok(view(&updated))
+    }
+
+    /// Records a new volume made from the snapshot, in the snapshot's volume's pool, region and
+    /// filesystem; the reconciler makes it once the snapshot is ready.
+    pub async fn snapshot_restore(&self, actor: &Actor, input: SnapshotRestore) -> Result<VolumeView> {
+        validate::tenant_id("tenantId", &input.tenant_id)?;
+        validate::id("snapshotId", ids::SNAPSHOT, &input.snapshot_id)?;
+        validate::name("name", &input.name)?;
+        validate::idempotency_key(&input.idempotency_key)?;
+        if let Some(description) = &input.description {
+            validate::max_len("description", description, 256)?;
+        }
+        if input.filesystem.is_some() {
+            return Err(Error::invalid_input(
+                "filesystem",
+                "a restore keeps the filesystem of the snapshot's volume: formatting could wipe the restored data",
+            ));
+        }
+        let txn = self.begin().await?;
+        rows::lock(&txn, "provider_snapshots", &input.snapshot_id).await?;
+        let source = find_snapshot(&txn, &input.tenant_id, &input.snapshot_id).await?;
+        actor.decide(MANAGE, &Target::resource(&input.tenant_id, source.project_id.as_deref(), KIND, &source.id))?;
+        if source.volume_kind == volumes::SHARED {
+            return Err(Error::new(Code::Unsupported, "a shared volume's snapshot cannot be restored yet")
+                .with_details(json!({ "reason": "sharedRestore" })));
+        }
+        if source.desired_state == state::ABSENT {
+            return Err(invalid_state(format!("snapshot {} is deleted or being deleted", source.id), "deleting"));
+        }
+        let size_gib = input.size_gib.unwrap_or(source.min_disk_size);
+        validate::range("sizeGiB", size_gib, 1, volumes::MAX_SIZE_GIB)?;
+        if size_gib < source.min_disk_size {
+            return Err(Error::invalid_input(
+                "sizeGiB",
+                format!("a volume from this snapshot is {} GiB at least", source.min_disk_size),
+            )
+            .with_details(json!({ "field": "sizeGiB", "min": source.min_disk_size })));
+        }
+        let filesystem = volumes::find_volume(&txn, &input.tenant_id, &source.volume_id).await?.filesystem;
+        let id = ids::new_id(ids::VOLUME);
+        actor.decide(MANAGE, &Target::resource(&input.tenant_id, source.project_id.as_deref(), volumes::KIND, &id))?;
+        let key = idempotency::Key {
+            tenant_id: &input.tenant_id,
+            operation: "providerSnapshotRestore",
+            key: &input.idempotency_key,
+        };
+        if let Claim::Existing(existing) =
+            idempotency::claim(&txn, &key, &idempotency::request_hash(&input), &id).await?
+        {
+            drop(txn);
+            return self.volume_load(&self.db, &input.tenant_id, &existing).await;
+        }
+        let create = VolumeCreate {
+            tenant_id: input.tenant_id.clone(),
+            project_id: source.project_id.clone(),
+            pool_id: source.pool_id.clone(),
+            name: input.name.clone(),
+            description: input.description.clone(),
+            region: source.region.clone(),
+            size_gib,
+            kind: volumes::BLOCK.into(),
+            network_id: None,
+            filesystem,
+            delete_with_instance: input.delete_with_instance,
+            instance_id: None,
+            idempotency_key: input.idempotency_key.clone(),
+        };
+        let now = self.clock.now();
+        let created =
+            volumes::insert_volume(&txn, &id, &create, &source.provider_account_id, Some(source.id.clone()), now)
+                .await?;
+        volumes::book(&txn, &created, size_gib).await?;
+        queue::wake(&txn, volumes::RECONCILER, &id, self.clock.now_ms()).await?;
+        self.commit_and_wake(txn, vec![volumes::event("created", &created, &[])]).await?;
+        Ok(volumes::view(&created, &[]))
+    }
+
+    pub async fn snapshot_watch(
+        &self,
+        actor: &Actor,
+        tenant_id: &str,
+        snapshot_id: &str,
+    ) -> Result<super::feed::Filter> {
+        let found = self.snapshot_get(actor, tenant_id, snapshot_id).await?;
+        Ok(super::feed::Filter {
+            actor: actor.clone(),
+            tenant_id: Some(found.tenant_id),
+            types: vec!["providerVolume.snapshot.*".into()],
+            subject: Some(found.id),
+        })
+    }
+}
+
+fn readable(actor: &Actor, s: &snapshot::Model) -> bool {
+    actor.allows(READ, &Target::resource(&s.tenant_id, s.project_id.as_deref(), KIND, &s.id))
+}
+
+pub(crate) async fn find_snapshot(
+    conn: &impl ConnectionTrait,
+    tenant_id: &str,
+    snapshot_id: &str,
+) -> Result<snapshot::Model> {
+    snapshot::Entity::find_by_id(snapshot_id.to_owned())
+        .filter(snapshot::Column::TenantId.eq(tenant_id))
+        .one(conn)
+        .await?
+        .ok_or_else(|| Error::not_found(KIND, snapshot_id))
+}

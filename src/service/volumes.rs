@@ -1,0 +1,811 @@
+//! Provider volumes: block volumes (one instance at a time) and shared volumes (NFS shares that
+//! the instances of one tenant network mount at once). Calls record what the tenant wants, book
+//! diskGiB, and wake `vps.provider-resources`; the volume's view (also the `providerVolume.*`
+//! events' data) says what the reconciler last saw. Decided on the volume:
+//! `compute:volumes:read` to read, `compute:volumes:manage` for everything else; putting one on an
+//! instance is also decided as `compute:instances:update` on that instance.
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use sea_orm::sea_query::{Expr, ExprTrait};
+use sea_orm::{
+    ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect,
+    Set,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::authz::{Actor, Target};
+use super::networks::{self, state};
+use super::rows::{self, MAX_PAGE};
+use super::{Services, instances, validate};
+use crate::error::{Code, Error, Result};
+use crate::ids;
+use crate::provider;
+use crate::store::entity::{
+    instance, network, network_subnet, provider_snapshot, provider_volume as volume, volume_attachment as attachment,
+};
+use crate::store::idempotency::{self, Claim};
+use crate::store::outbox::NewEvent;
+use crate::store::{queue, quota};
+
+pub const RECONCILER: &str = "vps.provider-resources";
+pub const KIND: &str = "provider-volume";
+pub const READ: &str = "compute:volumes:read";
+pub const MANAGE: &str = "compute:volumes:manage";
+pub const BLOCK: &str = "block";
+pub const SHARED: &str = "shared";
+pub const QUOTA: &str = "diskGiB";
+pub const MAX_SIZE_GIB: i64 = 16_384;
+/// Snapshots a volume keeps that are not deleted.
+pub const MAX_SNAPSHOTS: u64 = 25;
+/// The state of a snapshot's volume the reconciler also reads: `updating` while a resize runs.
+pub const UPDATING: &str = "updating";
+
+#[derive(Serialize)]
+pub struct VolumeCreate {
+    pub tenant_id: String,
+    pub project_id: Option<String>,
+    pub pool_id: String,
+    pub name: String,
+    pub description: Option<String>,
+    pub region: String,
+    pub size_gib: i64,
+    pub kind: String,
+    pub network_id: Option<String>,
+    pub filesystem: Option<String>,
+    pub delete_with_instance: bool,
+    pub instance_id: Option<String>,
+    #[serde(skip)]
+    pub idempotency_key: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AttachmentView {
+    pub id: String,
+    pub instance_id: String,
+    pub state: String,
+    pub desired_state: String,
+    pub message: Option<String>,
+    pub ready_at: Option<DateTime<Utc>>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VolumeView {
+    pub id: String,
+    pub tenant_id: String,
+    pub project_id: Option<String>,
+    pub pool_id: String,
+    pub name: String,
+    pub description: Option<String>,
+    pub region: String,
+    pub kind: String,
+    pub network_id: Option<String>,
+    pub filesystem: Option<String>,
+    pub delete_with_instance: bool,
+    pub source_snapshot_id: Option<String>,
+    pub size_gib: i64,
+    pub observed_size_gib: Option<i64>,
+    pub state: String,
+    pub desired_state: String,
+    pub message: Option<String>,
+    /// The path the guest sees a block volume at; a shared volume's NFS source.
+    pub device: Option<String>,
+    /// A shared volume's NFS source `<host>:<path>`, once the provider reports it.
+    pub mount_source: Option<String>,
+    pub version: i64,
+    pub created_at: DateTime<Utc>,
+    pub ready_at: Option<DateTime<Utc>>,
+    pub deleted_at: Option<DateTime<Utc>>,
+    /// The attachments that are not finished (detached ones are left out).
+    pub attachments: Vec<AttachmentView>,
+}
+
+pub fn attachment_view(a: &attachment::Model) -> AttachmentView {
+    AttachmentView {
+        id: a.id.clone(),
+        instance_id: a.instance_id.clone(),
+        state: a.state.clone(),
+        desired_state: a.desired_state.clone(),
+        message: a.message.clone(),
+        ready_at: a.ready_at,
+    }
+}
+
+pub fn view(v: &volume::Model, attachments: &[attachment::Model]) -> VolumeView {
+    VolumeView {
+        id: v.id.clone(),
+        tenant_id: v.tenant_id.clone(),
+        project_id: v.project_id.clone(),
+        pool_id: v.pool_id.clone(),
+        name: v.name.clone(),
+        description: v.description.clone(),
+        region: v.region.clone(),
+        kind: v.kind.clone(),
+        network_id: v.network_id.clone(),
+        filesystem: v.filesystem.clone(),
+        delete_with_instance: v.delete_with_instance,
+        source_snapshot_id: v.source_snapshot_id.clone(),
+        size_gib: v.size_gib,
+        observed_size_gib: v.observed_size_gib,
+        state: v.state.clone(),
+        desired_state: v.desired_state.clone(),
+        message: v.message.clone(),
+        device: v.device.clone(),
+        mount_source: v.mount_source.clone(),
+        version: v.version,
+        created_at: v.created_at,
+        ready_at: v.ready_at,
+        deleted_at: v.deleted_at,
+        attachments: attachments
+            .iter()
+            .filter(|a| a.volume_id == v.id && a.state != state::DELETED)
+            .map(attachment_view)
+            .collect(),
+    }
+}
+
+/// The `providerVolume.*` event of a change to `v`.
+pub fn event(event_type: &str, v: &volume::Model, attachments: &[attachment::Model]) -> NewEvent {
+    NewEvent {
+        event_type: format!("providerVolume.{event_type}"),
+        subject_kind: KIND,
+        subject: v.id.clone(),
+        tenant_id: Some(v.tenant_id.clone()),
+        project_id: v.project_id.clone(),
+        version: v.version,
+        data: serde_json::to_value(view(v, attachments)).unwrap_or_default(),
+    }
+}
+
+/// The name a volume is made under at the provider: derived from its id, so a create whose
+/// answer was lost is found by name.
+pub fn provider_name(volume_id: &str) -> String {
+    format!("bc-{}", volume_id.replace('_', "-"))
+}
+
+/// The tag that records which Droplets have a share: `bc-nfs-` and 16 hex digits of the id's
+/// SHA-256.
+pub fn share_tag(volume_id: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(volume_id.as_bytes());
+    format!("bc-nfs-{}", &crate::store::idempotency::hex(&digest)[..16])
+}
+
+pub struct VolumeListFilter {
+    pub pool_id: Option<String>,
+    pub project_id: Option<String>,
+    pub include_deleted: bool,
+    pub first: u64,
+    pub after: Option<String>,
+}
+
+impl Services {
+    pub async fn volume_create(&self, actor: &Actor, input: VolumeCreate) -> Result<VolumeView> {
+        check_create(&input)?;
+        let id = ids::new_id(ids::VOLUME);
+        actor.decide(MANAGE, &Target::resource(&input.tenant_id, input.project_id.as_deref(), KIND, &id))?;
+        let txn = self.begin().await?;
+        let pool = rows::offered_pool(&txn, &input.tenant_id, &input.pool_id).await?;
+        let account_kind = pool.account.kind.clone();
+        if !provider::supports_volumes(&account_kind) {
+            return Err(networks::unsupported("volumes", &account_kind));
+        }
+        rows::check_project(&txn, &input.tenant_id, input.project_id.as_deref()).await?;
+        check_region(&input.region, &super::pools::strings(&pool.account.regions))?;
+        if input.kind == SHARED {
+            check_shared(&txn, &input, &pool.account.id, &account_kind).await?;
+        }
+        let target = match &input.instance_id {
+            Some(instance_id) => {
+                let found = attachable_instance(&txn, actor, &input.tenant_id, instance_id).await?;
+                check_instance_fits(&found, &pool.account.id, &input.region, &input.kind, input.network_id.as_deref())?;
+                Some(found)
+            }
+            None => None,
+        };
+        let key = idempotency::Key {
+            tenant_id: &input.tenant_id,
+            operation: "providerVolumeCreate",
+            key: &input.idempotency_key,
+        };
+        if let Claim::Existing(existing) =
+            idempotency::claim(&txn, &key, &idempotency::request_hash(&input), &id).await?
+        {
+            drop(txn);
+            return self.volume_load(&self.db, &input.tenant_id, &existing).await;
+        }
+        let now = self.clock.now();
+        let created = insert_volume(&txn, &id, &input, &pool.account.id, None, now).await?;
+        book(&txn, &created, created.size_gib).await?;
+        let mut attached = Vec::new();
+        if let Some(found) = target {
+            attached.push(insert_attachment(&txn, &id, &found.id, now).await?);
+        }
+        queue::wake(&txn, RECONCILER, &id, self.clock.now_ms()).await?;
+        self.commit_and_wake(txn, vec![event("created", &created, &attached)]).await?;
+        Ok(view(&created, &attached))
+    }
+
+    /// Puts the volume on an instance: the attachment is recorded pending and the reconciler
+    /// attaches it at the provider.
+    pub async fn volume_attach(
+        &self,
+        actor: &Actor,
+        tenant_id: &str,
+        volume_id: &str,
+        instance_id: &str,
+    ) -> Result<VolumeView> {
+        validate::id("instanceId", ids::INSTANCE, instance_id)?;
+        let txn = self.begin().await?;
+        let (current, attached) = self.volume_for_change(&txn, actor, tenant_id, volume_id).await?;
+        let found = attachable_instance(&txn, actor, tenant_id, instance_id).await?;
+        check_instance_fits(
+            &found,
+            &current.provider_account_id,
+            &current.region,
+            &current.kind,
+            current.network_id.as_deref(),
+        )?;
+        if let Some(same) = attached.iter().find(|a| a.instance_id == instance_id) {
+            if same.desired_state == state::ABSENT {
+                return Err(invalid_state(format!("the volume is being detached from {instance_id}"), "detaching"));
+            }
+            return Ok(view(&current, &attached));
+        }
+        if current.kind == BLOCK
+            && let Some(other) = attached.first()
+        {
+            if other.desired_state == state::ABSENT {
+                return Err(invalid_state(
+                    format!("the volume is being detached from {}", other.instance_id),
+                    "detaching",
+                ));
+            }
+            return Err(Error::conflict(format!(
+                "the volume is attached to {}: detach it first (a block volume is on one instance at a time)",
+                other.instance_id
+            ))
+            .with_details(json!({ "instanceId": other.instance_id })));
+        }
+        let now = self.clock.now();
+        let mut attached = attached;
+        attached.push(insert_attachment(&txn, volume_id, instance_id, now).await?);
+        let updated = bump(&txn, &current, |u| u, now).await?;
+        queue::wake(&txn, RECONCILER, volume_id, self.clock.now_ms()).await?;
+        self.commit_and_wake(txn, vec![event("updated", &updated, &attached)]).await?;
+        Ok(view(&updated, &attached))
+    }
+
+    /// Takes the volume off an instance (required for a shared volume; a block volume's own one
+    /// otherwise). A volume not on that instance is returned as it is.
+    pub async fn volume_detach(
+        &self,
+        actor: &Actor,
+        tenant_id: &str,
+        volume_id: &str,
+        instance_id: Option<&str>,
+    ) -> Result<VolumeView> {
+        if let Some(instance_id) = instance_id {
+            validate::id("instanceId", ids::INSTANCE, instance_id)?;
+        }
+        let txn = self.begin().await?;
+        let (current, mut attached) = self.volume_for_change(&txn, actor, tenant_id, volume_id).await?;
+        if current.kind == SHARED && instance_id.is_none() {
+            return Err(Error::invalid_input("instanceId", "a shared volume's detach names the instance"));
+        }
+        let Some(position) = attached
+            .iter()
+            .position(|a| instance_id.is_none_or(|id| a.instance_id == id) && a.desired_state == state::PRESENT)
+        else {
+            drop(txn);
+            return self.volume_load(&self.db, tenant_id, volume_id).await;
+        };
+        if current.delete_with_instance {
+            let on = self.instance_load(&txn, tenant_id, &attached[position].instance_id).await?;
+            if on.desired_state == state::ABSENT {
+                return Err(invalid_state(
+                    format!("instance {} is being deleted: a deleteWithInstance volume goes with the machine", on.id),
+                    "instanceDeleting",
+                ));
+            }
+        }
+        let now = self.clock.now();
+        attached[position] = mark_detach(&txn, &attached[position], now).await?;
+        let updated = bump(&txn, &current, |u| u, now).await?;
+        queue::wake(&txn, RECONCILER, volume_id, self.clock.now_ms()).await?;
+        self.commit_and_wake(txn, vec![event("updated", &updated, &attached)]).await?;
+        Ok(view(&updated, &attached))
+    }
+
+    /// Grows the volume, booking the difference on diskGiB. The filesystem is the guest's to grow.
+    pub async fn volume_resize(
+        &self,
+        actor: &Actor,
+        tenant_id: &str,
+        volume_id: &str,
+        size_gib: i64,
+    ) -> Result<VolumeView> {
+        validate::range("sizeGiB", size_gib, 1, MAX_SIZE_GIB)?;
+        let txn = self.begin().await?;
+        let (current, attached) = self.volume_for_change(&txn, actor, tenant_id, volume_id).await?;
+        if size_gib < current.size_gib {
+            return Err(Error::invalid_input("sizeGiB", format!("volumes only grow: it is {} GiB", current.size_gib))
+                .with_details(json!({ "field": "sizeGiB", "sizeGiB": current.size_gib })));
+        }
+        if size_gib == current.size_gib {
+            return Ok(view(&current, &attached));
+        }
+        book(&txn, &current, size_gib).await?;
+        let now = self.clock.now();
+        let updated = bump(&txn, &current, |u| u.col_expr(volume::Column::SizeGib, Expr::value(size_gib)), now).await?;
+        queue::wake(&txn, RECONCILER, volume_id, self.clock.now_ms()).await?;
+        self.commit_and_wake(txn, vec![event("updated", &updated, &attached)]).await?;
+        Ok(view(&updated, &attached))
+    }
+
+    /// Marks the volume for deletion and returns it deleting; INVALID_STATE while any instance
+    /// still has it.
+    pub async fn volume_delete(&self, actor: &Actor, tenant_id: &str, volume_id: &str) -> Result<VolumeView> {
+        let txn = self.begin().await?;
+        let (current, attached) = self.volume_for_update(&txn, actor, tenant_id, volume_id).await?;
+        if current.desired_state == state::ABSENT {
+            return Ok(view(&current, &attached));
+        }
+        if !attached.is_empty() {
+            let instance_ids: Vec<&str> = attached.iter().map(|a| a.instance_id.as_str()).collect();
+            return Err(Error::new(Code::InvalidState, "the volume is attached: detach it from every instance first")
+                .with_details(json!({ "reason": "attached", "instanceIds": instance_ids })));
+        }
+        let now = self.clock.now();
+        let updated = bump(
+            &txn,
+            &current,
+            |u| {
+                u.col_expr(volume::Column::DesiredState, Expr::value(state::ABSENT))
+                    .col_expr(volume::Column::State, Expr::value(state::DELETING))
+            },
+            now,
+        )
+        .await?;
+        queue::wake(&txn, RECONCILER, volume_id, self.clock.now_ms()).await?;
+        self.commit_and_wake(txn, vec![event("deleting", &updated, &attached)]).await?;
+        Ok(view(&updated, &attached))
+    }
+
+    pub async fn volume_get(&self, actor: &Actor, tenant_id: &str, volume_id: &str) -> Result<VolumeView> {
+        validate::tenant_id("tenantId", tenant_id)?;
+        validate::id("volumeId", ids::VOLUME, volume_id)?;
+        let found = self.volume_load(&self.db, tenant_id, volume_id).await?;
+        actor.decide(READ, &Target::resource(tenant_id, found.project_id.as_deref(), KIND, volume_id))?;
+        Ok(found)
+    }
+
+    /// The tenant's volumes in the order they were made, a page at a time, without their
+    /// attachments (the GraphQL layer loads those for the whole page at once).
+    pub async fn volume_list(
+        &self,
+        actor: &Actor,
+        tenant_id: &str,
+        filter: VolumeListFilter,
+    ) -> Result<(Vec<VolumeView>, bool)> {
+        validate::tenant_id("tenantId", tenant_id)?;
+        validate::range("first", filter.first as i64, 1, MAX_PAGE as i64)?;
+        actor.decide_list(READ, tenant_id)?;
+        let mut query = volume::Entity::find().filter(volume::Column::TenantId.eq(tenant_id));
+        if let Some(pool_id) = &filter.pool_id {
+            query = query.filter(volume::Column::PoolId.eq(pool_id.clone()));
+        }
+        if let Some(project_id) = &filter.project_id {
+            query = query.filter(volume::Column::ProjectId.eq(project_id.clone()));
+        }
+        if !filter.include_deleted {
+            query = query.filter(volume::Column::State.ne(state::DELETED));
+        }
+        if let Some(after) = &filter.after {
+            validate::id("after", ids::VOLUME, after)?;
+            query = query.filter(volume::Column::Id.gt(after.clone()));
+        }
+        let found = query.order_by_asc(volume::Column::Id).limit(filter.first + 1).all(&self.db).await?;
+        let (found, more) = rows::page(found, filter.first);
+        let readable = found
+            .iter()
+            .filter(|v| actor.allows(READ, &Target::resource(tenant_id, v.project_id.as_deref(), KIND, &v.id)))
+            .map(|v| view(v, &[]))
+            .collect();
+        Ok((readable, more))
+    }
+
+    /// The attachments (not finished) of each volume, in one statement.
+    pub async fn attachments_of(&self, volume_ids: &[String]) -> Result<HashMap<String, Vec<AttachmentView>>> {
+        let found = attachment::Entity::find()
+            .filter(attachment::Column::VolumeId.is_in(volume_ids.to_vec()))
+            .filter(attachment::Column::State.ne(state::DELETED))
+            .order_by_asc(attachment::Column::Id)
+            .all(&self.db)
+            .await?;
+        let mut by_volume: HashMap<String, Vec<AttachmentView>> = HashMap::new();
+        for a in &found {
+            by_volume.entry(a.volume_id.clone()).or_default().push(attachment_view(a));
+        }
+        Ok(by_volume)
+    }
+
+    /// Instances by id, in one statement, only those `actor` may read.
+    pub async fn instances_by_id(
+        &self,
+        actor: &Actor,
+        instance_ids: &[String],
+    ) -> Result<HashMap<String, instances::InstanceView>> {
+        let found =
+            instance::Entity::find().filter(instance::Column::Id.is_in(instance_ids.to_vec())).all(&self.db).await?;
+        Ok(found
+            .iter()
+            .filter(|i| {
+                actor.allows(
+                    instances::READ,
+                    &Target::resource(&i.tenant_id, i.project_id.as_deref(), instances::KIND, &i.id),
+                )
+            })
+            .map(|i| (i.id.clone(), instances::view(i)))
+            .collect())
+    }
+
+    pub async fn volume_watch(&self, actor: &Actor, tenant_id: &str, volume_id: &str) -> Result<super::feed::Filter> {
+        let found = self.volume_get(actor, tenant_id, volume_id).await?;
+        Ok(super::feed::Filter {
+            actor: actor.clone(),
+            tenant_id: Some(found.tenant_id),
+            types: vec!["providerVolume.*".into()],
+            subject: Some(found.id),
+        })
+    }
+
+    pub(crate) async fn volume_load(
+        &self,
+        conn: &impl ConnectionTrait,
+        tenant_id: &str,
+        volume_id: &str,
+    ) -> Result<VolumeView> {
+        let found = find_volume(conn, tenant_id, volume_id).await?;
+        let attached = live_attachments(conn, volume_id).await?;
+        Ok(view(&found, &attached))
+    }
+
+    /// The volume (row-locked) and its live attachments for a change, after deciding
+    /// `compute:volumes:manage`; NOT_FOUND once deleted.
+    pub(crate) async fn volume_for_update(
+        &self,
+        conn: &impl ConnectionTrait,
+        actor: &Actor,
+        tenant_id: &str,
+        volume_id: &str,
+    ) -> Result<(volume::Model, Vec<attachment::Model>)> {
+        validate::tenant_id("tenantId", tenant_id)?;
+        validate::id("volumeId", ids::VOLUME, volume_id)?;
+        rows::lock(conn, "provider_volumes", volume_id).await?;
+        let found = find_volume(conn, tenant_id, volume_id).await?;
+        actor.decide(MANAGE, &Target::resource(tenant_id, found.project_id.as_deref(), KIND, volume_id))?;
+        if found.state == state::DELETED {
+            return Err(Error::not_found(KIND, volume_id));
+        }
+        let attached = live_attachments(conn, volume_id).await?;
+        Ok((found, attached))
+    }
+
+    /// `volume_for_update`, and INVALID_STATE when the volume is being deleted.
+    async fn volume_for_change(
+        &self,
+        conn: &impl ConnectionTrait,
+        actor: &Actor,
+        tenant_id: &str,
+        volume_id: &str,
+    ) -> Result<(volume::Model, Vec<attachment::Model>)> {
+        let (found, attached) = self.volume_for_update(conn, actor, tenant_id, volume_id).await?;
+        if found.desired_state == state::ABSENT {
+            return Err(invalid_state(format!("volume {volume_id} is being deleted"), "deleting"));
+        }
+        Ok((found, attached))
+    }
+}
+
+pub(crate) async fn find_volume(
+    conn: &impl ConnectionTrait,
+    tenant_id: &str,
+    volume_id: &str,
+) -> Result<volume::Model> {
+    volume::Entity::find_by_id(volume_id.to_owned())
+        .filter(volume::Column::TenantId.eq(tenant_id))
+        .one(conn)
+        .await?
+        .ok_or_else(|| Error::not_found(KIND, volume_id))
+}
+
+/// A volume's attachments that are not finished, oldest first.
+pub(crate) async fn live_attachments(conn: &impl ConnectionTrait, volume_id: &str) -> Result<Vec<attachment::Model>> {
+    Ok(attachment::Entity::find()
+        .filter(attachment::Column::VolumeId.eq(volume_id))
+        .filter(attachment::Column::State.ne(state::DELETED))
+        .order_by_asc(attachment::Column::Id)
+        .all(conn)
+        .await?)
+}
+
+/// Snapshots of the volume that are not deleted.
+pub(crate) async fn live_snapshot_count(conn: &impl ConnectionTrait, volume_id: &str) -> Result<u64> {
+    Ok(provider_snapshot::Entity::find()
+        .filter(provider_snapshot::Column::VolumeId.eq(volume_id))
+        .filter(provider_snapshot::Column::State.ne(state::DELETED))
+        .count(conn)
+        .await?)
+}
+
+pub(crate) fn invalid_state(message: String, reason: &str) -> Error {
+    Error::new(Code::InvalidState, message).with_details(json!({ "reason": reason }))
+}
+
+/// Holds `size_gib` of the tenant's diskGiB in the volume's pool.
+pub(crate) async fn book(conn: &impl ConnectionTrait, v: &volume::Model, size_gib: i64) -> Result<()> {
+    let holding = quota::Holding { tenant_id: &v.tenant_id, pool_id: &v.pool_id, quota: QUOTA, resource_id: &v.id };
+    quota::hold(conn, &holding, size_gib).await
+}
+
+fn check_create(input: &VolumeCreate) -> Result<()> {
+    validate::tenant_id("tenantId", &input.tenant_id)?;
+    validate::id("poolId", ids::POOL, &input.pool_id)?;
+    if let Some(project_id) = &input.project_id {
+        validate::id("projectId", ids::PROJECT, project_id)?;
+    }
+    validate::name("name", &input.name)?;
+    if let Some(description) = &input.description {
+        validate::max_len("description", description, 256)?;
+    }
+    validate::region("region", &input.region)?;
+    validate::range("sizeGiB", input.size_gib, 1, MAX_SIZE_GIB)?;
+    if let Some(network_id) = &input.network_id {
+        validate::id("networkId", ids::NETWORK, network_id)?;
+    }
+    if let Some(instance_id) = &input.instance_id {
+        validate::id("instanceId", ids::INSTANCE, instance_id)?;
+    }
+    validate::idempotency_key(&input.idempotency_key)?;
+    match input.kind.as_str() {
+        BLOCK if input.network_id.is_some() => {
+            Err(Error::invalid_input("networkId", "a block volume takes no network: only a shared volume does"))
+        }
+        SHARED if input.filesystem.as_deref().is_some_and(|f| f != "none") => {
+            Err(Error::invalid_input("filesystem", "a shared volume is a filesystem already: leave filesystem out"))
+        }
+        SHARED if input.delete_with_instance => Err(Error::invalid_input(
+            "deleteWithInstance",
+            "a shared volume is never deleted with an instance: deleting one detaches it",
+        )),
+        SHARED if input.network_id.is_none() => {
+            Err(Error::invalid_input("networkId", "a shared volume needs the network it is reachable from"))
+        }
+        _ => Ok(()),
+    }
+}
+
+fn check_region(region: &str, regions: &[String]) -> Result<()> {
+    if regions.iter().any(|r| r == region) {
+        return Ok(());
+    }
+    Err(Error::invalid_input("region", format!("the pool's account does not use region {region}"))
+        .with_details(json!({ "field": "region", "regions": regions })))
+}
+
+/// A shared volume's rules that need the database: the provider makes shares, the size is one it
+/// would take, and the network is the tenant's, on the account, provisioned, not being deleted,
+/// with a ready subnet in the region.
+async fn check_shared(
+    conn: &impl ConnectionTrait,
+    input: &VolumeCreate,
+    account_id: &str,
+    account_kind: &str,
+) -> Result<()> {
+    if !provider::supports_shared_volumes(account_kind) {
+        return Err(networks::unsupported("sharedVolumes", account_kind));
+    }
+    let min = provider::min_share_gib(account_kind);
+    if input.size_gib < min {
+        return Err(Error::invalid_input("sizeGiB", format!("a {account_kind} share is {min} GiB at least"))
+            .with_details(json!({ "field": "sizeGiB", "reason": "size", "min": min })));
+    }
+    let network_id = input.network_id.as_deref().unwrap_or_default();
+    let found = network::Entity::find_by_id(network_id.to_owned())
+        .filter(network::Column::TenantId.eq(input.tenant_id.clone()))
+        .filter(network::Column::State.ne(state::DELETED))
+        .one(conn)
+        .await?
+        .ok_or_else(|| Error::not_found("network", network_id))?;
+    if found.provider_account_id != account_id {
+        return Err(Error::invalid_input("networkId", "the network is on another provider account than the pool"));
+    }
+    if found.desired_state == state::ABSENT {
+        return Err(invalid_state(format!("network {network_id} is being deleted"), "networkDeleting"));
+    }
+    let subnet = network_subnet::Entity::find()
+        .filter(network_subnet::Column::NetworkId.eq(network_id))
+        .filter(network_subnet::Column::Region.eq(input.region.clone()))
+        .filter(network_subnet::Column::DesiredState.eq(state::PRESENT))
+        .one(conn)
+        .await?
+        .ok_or_else(|| {
+            Error::invalid_input("networkId", format!("the network has no subnet in {}", input.region))
+                .with_details(json!({ "field": "networkId", "region": input.region }))
+        })?;
+    if subnet.state != state::READY || subnet.provider_id.is_none() {
+        return Err(invalid_state(
+            format!("the network's subnet in {} is not ready yet", input.region),
+            "networkNotReady",
+        ));
+    }
+    Ok(())
+}
+
+/// The instance a volume goes on: the tenant's (ACCESS_DENIED otherwise, missing or not), and the
+/// caller's own `compute:instances:update` on it.
+async fn attachable_instance(
+    conn: &impl ConnectionTrait,
+    actor: &Actor,
+    tenant_id: &str,
+    instance_id: &str,
+) -> Result<instance::Model> {
+    let found = instance::Entity::find_by_id(instance_id.to_owned())
+        .filter(instance::Column::TenantId.eq(tenant_id))
+        .filter(instance::Column::State.ne(state::DELETED))
+        .one(conn)
+        .await?
+        .ok_or_else(|| {
+            Error::new(Code::AccessDenied, format!("instance {instance_id} is not an instance of tenant {tenant_id}"))
+                .with_details(json!({ "instanceId": instance_id }))
+        })?;
+    let target = Target::resource(tenant_id, found.project_id.as_deref(), instances::KIND, instance_id);
+    if !actor.allows(instances::UPDATE, &target) {
+        return Err(Error::new(
+            Code::AccessDenied,
+            format!("{} is not granted on instance/{instance_id}", instances::UPDATE),
+        )
+        .with_details(json!({ "permission": instances::UPDATE, "scope": format!("instance/{instance_id}") })));
+    }
+    Ok(found)
+}
+
+/// The instance is on the volume's account and region (and network, for a shared volume), and is
+/// not being deleted.
+fn check_instance_fits(
+    found: &instance::Model,
+    account_id: &str,
+    region: &str,
+    kind: &str,
+    network_id: Option<&str>,
+) -> Result<()> {
+    if found.provider_account_id != account_id || found.region != region {
+        return Err(Error::invalid_input(
+            "instanceId",
+            format!("instance {} is on another provider account or region than the volume", found.id),
+        ));
+    }
+    if kind == SHARED && found.network_id.as_deref() != network_id {
+        return Err(Error::invalid_input(
+            "instanceId",
+            format!("instance {} is not on the volume's network", found.id),
+        ));
+    }
+    if found.desired_state == state::ABSENT {
+        return Err(invalid_state(format!("instance {} is being deleted", found.id), "instanceDeleting"));
+    }
+    Ok(())
+}
+
+pub(crate) async fn insert_volume(
+    conn: &impl ConnectionTrait,
+    id: &str,
+    input: &VolumeCreate,
+    account_id: &str,
+    source_snapshot_id: Option<String>,
+    now: DateTime<Utc>,
+) -> Result<volume::Model> {
+    let filesystem = match input.kind.as_str() {
+        SHARED => None,
+        _ => input.filesystem.clone().filter(|f| f != "none"),
+    };
+    volume::ActiveModel {
+        id: Set(id.to_owned()),
+        tenant_id: Set(input.tenant_id.clone()),
+        project_id: Set(input.project_id.clone()),
+        pool_id: Set(input.pool_id.clone()),
+        provider_account_id: Set(account_id.to_owned()),
+        name: Set(input.name.clone()),
+        description: Set(input.description.clone()),
+        region: Set(input.region.clone()),
+        kind: Set(input.kind.clone()),
+        network_id: Set(input.network_id.clone()),
+        filesystem: Set(filesystem),
+        delete_with_instance: Set(input.delete_with_instance),
+        source_snapshot_id: Set(source_snapshot_id),
+        size_gib: Set(input.size_gib),
+        observed_size_gib: Set(None),
+        state: Set(state::PENDING.into()),
+        desired_state: Set(state::PRESENT.into()),
+        provider_id: Set(None),
+        provider_name: Set(provider_name(id)),
+        device: Set(None),
+        mount_source: Set(None),
+        create_attempts: Set(0),
+        lost: Set(false),
+        action_id: Set(None),
+        message: Set(None),
+        version: Set(1),
+        created_at: Set(now),
+        updated_at: Set(now),
+        ready_at: Set(None),
+        deleted_at: Set(None),
+    }
+    .insert(conn)
+    .await
+    .map_err(|err| match crate::store::is_unique_violation(&err) {
+        true => Error::conflict(format!("a volume named {} exists in the tenant", input.name))
+            .with_details(json!({ "field": "name" })),
+        false => err.into(),
+    })
+}
+
+async fn insert_attachment(
+    conn: &impl ConnectionTrait,
+    volume_id: &str,
+    instance_id: &str,
+    now: DateTime<Utc>,
+) -> Result<attachment::Model> {
+    Ok(attachment::ActiveModel {
+        id: Set(ids::new_id(ids::ATTACHMENT)),
+        volume_id: Set(volume_id.to_owned()),
+        instance_id: Set(instance_id.to_owned()),
+        state: Set(state::PENDING.into()),
+        desired_state: Set(state::PRESENT.into()),
+        action_id: Set(None),
+        message: Set(None),
+        version: Set(1),
+        created_at: Set(now),
+        updated_at: Set(now),
+        ready_at: Set(None),
+        deleted_at: Set(None),
+    }
+    .insert(conn)
+    .await?)
+}
+
+/// Marks an attachment unwanted: the reconciler detaches it.
+pub(crate) async fn mark_detach(
+    conn: &impl ConnectionTrait,
+    a: &attachment::Model,
+    now: DateTime<Utc>,
+) -> Result<attachment::Model> {
+    attachment::Entity::update_many()
+        .col_expr(attachment::Column::DesiredState, Expr::value(state::ABSENT))
+        .col_expr(attachment::Column::State, Expr::value(state::DELETING))
+        .col_expr(attachment::Column::Version, Expr::col(attachment::Column::Version).add(1))
+        .col_expr(attachment::Column::UpdatedAt, Expr::value(now))
+        .filter(attachment::Column::Id.eq(a.id.clone()))
+        .exec(conn)
+        .await?;
+    attachment::Entity::find_by_id(a.id.clone()).one(conn).await?.ok_or_else(|| Error::internal("attachment vanished"))
+}
+
+/// Writes a change of the volume row with its version bumped in SQL; returns the row written.
+pub(crate) async fn bump(
+    conn: &impl ConnectionTrait,
+    current: &volume::Model,
+    change: impl FnOnce(sea_orm::UpdateMany<volume::Entity>) -> sea_orm::UpdateMany<volume::Entity>,
+    now: DateTime<Utc>,
+) -> Result<volume::Model> {
+    let update = volume::Entity::update_many()
+        .col_expr(volume::Column::Version, Expr::col(volume::Column::Version).add(1))
+        .col_expr(volume::Column::UpdatedAt, Expr::value(now))
+        .filter(volume::Column::Id.eq(current.id.clone()));
+    change(update).exec(conn).await?;
+    volume::Entity::find_by_id(current.id.clone()).one(conn).await?.ok_or_else(|| Error::internal("volume vanished"))
+}

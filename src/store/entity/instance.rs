@@ -1,0 +1,37 @@
+use sea_orm::entity::prelude::*;
+
+/// A machine at the provider (a DigitalOcean Droplet), as far as volumes need one. `provider_id`
+/// is the Droplet's id once made; `create_attempts` counts creates whose answer may be lost (the
+/// Droplet is then looked up by `provider_name`); `lost` marks one deleted outside.
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "instances")]
+pub struct Model {
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub id: String,
+    pub tenant_id: String,
+    pub project_id: Option<String>,
+    pub pool_id: String,
+    pub provider_account_id: String,
+    pub network_id: Option<String>,
+    pub name: String,
+    pub region: String,
+    pub size: String,
+    pub image: String,
+    pub state: String,
+    pub desired_state: String,
+    pub provider_id: Option<String>,
+    pub provider_name: String,
+    pub create_attempts: i32,
+    pub lost: bool,
+    pub message: Option<String>,
+    pub version: i64,
+    pub created_at: DateTimeUtc,
+    pub updated_at: DateTimeUtc,
+    pub ready_at: Option<DateTimeUtc>,
+    pub deleted_at: Option<DateTimeUtc>,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}
