@@ -23,11 +23,19 @@ pub struct SimConfig {
     /// Per-token budget: requests per sliding hour, and the burst per minute.
     pub per_hour: usize,
     pub per_minute: usize,
+    /// Least time between two snapshots of one volume (zero: no limit).
+    pub snapshot_interval: Duration,
 }
 
 impl Default for SimConfig {
     fn default() -> Self {
-        SimConfig { latency: Duration::ZERO, action_time: Duration::from_secs(2), per_hour: 5000, per_minute: 250 }
+        SimConfig {
+            latency: Duration::ZERO,
+            action_time: Duration::from_secs(2),
+            per_hour: 5000,
+            per_minute: 250,
+            snapshot_interval: Duration::from_secs(600),
+        }
     }
 }
 
