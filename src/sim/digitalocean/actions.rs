@@ -35,6 +35,20 @@ pub(super) enum Change {
         volume: String,
         size: u64,
     },
+    ShareActive(String),
+    ShareResize {
+        share: String,
+        size: u64,
+    },
+    ShareAttach {
+        share: String,
+        vpc: String,
+    },
+    ShareDetach {
+        share: String,
+        vpc: String,
+    },
+    ShareSnapshotActive(String),
 }
 
 #[derive(Clone, Debug)]
@@ -67,6 +81,15 @@ impl ActionRecord {
             "started_at": timestamp(self.started_at), "completed_at": self.completed_at.map(timestamp),
             "resource_id": self.resource_id, "resource_type": self.resource_type,
             "region": region_json(&self.region), "region_slug": self.region,
+        })
+    }
+
+    /// NFS actions have their own shape: UUID id, upper-case status, no completion time.
+    pub(super) fn nfs_json(&self) -> Value {
+        json!({
+            "id": self.nfs_id, "status": if self.in_progress() { "IN_PROGRESS" } else { "COMPLETED" },
+            "type": self.kind, "resource_id": self.resource_id, "resource_type": self.resource_type,
+            "region_slug": self.region, "started_at": timestamp(self.started_at),
         })
     }
 }
@@ -121,6 +144,11 @@ impl Model {
             Change::Attach { volume, droplet } => self.attach(&volume, droplet),
             Change::Detach { volume, droplet } => self.detach(&volume, droplet),
             Change::Resize { volume, size } => self.resize(&volume, size),
+            Change::ShareActive(id) => self.share_active(&id),
+            Change::ShareResize { share, size } => self.share_resize(&share, size),
+            Change::ShareAttach { share, vpc } => self.share_attach(&share, &vpc),
+            Change::ShareDetach { share, vpc } => self.share_detach(&share, &vpc),
+            Change::ShareSnapshotActive(id) => self.share_snapshot_active(&id),
         }
     }
 

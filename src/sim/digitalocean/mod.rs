@@ -1,14 +1,15 @@
 //! The simulated DigitalOcean: one in-memory model behind a thin HTTP face with the real API's
 //! paths, status codes, error bodies (`{id, message, request_id}`), pagination and rate-limit
-//! headers. VPCs, droplets, block volumes with their actions and snapshots, and tags, one file
-//! each.
+//! headers. VPCs, droplets, block volumes with their actions and snapshots, NFS shares with theirs,
+//! and tags, one file each.
 //!
-//! Time: asynchronous work (a droplet's create and destroy, volume actions) is an action
+//! Time: asynchronous work (a droplet's create and destroy, volume and NFS actions) is an action
 //! record that carries the change it makes and when it is due. Every request first settles what is
 //! due (`Model::settle`), so state changes at completion, `SimConfig::action_time` after the start,
 //! and the handler always reads settled state.
 mod actions;
 mod droplets;
+mod nfs;
 mod tags;
 mod volumes;
 mod vpcs;
@@ -43,6 +44,8 @@ pub struct Model {
     destroys: Vec<droplets::DestroyRecord>,
     volumes: Vec<volumes::VolumeRecord>,
     snapshots: Vec<volumes::SnapshotRecord>,
+    shares: Vec<nfs::ShareRecord>,
+    share_snapshots: Vec<nfs::ShareSnapshotRecord>,
     /// Tag names in their first spelling.
     tags: Vec<String>,
 }
@@ -59,6 +62,8 @@ impl Model {
             destroys: Vec::new(),
             volumes: Vec::new(),
             snapshots: Vec::new(),
+            shares: Vec::new(),
+            share_snapshots: Vec::new(),
             tags: Vec::new(),
         }
     }
@@ -70,7 +75,7 @@ impl Model {
 }
 
 pub fn router(sim: Sim) -> Router {
-    let routes = [vpcs::routes, droplets::routes, volumes::routes, tags::routes, actions::routes]
+    let routes = [vpcs::routes, droplets::routes, volumes::routes, nfs::routes, tags::routes, actions::routes]
         .into_iter()
         .fold(Router::new(), |router, add| add(router));
     routes.fallback(|| async { not_found() }).layer(middleware::from_fn_with_state(sim.clone(), face)).with_state(sim)

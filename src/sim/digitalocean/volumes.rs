@@ -285,7 +285,11 @@ impl Model {
 
     /// Whether `id` names something of the account that is not a snapshot.
     fn other_resource(&self, id: &str) -> bool {
-        self.volume(id).is_some() || self.vpc(id).is_some() || self.droplets.iter().any(|d| d.id.to_string() == id)
+        self.volume(id).is_some()
+            || self.vpc(id).is_some()
+            || self.droplets.iter().any(|d| d.id.to_string() == id)
+            || self.shares.iter().any(|s| s.id == id)
+            || self.share_snapshots.iter().any(|s| s.id == id)
     }
 
     /// A volume snapshot through `/v2/snapshots/{id}`: 400 for another kind of resource.
