@@ -668,6 +668,18 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_droplet_being_created_has_a_pending_event() {
+        let api = Api::start().await;
+        let body = json!({ "name": "young", "region": "nyc3", "size": "s-1vcpu-1gb", "image": "ubuntu-24-04-x64" });
+        let droplet = api.post("/v2/droplets", body).await.1["droplet"]["id"].as_u64().unwrap();
+        let volume = api.volume("early", "nyc3", 1).await;
+        let (status, busy) = act(&api, &volume, json!({ "type": "attach", "droplet_id": droplet })).await;
+        assert_eq!((status, busy["message"].as_str()), (422, Some("Droplet already has a pending event.")));
+        api.later().await;
+        assert_eq!(act(&api, &volume, json!({ "type": "attach", "droplet_id": droplet })).await.0, 202);
+    }
+
+    #[tokio::test]
     async fn a_droplet_takes_fifteen_volumes() {
         let api = Api::start().await;
         let droplet = api.droplet("full", "nyc3").await;
