@@ -110,6 +110,9 @@ pub struct SimTiming {
     /// Requests per token per minute (the burst limit).
     #[arg(long, env = "VPS_GRAPH_SIM_PER_MINUTE", default_value_t = 250)]
     pub sim_per_minute: usize,
+    /// Least time between two snapshots of one simulated volume, in seconds (0: no limit).
+    #[arg(long, env = "VPS_GRAPH_SIM_SNAPSHOT_INTERVAL_SECS", default_value_t = 600)]
+    pub sim_snapshot_interval_secs: u64,
 }
 
 impl SimTiming {
@@ -119,6 +122,7 @@ impl SimTiming {
             action_time: std::time::Duration::from_millis(self.sim_action_ms),
             per_hour: self.sim_per_hour,
             per_minute: self.sim_per_minute,
+            snapshot_interval: std::time::Duration::from_secs(self.sim_snapshot_interval_secs),
         }
     }
 }

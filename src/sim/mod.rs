@@ -23,11 +23,19 @@ pub struct SimConfig {
     /// Per-token budget: requests per sliding hour, and the burst per minute.
     pub per_hour: usize,
     pub per_minute: usize,
+    /// Least time between two snapshots of one volume (zero: no limit).
+    pub snapshot_interval: Duration,
 }
 
 impl Default for SimConfig {
     fn default() -> Self {
-        SimConfig { latency: Duration::ZERO, action_time: Duration::from_secs(2), per_hour: 5000, per_minute: 250 }
+        SimConfig {
+            latency: Duration::ZERO,
+            action_time: Duration::from_secs(2),
+            per_hour: 5000,
+            per_minute: 250,
+            snapshot_interval: Duration::from_secs(600),
+        }
     }
 }
 
@@ -75,8 +83,8 @@ impl Sim {
     pub fn new(config: SimConfig) -> Sim {
         Sim {
             inner: Arc::new(Inner {
+                digitalocean: Mutex::new(digitalocean::Model::new(&config)),
                 config,
-                digitalocean: Mutex::new(digitalocean::Model::default()),
                 control: Mutex::new(Control::default()),
             }),
         }
@@ -116,6 +124,12 @@ impl Sim {
     /// Starts an asynchronous action in the DigitalOcean model, as an attach or a resize does.
     pub fn start_action(&self, kind: &str, resource_type: &str, region: &str) -> u64 {
         self.with_digitalocean(|model| model.start_action(kind, resource_type, region))
+    }
+
+    /// Every selective destroy asked for (`DELETE /v2/droplets/{id}/destroy_with_associated_resources/selective`),
+    /// in order: the droplet's id and the request body.
+    pub fn selective_destroys(&self) -> Vec<(u64, serde_json::Value)> {
+        self.with_digitalocean(|model| model.selective_destroys())
     }
 
     /// Makes the next `count` calls of `endpoint` (e.g. `vpcs.create`) end in `fault`.
