@@ -77,15 +77,21 @@ impl Setup {
 
     async fn create_code(&self, name: &str, extra: Value) -> (String, Value) {
         let body = self.server.gql(Some(&self.token), CREATE, self.volume(name, extra)).await;
-        (common::first_code(&body).unwrap_or_else(|| panic!("expected an error: {body}")), body["errors"][0]["extensions"]["details"].clone())
+        (
+            common::first_code(&body).unwrap_or_else(|| panic!("expected an error: {body}")),
+            body["errors"][0]["extensions"]["details"].clone(),
+        )
     }
 
     async fn used(&self) -> i64 {
-        let data = self
-            .server
-            .ok(Some(&self.token), "{ quotas(tenantId: \"acme\") { resource used } }", json!({}))
-            .await;
-        data["quotas"].as_array().unwrap().iter().find(|q| q["resource"] == "diskGiB").map_or(0, |q| q["used"].as_i64().unwrap())
+        let data =
+            self.server.ok(Some(&self.token), "{ quotas(tenantId: \"acme\") { resource used } }", json!({})).await;
+        data["quotas"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|q| q["resource"] == "diskGiB")
+            .map_or(0, |q| q["used"].as_i64().unwrap())
     }
 
     async fn instance(&self, name: &str, region: &str, network: Option<&str>) -> String {
@@ -113,7 +119,11 @@ impl Setup {
         for _ in 0..400 {
             let n = self
                 .server
-                .ok(Some(&self.token), "query($n: String!) { network(tenantId: \"acme\", networkId: $n) { state } }", json!({ "n": id }))
+                .ok(
+                    Some(&self.token),
+                    "query($n: String!) { network(tenantId: \"acme\", networkId: $n) { state } }",
+                    json!({ "n": id }),
+                )
                 .await;
             if n["network"]["state"] == "READY" {
                 return id;
@@ -162,8 +172,16 @@ db_test!(create_refuses_bad_input_before_booking, |backend: Backend| async move 
         ("size-over", json!({ "sizeGiB": 16385 }), "INVALID_INPUT"),
         ("block-with-network", json!({ "networkId": "net_01jz0000000000000000000000" }), "INVALID_INPUT"),
         ("shared-without-network", json!({ "kind": "SHARED", "sizeGiB": 50 }), "INVALID_INPUT"),
-        ("shared-with-filesystem", json!({ "kind": "SHARED", "sizeGiB": 50, "filesystem": "EXT4", "networkId": "net_01jz0000000000000000000000" }), "INVALID_INPUT"),
-        ("shared-delete-with-instance", json!({ "kind": "SHARED", "sizeGiB": 50, "deleteWithInstance": true, "networkId": "net_01jz0000000000000000000000" }), "INVALID_INPUT"),
+        (
+            "shared-with-filesystem",
+            json!({ "kind": "SHARED", "sizeGiB": 50, "filesystem": "EXT4", "networkId": "net_01jz0000000000000000000000" }),
+            "INVALID_INPUT",
+        ),
+        (
+            "shared-delete-with-instance",
+            json!({ "kind": "SHARED", "sizeGiB": 50, "deleteWithInstance": true, "networkId": "net_01jz0000000000000000000000" }),
+            "INVALID_INPUT",
+        ),
         ("instance-not-the-tenants", json!({ "instanceId": "inst_01jz0000000000000000000000" }), "ACCESS_DENIED"),
     ];
     for (name, extra, expected) in cases {
@@ -174,33 +192,47 @@ db_test!(create_refuses_bad_input_before_booking, |backend: Backend| async move 
     assert_eq!(s.used().await, 0, "nothing was booked");
 });
 
-db_test!(a_digitalocean_share_under_50_gib_is_invalid_input_with_reason_size_before_quota, |backend: Backend| async move {
-    let s = setup(backend).await;
-    let network = s.network("net-a").await;
-    let (got, details) = s.create_code("small-share", json!({ "kind": "SHARED", "sizeGiB": 49, "networkId": network })).await;
-    assert_eq!(got, "INVALID_INPUT");
-    assert_eq!(details["reason"], "size");
-    assert_eq!(s.used().await, 0);
-    let share = s.create("share", json!({ "kind": "SHARED", "sizeGiB": 50, "networkId": network })).await;
-    assert_eq!(share["kind"], "SHARED");
-});
+db_test!(
+    a_digitalocean_share_under_50_gib_is_invalid_input_with_reason_size_before_quota,
+    |backend: Backend| async move {
+        let s = setup(backend).await;
+        let network = s.network("net-a").await;
+        let (got, details) =
+            s.create_code("small-share", json!({ "kind": "SHARED", "sizeGiB": 49, "networkId": network })).await;
+        assert_eq!(got, "INVALID_INPUT");
+        assert_eq!(details["reason"], "size");
+        assert_eq!(s.used().await, 0);
+        let share = s.create("share", json!({ "kind": "SHARED", "sizeGiB": 50, "networkId": network })).await;
+        assert_eq!(share["kind"], "SHARED");
+    }
+);
 
 db_test!(a_shared_volume_needs_a_ready_network_with_a_subnet_in_its_region, |backend: Backend| async move {
     let s = setup(backend).await;
     let network = s.network("net-b").await;
-    let (got, _) = s.create_code("elsewhere", json!({ "kind": "SHARED", "sizeGiB": 50, "networkId": network, "region": "sfo3" })).await;
+    let (got, _) = s
+        .create_code("elsewhere", json!({ "kind": "SHARED", "sizeGiB": 50, "networkId": network, "region": "sfo3" }))
+        .await;
     assert_eq!(got, "INVALID_INPUT", "no subnet in the region");
     // Network and volume names are each unique in the tenant: a share keeps the network alive.
     let share = s.create("keeps", json!({ "kind": "SHARED", "sizeGiB": 50, "networkId": network })).await;
     let body = s
         .server
-        .gql(Some(&s.token), "mutation($n: String!) { networkDelete(input: { tenantId: \"acme\", networkId: $n }) { state } }", json!({ "n": network }))
+        .gql(
+            Some(&s.token),
+            "mutation($n: String!) { networkDelete(input: { tenantId: \"acme\", networkId: $n }) { state } }",
+            json!({ "n": network }),
+        )
         .await;
     assert_eq!(code(&body), "INVALID_STATE", "networkDelete while a shared volume uses it");
     assert_eq!(body["errors"][0]["extensions"]["details"]["volumeIds"], json!([share["id"]]));
     let net = s
         .server
-        .ok(Some(&s.token), "query($n: String!) { network(tenantId: \"acme\", networkId: $n) { subnets { id } } }", json!({ "n": network }))
+        .ok(
+            Some(&s.token),
+            "query($n: String!) { network(tenantId: \"acme\", networkId: $n) { subnets { id } } }",
+            json!({ "n": network }),
+        )
         .await;
     // The sfo3 subnet's VPC create stalls: it stays pending.
     s.server.app.sim.as_ref().unwrap().inject("vpcs.create", vps_graph::sim::Fault::Stall, 5);
@@ -221,7 +253,9 @@ db_test!(a_shared_volume_needs_a_ready_network_with_a_subnet_in_its_region, |bac
         .await;
     assert_eq!(code(&body), "INVALID_STATE", "networkRemoveSubnet of the volume's region");
     // A subnet still being made: INVALID_STATE.
-    let (got, _) = s.create_code("not-ready", json!({ "kind": "SHARED", "sizeGiB": 50, "networkId": network, "region": "sfo3" })).await;
+    let (got, _) = s
+        .create_code("not-ready", json!({ "kind": "SHARED", "sizeGiB": 50, "networkId": network, "region": "sfo3" }))
+        .await;
     assert_eq!(got, "INVALID_STATE");
 });
 
@@ -251,7 +285,11 @@ db_test!(attach_rules_one_instance_at_a_time_and_the_callers_own_instances_updat
     let before = s.version(id).await;
     let same = s.call("providerVolumeAttach", attach(&a)).await;
     assert_eq!(same["data"]["providerVolumeAttach"]["version"], before, "attaching it again changes nothing");
-    assert_eq!(code(&s.call("providerVolumeAttach", attach(&b)).await), "CONFLICT", "a block volume on another instance");
+    assert_eq!(
+        code(&s.call("providerVolumeAttach", attach(&b)).await),
+        "CONFLICT",
+        "a block volume on another instance"
+    );
     let other = s.create("other", json!({})).await;
     let other_id = other["id"].as_str().unwrap();
     let attach_other = |instance: &str| json!({ "tenantId": "acme", "volumeId": other_id, "instanceId": instance });
@@ -286,7 +324,11 @@ db_test!(attach_rules_one_instance_at_a_time_and_the_callers_own_instances_updat
     assert_eq!(body["errors"][0]["extensions"]["details"]["permission"], "compute:instances:update");
     // An instance being deleted: INVALID_STATE.
     s.server
-        .ok(Some(&s.token), "mutation($i: String!) { instanceDelete(input: { tenantId: \"acme\", instanceId: $i }) { state } }", json!({ "i": b }))
+        .ok(
+            Some(&s.token),
+            "mutation($i: String!) { instanceDelete(input: { tenantId: \"acme\", instanceId: $i }) { state } }",
+            json!({ "i": b }),
+        )
         .await;
     assert_eq!(code(&s.call("providerVolumeAttach", attach_other(&b)).await), "INVALID_STATE");
 });
@@ -301,8 +343,12 @@ db_test!(detach_and_delete_rules, |backend: Backend| async move {
     let b = s.instance("web-b", "nyc3", None).await;
     s.settle(id).await;
     let before = s.version(id).await;
-    let untouched = s.call("providerVolumeDetach", json!({ "tenantId": "acme", "volumeId": id, "instanceId": b })).await;
-    assert_eq!(untouched["data"]["providerVolumeDetach"]["version"], before, "naming an instance it is not on changes nothing");
+    let untouched =
+        s.call("providerVolumeDetach", json!({ "tenantId": "acme", "volumeId": id, "instanceId": b })).await;
+    assert_eq!(
+        untouched["data"]["providerVolumeDetach"]["version"], before,
+        "naming an instance it is not on changes nothing"
+    );
     let detached = s.call("providerVolumeDetach", json!({ "tenantId": "acme", "volumeId": id })).await;
     assert_eq!(detached["data"]["providerVolumeDetach"]["attachments"][0]["desiredState"], "ABSENT");
     let again = s.call("providerVolumeAttach", json!({ "tenantId": "acme", "volumeId": id, "instanceId": a })).await;
@@ -316,16 +362,28 @@ db_test!(a_shared_volume_detach_names_the_instance, |backend: Backend| async mov
     let body = s.call("providerVolumeDetach", json!({ "tenantId": "acme", "volumeId": share["id"] })).await;
     assert_eq!(code(&body), "INVALID_INPUT");
     let outside = s.instance("outside", "nyc3", None).await;
-    let body = s.call("providerVolumeAttach", json!({ "tenantId": "acme", "volumeId": share["id"], "instanceId": outside })).await;
+    let body = s
+        .call("providerVolumeAttach", json!({ "tenantId": "acme", "volumeId": share["id"], "instanceId": outside }))
+        .await;
     assert_eq!(code(&body), "INVALID_INPUT", "an instance not on the volume's network");
     let a = s.instance("in-a", "nyc3", Some(&network)).await;
     let b = s.instance("in-b", "nyc3", Some(&network)).await;
     for instance in [&a, &b] {
-        let body = s.call("providerVolumeAttach", json!({ "tenantId": "acme", "volumeId": share["id"], "instanceId": instance })).await;
+        let body = s
+            .call(
+                "providerVolumeAttach",
+                json!({ "tenantId": "acme", "volumeId": share["id"], "instanceId": instance }),
+            )
+            .await;
         assert!(body.get("errors").is_none(), "{body}");
     }
-    let view = s.call("providerVolumeAttach", json!({ "tenantId": "acme", "volumeId": share["id"], "instanceId": a })).await;
-    assert_eq!(view["data"]["providerVolumeAttach"]["attachments"].as_array().unwrap().len(), 2, "many instances, each once");
+    let view =
+        s.call("providerVolumeAttach", json!({ "tenantId": "acme", "volumeId": share["id"], "instanceId": a })).await;
+    assert_eq!(
+        view["data"]["providerVolumeAttach"]["attachments"].as_array().unwrap().len(),
+        2,
+        "many instances, each once"
+    );
 });
 
 db_test!(resize_only_grows_and_books_the_difference, |backend: Backend| async move {
@@ -344,7 +402,8 @@ db_test!(resize_only_grows_and_books_the_difference, |backend: Backend| async mo
     assert_eq!(s.used().await, 150);
 });
 
-const SNAPSHOT: &str = "mutation($i: ProviderVolumeSnapshotInput!) { providerVolumeSnapshot(input: $i) { id state name } }";
+const SNAPSHOT: &str =
+    "mutation($i: ProviderVolumeSnapshotInput!) { providerVolumeSnapshot(input: $i) { id state name } }";
 
 db_test!(a_volume_has_at_most_25_snapshots_with_unique_names, |backend: Backend| async move {
     let s = setup(backend).await;
@@ -352,7 +411,10 @@ db_test!(a_volume_has_at_most_25_snapshots_with_unique_names, |backend: Backend|
     let snap = |name: &str, key: &str| json!({ "i": { "tenantId": "acme", "volumeId": v["id"], "name": name, "idempotencyKey": key } });
     let first = s.server.ok(Some(&s.token), SNAPSHOT, snap("s0", "k0")).await;
     let replay = s.server.ok(Some(&s.token), SNAPSHOT, snap("s0", "k0")).await;
-    assert_eq!(first["providerVolumeSnapshot"]["id"], replay["providerVolumeSnapshot"]["id"], "a retry returns the same snapshot");
+    assert_eq!(
+        first["providerVolumeSnapshot"]["id"], replay["providerVolumeSnapshot"]["id"],
+        "a retry returns the same snapshot"
+    );
     assert_eq!(s.server.code(Some(&s.token), SNAPSHOT, snap("s0", "k-other")).await, "CONFLICT", "names are unique");
     for i in 1..25 {
         s.server.ok(Some(&s.token), SNAPSHOT, snap(&format!("s{i}"), &format!("k{i}"))).await;
@@ -368,7 +430,11 @@ db_test!(restore_rules, |backend: Backend| async move {
     let v = s.create("data", json!({ "sizeGiB": 20, "filesystem": "XFS" })).await;
     let snap = s
         .server
-        .ok(Some(&s.token), SNAPSHOT, json!({ "i": { "tenantId": "acme", "volumeId": v["id"], "name": "s", "idempotencyKey": "s" } }))
+        .ok(
+            Some(&s.token),
+            SNAPSHOT,
+            json!({ "i": { "tenantId": "acme", "volumeId": v["id"], "name": "s", "idempotencyKey": "s" } }),
+        )
         .await["providerVolumeSnapshot"]["id"]
         .clone();
     let restore = |extra: Value| {
@@ -379,8 +445,16 @@ db_test!(restore_rules, |backend: Backend| async move {
         json!({ "i": input })
     };
     const RESTORE: &str = "mutation($i: ProviderSnapshotRestoreInput!) { providerSnapshotRestore(input: $i) { id state sizeGiB filesystem sourceSnapshotId } }";
-    assert_eq!(s.server.code(Some(&s.token), RESTORE, restore(json!({ "filesystem": "EXT4" }))).await, "INVALID_INPUT", "a restore takes no filesystem");
-    assert_eq!(s.server.code(Some(&s.token), RESTORE, restore(json!({ "sizeGiB": 19 }))).await, "INVALID_INPUT", "not below the snapshot's size");
+    assert_eq!(
+        s.server.code(Some(&s.token), RESTORE, restore(json!({ "filesystem": "EXT4" }))).await,
+        "INVALID_INPUT",
+        "a restore takes no filesystem"
+    );
+    assert_eq!(
+        s.server.code(Some(&s.token), RESTORE, restore(json!({ "sizeGiB": 19 }))).await,
+        "INVALID_INPUT",
+        "not below the snapshot's size"
+    );
     let copy = s.server.ok(Some(&s.token), RESTORE, restore(json!({}))).await["providerSnapshotRestore"].clone();
     assert_eq!((copy["sizeGiB"].as_i64(), copy["filesystem"].as_str()), (Some(20), Some("xfs")), "{copy}");
     assert_eq!(s.used().await, 40);
@@ -388,12 +462,20 @@ db_test!(restore_rules, |backend: Backend| async move {
     let share = s.create("share", json!({ "kind": "SHARED", "sizeGiB": 50, "networkId": network })).await;
     let share_snap = s
         .server
-        .ok(Some(&s.token), SNAPSHOT, json!({ "i": { "tenantId": "acme", "volumeId": share["id"], "name": "s", "idempotencyKey": "ss" } }))
+        .ok(
+            Some(&s.token),
+            SNAPSHOT,
+            json!({ "i": { "tenantId": "acme", "volumeId": share["id"], "name": "s", "idempotencyKey": "ss" } }),
+        )
         .await["providerVolumeSnapshot"]["id"]
         .clone();
     let body = s
         .server
-        .gql(Some(&s.token), RESTORE, json!({ "i": { "tenantId": "acme", "snapshotId": share_snap, "name": "copy2", "idempotencyKey": "r2" } }))
+        .gql(
+            Some(&s.token),
+            RESTORE,
+            json!({ "i": { "tenantId": "acme", "snapshotId": share_snap, "name": "copy2", "idempotencyKey": "r2" } }),
+        )
         .await;
     assert_eq!(code(&body), "UNSUPPORTED");
     assert_eq!(body["errors"][0]["extensions"]["details"]["reason"], "sharedRestore");
@@ -409,7 +491,8 @@ db_test!(quota_race_200_concurrent_creates_on_room_for_50_book_exactly_50, |back
         .map(|i| {
             let s = s.clone();
             tokio::spawn(async move {
-                let body = s.server.gql(Some(&s.token), CREATE, s.volume(&format!("v{i}"), json!({ "sizeGiB": 1 }))).await;
+                let body =
+                    s.server.gql(Some(&s.token), CREATE, s.volume(&format!("v{i}"), json!({ "sizeGiB": 1 }))).await;
                 common::first_code(&body)
             })
         })

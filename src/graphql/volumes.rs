@@ -22,8 +22,11 @@ pub enum VolumeKind {
 
 #[derive(Enum, Clone, Copy, PartialEq, Eq)]
 pub enum VolumeFilesystem {
+    #[graphql(name = "EXT4")]
     Ext4,
+    #[graphql(name = "XFS")]
     Xfs,
+    #[graphql(name = "NONE")]
     None,
 }
 

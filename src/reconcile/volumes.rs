@@ -350,10 +350,7 @@ async fn settle_created(ctx: &Ctx<'_>, v: &volume::Model) -> Result<Next> {
 }
 
 fn lost(v: &volume::Model) -> (Observed, Next) {
-    let message = format!(
-        "the volume was deleted at the provider outside vps-graph; its data is gone and it is not made again: delete it"
-    );
-    let _ = v;
+    let message = "the volume was deleted at the provider outside vps-graph; its data is gone and it is not made again: delete it".to_owned();
     (Observed { lost: true, action_id: None, ..Observed::of(v).state(state::ERROR, Some(message)) }, Next::Drift)
 }
 

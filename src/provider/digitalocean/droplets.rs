@@ -57,11 +57,10 @@ impl Instances for DigitalOcean {
     async fn tag_droplet(&self, tag: &str, droplet_id: &str, on: bool) -> ProviderResult<()> {
         let resources = json!({ "resources": [{ "resource_id": droplet_id, "resource_type": "droplet" }] });
         if !on {
-            let answer = self
-                .call("tags.resources.delete", Method::DELETE, &format!("/v2/tags/{tag}/resources"), Some(resources))
+            // A tag already gone (a 404) has nothing left to take off.
+            self.call("tags.resources.delete", Method::DELETE, &format!("/v2/tags/{tag}/resources"), Some(resources))
                 .await?;
-            // A tag already gone has nothing left to take off.
-            return Ok(drop(answer));
+            return Ok(());
         }
         // Tagging with a tag that does not exist is a 404: make it first (making one that
         // exists succeeds).

@@ -1,0 +1,438 @@
+//! Provider volumes end to end over HTTP against the simulated DigitalOcean: a block volume's
+//! whole life with its events and the provider calls it took, a shared volume on three
+//! instances, a lost create answer, a volume deleted behind our back, and an instance deleted
+//! with its volumes. The clock is driven by the test; the sim's actions take 50 ms.
+mod common;
+
+use std::time::Duration;
+
+use common::{ADMIN, Backend, TestDb, TestServer};
+use serde_json::{Value, json};
+use vps_graph::clock::Clock;
+use vps_graph::sim::{Fault, Sim, SimConfig};
+
+const START: i64 = 1_800_000_000_000;
+const VOLUME: &str = "query($v: String!) { providerVolume(tenantId: \"acme\", volumeId: $v) { id state message sizeGiB observedSizeGiB device version kind mount { source type mountLines(path: \"/mnt/assets\") { cloudConfig fstab } } attachments { instanceId state desiredState message } snapshots { id state sizeGiB } } }";
+
+struct Setup {
+    server: TestServer,
+    clock: Clock,
+    pool: String,
+    token: String,
+    _db: TestDb,
+}
+
+async fn setup(backend: Backend) -> Setup {
+    let db = TestDb::new(backend).await;
+    let clock = Clock::manual(START);
+    let mut config = common::config(&db.url);
+    config.clock = clock.clone();
+    config.sim = Some(SimConfig {
+        action_time: Duration::from_millis(50),
+        snapshot_interval: Duration::ZERO,
+        per_hour: 1_000_000,
+        per_minute: 1_000_000,
+        ..SimConfig::default()
+    });
+    let server = TestServer::with_config(config).await;
+    server.tenant("acme").await;
+    let account = server
+        .ok(
+            Some(ADMIN),
+            "mutation { providerAccountCreate(input: { name: \"sim\", kind: DIGITALOCEAN, sim: true, regions: [\"nyc3\"] }) { id } }",
+            json!({}),
+        )
+        .await;
+    let pool = server
+        .ok(
+            Some(ADMIN),
+            "mutation($a: String!) { poolCreate(input: { name: \"sim\", providerAccountId: $a, billing: METERED }) { id } }",
+            json!({ "a": account["providerAccountCreate"]["id"] }),
+        )
+        .await["poolCreate"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    server.offer(&pool, "acme", json!([{ "resource": "diskGiB", "max": 2000 }])).await;
+    let token = server.token(Some("acme"), &[("compute:*", "tenant/acme")]).await;
+    Setup { server, clock, pool, token, _db: db }
+}
+
+impl Setup {
+    fn sim(&self) -> &Sim {
+        self.server.app.sim.as_ref().expect("in-process sim")
+    }
+
+    fn sim_url(&self) -> String {
+        self.server.app.services.providers.sim_url.clone().unwrap()
+    }
+
+    /// What the sim holds at `path`, read as an outsider.
+    async fn at_sim(&self, path: &str) -> (u16, Value) {
+        let response =
+            self.server.http.get(format!("{}{path}", self.sim_url())).bearer_auth("inspector").send().await.unwrap();
+        let status = response.status().as_u16();
+        (status, response.json().await.unwrap_or(Value::Null))
+    }
+
+    async fn gql(&self, query: &str, variables: Value) -> Value {
+        self.server.ok(Some(&self.token), query, variables).await
+    }
+
+    async fn volume(&self, id: &str) -> Value {
+        self.gql(VOLUME, json!({ "v": id })).await["providerVolume"].clone()
+    }
+
+    /// Reads with `read` until `check` holds, moving the clock a second at a time (so a look
+    /// "5 s later" comes round) while the sim's 50 ms actions finish in real time.
+    async fn until<F, Fut>(&self, what: &str, read: F, check: impl Fn(&Value) -> bool) -> Value
+    where
+        F: Fn() -> Fut,
+        Fut: std::future::Future<Output = Value>,
+    {
+        for _ in 0..600 {
+            let seen = read().await;
+            if check(&seen) {
+                return seen;
+            }
+            self.clock.advance(1_000);
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!("never {what}: {}", read().await);
+    }
+
+    /// `until` without moving the clock: for what happens before any wait is up.
+    async fn until_now(&self, id: &str, what: &str, check: impl Fn(&Value) -> bool) -> Value {
+        for _ in 0..400 {
+            let seen = self.volume(id).await;
+            if check(&seen) {
+                return seen;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("never {what}: {}", self.volume(id).await);
+    }
+
+    async fn until_volume(&self, id: &str, what: &str, check: impl Fn(&Value) -> bool) -> Value {
+        self.until(what, || self.volume(id), check).await
+    }
+
+    async fn create_volume(&self, name: &str, extra: Value) -> String {
+        let mut input = json!({ "tenantId": "acme", "poolId": self.pool, "name": name, "region": "nyc3", "sizeGiB": 10, "idempotencyKey": name });
+        for (k, v) in extra.as_object().unwrap() {
+            input[k] = v.clone();
+        }
+        let data = self
+            .gql(
+                "mutation($i: ProviderVolumeCreateInput!) { providerVolumeCreate(input: $i) { id } }",
+                json!({ "i": input }),
+            )
+            .await;
+        data["providerVolumeCreate"]["id"].as_str().unwrap().to_owned()
+    }
+
+    async fn mutate(&self, field: &str, input: Value) -> Value {
+        let mut chars = field.chars();
+        let input_type = chars.next().unwrap().to_ascii_uppercase().to_string() + chars.as_str() + "Input";
+        let query = format!("mutation($i: {input_type}!) {{ {field}(input: $i) {{ __typename }} }}");
+        self.gql(&query, json!({ "i": input })).await
+    }
+
+    async fn instance(&self, name: &str, network: Option<&str>) -> (String, String) {
+        let data = self
+            .gql(
+                "mutation($i: InstanceCreateInput!) { instanceCreate(input: $i) { id } }",
+                json!({ "i": { "tenantId": "acme", "poolId": self.pool, "name": name, "region": "nyc3", "size": "s-1vcpu-1gb", "image": "ubuntu-24-04-x64", "networkId": network, "idempotencyKey": name } }),
+            )
+            .await;
+        let id = data["instanceCreate"]["id"].as_str().unwrap().to_owned();
+        let query = "query($i: String!) { instance(tenantId: \"acme\", instanceId: $i) { state providerId } }";
+        let ready = self
+            .until(
+                "an instance ready",
+                || async { self.gql(query, json!({ "i": id })).await["instance"].clone() },
+                |i| i["state"] == "READY",
+            )
+            .await;
+        (id, ready["providerId"].as_str().unwrap().to_owned())
+    }
+
+    async fn network(&self) -> String {
+        let data = self
+            .gql(
+                "mutation($i: NetworkCreateInput!) { networkCreate(input: $i) { id } }",
+                json!({ "i": { "tenantId": "acme", "poolId": self.pool, "name": "lan", "subnets": [{ "region": "nyc3", "ipRange": "10.60.0.0/24" }], "idempotencyKey": "lan" } }),
+            )
+            .await;
+        let id = data["networkCreate"]["id"].as_str().unwrap().to_owned();
+        let query = "query($n: String!) { network(tenantId: \"acme\", networkId: $n) { state } }";
+        self.until(
+            "a network ready",
+            || async { self.gql(query, json!({ "n": id })).await["network"].clone() },
+            |n| n["state"] == "READY",
+        )
+        .await;
+        id
+    }
+
+    /// The types of the events of `subject`, in feed order.
+    async fn event_types(&self, subject: &str) -> Vec<String> {
+        let page = self
+            .gql("{ events(tenantId: \"acme\", first: 1000) { edges { node { type subject } } } }", json!({}))
+            .await;
+        page["events"]["edges"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["node"]["subject"] == subject)
+            .map(|e| e["node"]["type"].as_str().unwrap().to_owned())
+            .collect()
+    }
+
+    async fn used(&self) -> i64 {
+        let data = self.gql("{ quotas(tenantId: \"acme\") { resource used } }", json!({})).await;
+        data["quotas"].as_array().unwrap().iter().find(|q| q["resource"] == "diskGiB").unwrap()["used"]
+            .as_i64()
+            .unwrap()
+    }
+}
+
+fn provider_name(id: &str) -> String {
+    vps_graph::service::volumes::provider_name(id)
+}
+
+/// Whether `wanted` appear in `seen` in this order (other events may come between).
+fn in_order(seen: &[String], wanted: &[&str]) -> bool {
+    let mut rest = seen.iter();
+    wanted.iter().all(|w| rest.any(|s| s == w))
+}
+
+db_test!(
+    a_block_volume_is_created_attached_resized_snapshotted_restored_detached_and_deleted,
+    |backend: Backend| async move {
+        let s = setup(backend).await;
+        let (instance, droplet) = s.instance("db-1", None).await;
+        let id = s.create_volume("pg-data", json!({ "filesystem": "EXT4" })).await;
+        let ready = s.until_volume(&id, "ready", |v| v["state"] == "READY").await;
+        assert_eq!(
+            ready["device"],
+            format!("/dev/disk/by-id/scsi-0DO_Volume_{}", provider_name(&id)),
+            "the path the guest sees"
+        );
+        assert_eq!(ready["observedSizeGiB"], 10);
+
+        s.mutate("providerVolumeAttach", json!({ "tenantId": "acme", "volumeId": id, "instanceId": instance })).await;
+        s.until_volume(&id, "attached", |v| v["attachments"][0]["state"] == "READY").await;
+        let (_, at_sim) = s.at_sim(&format!("/v2/droplets/{droplet}")).await;
+        assert_eq!(at_sim["droplet"]["volume_ids"].as_array().unwrap().len(), 1, "attached at the provider: {at_sim}");
+
+        s.mutate("providerVolumeResize", json!({ "tenantId": "acme", "volumeId": id, "sizeGiB": 20 })).await;
+        assert_eq!(s.used().await, 20, "the difference is booked at once");
+        s.until_volume(&id, "resized", |v| v["state"] == "READY" && v["observedSizeGiB"] == 20).await;
+
+        let snap = s
+            .gql(
+                "mutation($i: ProviderVolumeSnapshotInput!) { providerVolumeSnapshot(input: $i) { id } }",
+                json!({ "i": { "tenantId": "acme", "volumeId": id, "name": "nightly", "idempotencyKey": "nightly" } }),
+            )
+            .await["providerVolumeSnapshot"]["id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let with_snapshot = s.until_volume(&id, "snapshotted", |v| v["snapshots"][0]["state"] == "READY").await;
+        assert!(with_snapshot["snapshots"][0]["sizeGiB"].as_f64().unwrap() > 0.0, "the GiB the provider reports");
+
+        let copy = s
+        .gql(
+            "mutation($i: ProviderSnapshotRestoreInput!) { providerSnapshotRestore(input: $i) { id } }",
+            json!({ "i": { "tenantId": "acme", "snapshotId": snap, "name": "pg-copy", "sizeGiB": 30, "idempotencyKey": "copy" } }),
+        )
+        .await["providerSnapshotRestore"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+        // Made from the snapshot at its size, then grown to the size asked.
+        s.until_volume(&copy, "restored", |v| v["state"] == "READY" && v["observedSizeGiB"] == 30).await;
+
+        s.mutate("providerVolumeDetach", json!({ "tenantId": "acme", "volumeId": id })).await;
+        s.until_volume(&id, "detached", |v| v["attachments"].as_array().unwrap().is_empty()).await;
+        let (_, at_sim) = s.at_sim(&format!("/v2/droplets/{droplet}")).await;
+        assert!(at_sim["droplet"]["volume_ids"].as_array().unwrap().is_empty(), "detached at the provider");
+
+        s.mutate("providerVolumeDelete", json!({ "tenantId": "acme", "volumeId": id })).await;
+        let query =
+            "{ providerVolumes(tenantId: \"acme\", includeDeleted: true) { edges { node { id state deletedAt } } } }";
+        s.until(
+            "deleted",
+            || async { s.gql(query, json!({})).await },
+            |page| {
+                page["providerVolumes"]["edges"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|e| e["node"]["id"] == id.as_str() && e["node"]["state"] == "DELETED")
+            },
+        )
+        .await;
+        assert_eq!(s.used().await, 30, "its diskGiB refunded once the provider deleted it (the copy keeps 30)");
+        let (status, _) = s.at_sim(&format!("/v2/volumes?name={}&region=nyc3", provider_name(&id))).await;
+        assert_eq!(status, 200);
+
+        let types = s
+            .until(
+                "all events",
+                || async { json!(s.event_types(&id).await) },
+                |t| t.as_array().unwrap().last() == Some(&json!("providerVolume.deleted")),
+            )
+            .await;
+        let types: Vec<String> = serde_json::from_value(types).unwrap();
+        let wanted = [
+            "providerVolume.created",
+            "providerVolume.ready",
+            "providerVolume.attached",
+            "providerVolume.resized",
+            "providerVolume.detached",
+            "providerVolume.deleting",
+            "providerVolume.deleted",
+        ];
+        assert!(in_order(&types, &wanted), "{types:?}");
+        assert_eq!(types.iter().filter(|t| t.as_str() == "providerVolume.ready").count(), 1, "{types:?}");
+        // The provider calls it took: one create each, the actions it needed, one snapshot.
+        assert_eq!(s.sim().name_calls("volumes.made", &provider_name(&id)), 1);
+        assert_eq!(s.sim().name_calls("volumes.made", &provider_name(&copy)), 1);
+        assert_eq!(s.sim().calls("volumes.create"), 2);
+        assert_eq!(s.sim().calls("volumes.actions.create"), 4, "attach, resize, detach, and the copy's resize");
+        assert_eq!(s.sim().calls("volumes.snapshots.create"), 1);
+        assert_eq!(s.sim().calls("volumes.delete"), 1);
+    }
+);
+
+db_test!(a_shared_volume_on_three_instances_detached_from_two, |backend: Backend| async move {
+    let s = setup(backend).await;
+    let network = s.network().await;
+    let mut instances = Vec::new();
+    for name in ["web-a", "web-b", "web-c"] {
+        instances.push(s.instance(name, Some(&network)).await);
+    }
+    let id = s.create_volume("assets", json!({ "kind": "SHARED", "sizeGiB": 50, "networkId": network })).await;
+    let ready = s.until_volume(&id, "ready", |v| v["state"] == "READY").await;
+    let source = ready["mount"]["source"].as_str().unwrap().to_owned();
+    assert!(source.contains(":/"), "<host>:<path>: {source}");
+    assert_eq!(ready["device"], source.as_str());
+    assert_eq!(ready["mount"]["type"], "nfs4");
+    assert_eq!(ready["mount"]["mountLines"]["fstab"], format!("{source} /mnt/assets nfs4 defaults,_netdev,nofail 0 0"));
+    for (instance, _) in &instances {
+        s.mutate("providerVolumeAttach", json!({ "tenantId": "acme", "volumeId": id, "instanceId": instance })).await;
+    }
+    s.until_volume(&id, "attached to three", |v| {
+        v["attachments"].as_array().unwrap().iter().filter(|a| a["state"] == "READY").count() == 3
+    })
+    .await;
+    let tag = vps_graph::service::volumes::share_tag(&id);
+    let (_, tagged) = s.at_sim(&format!("/v2/droplets?tag_name={tag}")).await;
+    assert_eq!(tagged["droplets"].as_array().unwrap().len(), 3, "each Droplet carries the share's tag");
+    for (instance, _) in &instances[..2] {
+        s.mutate("providerVolumeDetach", json!({ "tenantId": "acme", "volumeId": id, "instanceId": instance })).await;
+    }
+    let left = s.until_volume(&id, "detached from two", |v| v["attachments"].as_array().unwrap().len() == 1).await;
+    assert_eq!(left["attachments"][0]["instanceId"], json!(instances[2].0));
+    let (_, tagged) = s.at_sim(&format!("/v2/droplets?tag_name={tag}")).await;
+    let still: Vec<String> = tagged["droplets"].as_array().unwrap().iter().map(|d| d["id"].to_string()).collect();
+    assert_eq!(still, [instances[2].1.clone()], "only the third Droplet keeps the tag");
+    let (_, shares) = s.at_sim("/v2/nfs").await;
+    let vpcs = shares["shares"][0]["vpc_ids"].as_array().unwrap().clone();
+    assert_eq!(vpcs.len(), 1, "a tagged Droplet is left in the VPC: it stays on the share");
+    assert_eq!(s.sim().calls("nfs.create"), 1);
+});
+
+db_test!(a_lost_create_answer_is_found_by_name_and_makes_one_volume, |backend: Backend| async move {
+    let s = setup(backend).await;
+    s.sim().inject("volumes.create", Fault::Drop, 1);
+    let id = s.create_volume("lost", json!({})).await;
+    // The clock stands still meanwhile: the run waits out the client's timeout on its lease.
+    s.until_now(&id, "told of the lost answer", |v| {
+        v["message"].as_str().is_some_and(|m| m.contains("looked up by its name"))
+    })
+    .await;
+    let ready = s.until_volume(&id, "ready", |v| v["state"] == "READY").await;
+    assert_eq!(ready["observedSizeGiB"], 10);
+    assert_eq!(s.sim().calls("volumes.create"), 1, "never sent again");
+    assert_eq!(s.sim().name_calls("volumes.made", &provider_name(&id)), 1, "one volume at the provider");
+});
+
+db_test!(a_volume_deleted_at_the_provider_goes_to_error_and_is_never_made_again, |backend: Backend| async move {
+    let s = setup(backend).await;
+    let id = s.create_volume("doomed", json!({})).await;
+    s.until_volume(&id, "ready", |v| v["state"] == "READY").await;
+    let (_, listed) = s.at_sim(&format!("/v2/volumes?name={}", provider_name(&id))).await;
+    let provider_id = listed["volumes"][0]["id"].as_str().unwrap().to_owned();
+    let deleted = s
+        .server
+        .http
+        .delete(format!("{}/v2/volumes/{provider_id}", s.sim_url()))
+        .bearer_auth("someone")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(deleted.status(), 204);
+    s.clock.advance(3_600_000);
+    let failed = s.until_volume(&id, "in error", |v| v["state"] == "ERROR").await;
+    assert!(failed["message"].as_str().unwrap().contains("not made again"), "{failed}");
+    for _ in 0..3 {
+        s.clock.advance(3_600_000);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(s.sim().calls("volumes.create"), 1, "never created again");
+    // Deleting it now makes no provider call and refunds it.
+    s.mutate("providerVolumeDelete", json!({ "tenantId": "acme", "volumeId": id })).await;
+    s.until("refunded", || async { json!(s.used().await) }, |used| used == 0).await;
+    assert_eq!(s.sim().calls("volumes.delete"), 1, "only the outsider's delete");
+});
+
+db_test!(
+    deleting_an_instance_detaches_its_volumes_and_deletes_its_delete_with_instance_ones,
+    |backend: Backend| async move {
+        let s = setup(backend).await;
+        let (instance, _) = s.instance("doomed", None).await;
+        let keep = s.create_volume("keep", json!({ "instanceId": instance })).await;
+        let go = s.create_volume("go", json!({ "instanceId": instance, "deleteWithInstance": true })).await;
+        for id in [&keep, &go] {
+            s.until_volume(id, "attached", |v| v["attachments"][0]["state"] == "READY").await;
+        }
+        s.gql(
+            "mutation($i: String!) { instanceDelete(input: { tenantId: \"acme\", instanceId: $i }) { state } }",
+            json!({ "i": instance }),
+        )
+        .await;
+        let body = s
+            .server
+            .gql(
+                Some(&s.token),
+                "mutation($i: ProviderVolumeDetachInput!) { providerVolumeDetach(input: $i) { id } }",
+                json!({ "i": { "tenantId": "acme", "volumeId": go } }),
+            )
+            .await;
+        assert_eq!(
+            common::first_code(&body).as_deref(),
+            Some("INVALID_STATE"),
+            "a deleteWithInstance volume goes with the machine"
+        );
+        let kept = s.until_volume(&keep, "detached", |v| v["attachments"].as_array().unwrap().is_empty()).await;
+        assert_eq!(kept["state"], "READY", "a plain volume is only detached");
+        let query =
+            "query { providerVolumes(tenantId: \"acme\", includeDeleted: true) { edges { node { id state } } } }";
+        s.until(
+            "the deleteWithInstance volume deleted",
+            || async { s.gql(query, json!({})).await },
+            |page| {
+                page["providerVolumes"]["edges"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|e| e["node"]["id"] == go.as_str() && e["node"]["state"] == "DELETED")
+            },
+        )
+        .await;
+        assert_eq!(s.used().await, 10, "the deleted one is refunded");
+    }
+);
