@@ -343,6 +343,14 @@ db_test!(a_shared_volume_on_three_instances_detached_from_two, |backend: Backend
     let vpcs = shares["shares"][0]["vpc_ids"].as_array().unwrap().clone();
     assert_eq!(vpcs.len(), 1, "a tagged Droplet is left in the VPC: it stays on the share");
     assert_eq!(s.sim().calls("nfs.create"), 1);
+    // A share's snapshot is taken through the share's snapshot action (names of 20 at most).
+    s.gql(
+        "mutation($i: ProviderVolumeSnapshotInput!) { providerVolumeSnapshot(input: $i) { id } }",
+        json!({ "i": { "tenantId": "acme", "volumeId": id, "name": "weekly", "idempotencyKey": "weekly" } }),
+    )
+    .await;
+    s.until_volume(&id, "snapshotted", |v| v["snapshots"][0]["state"] == "READY").await;
+    assert!(s.sim().calls("nfs.actions.create") >= 1);
 });
 
 db_test!(a_lost_create_answer_is_found_by_name_and_makes_one_volume, |backend: Backend| async move {
@@ -396,9 +404,12 @@ db_test!(
         let (instance, _) = s.instance("doomed", None).await;
         let keep = s.create_volume("keep", json!({ "instanceId": instance })).await;
         let go = s.create_volume("go", json!({ "instanceId": instance, "deleteWithInstance": true })).await;
-        for id in [&keep, &go] {
+        let saved = s.create_volume("saved", json!({ "instanceId": instance, "deleteWithInstance": true })).await;
+        for id in [&keep, &go, &saved] {
             s.until_volume(id, "attached", |v| v["attachments"][0]["state"] == "READY").await;
         }
+        // Detached before the instance's delete: never deleted with it.
+        s.mutate("providerVolumeDetach", json!({ "tenantId": "acme", "volumeId": saved })).await;
         s.gql(
             "mutation($i: String!) { instanceDelete(input: { tenantId: \"acme\", instanceId: $i }) { state } }",
             json!({ "i": instance }),
@@ -433,6 +444,8 @@ db_test!(
             },
         )
         .await;
-        assert_eq!(s.used().await, 10, "the deleted one is refunded");
+        let saved = s.until_volume(&saved, "detached", |v| v["attachments"].as_array().unwrap().is_empty()).await;
+        assert_eq!(saved["state"], "READY", "a volume detached before the delete stays");
+        assert_eq!(s.used().await, 20, "the deleted one is refunded");
     }
 );

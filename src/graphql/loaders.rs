@@ -1,10 +1,12 @@
 //! DataLoaders of one request: a page of volumes loads its attachments, snapshots and the
-//! attachments' instances in one statement each, whatever its size.
+//! attachments' instances in one statement each, whatever its size. The loaders cache for the
+//! request, and a list primes them for its whole page at once (see `prime`), so the count does
+//! not hang on how many keys arrive within a batch's delay.
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
-use async_graphql::dataloader::{DataLoader, Loader};
+use async_graphql::dataloader::{DataLoader, HashMapCache, Loader};
 
 use crate::error::Error;
 use crate::service::Services;
@@ -15,9 +17,9 @@ use crate::service::volumes::AttachmentView;
 use crate::store::STATEMENTS;
 
 pub struct Loaders {
-    pub attachments: DataLoader<AttachmentLoader>,
-    pub snapshots: DataLoader<SnapshotLoader>,
-    pub instances: DataLoader<InstanceLoader>,
+    pub attachments: DataLoader<AttachmentLoader, HashMapCache>,
+    pub snapshots: DataLoader<SnapshotLoader, HashMapCache>,
+    pub instances: DataLoader<InstanceLoader, HashMapCache>,
 }
 
 impl Loaders {
@@ -34,9 +36,9 @@ impl Loaders {
         };
         let context = || Context { services: services.clone(), actor: actor.clone() };
         Loaders {
-            attachments: DataLoader::new(AttachmentLoader(context()), spawner.clone()),
-            snapshots: DataLoader::new(SnapshotLoader(context()), spawner.clone()),
-            instances: DataLoader::new(InstanceLoader(context()), spawner),
+            attachments: DataLoader::with_cache(AttachmentLoader(context()), spawner.clone(), HashMapCache::default()),
+            snapshots: DataLoader::with_cache(SnapshotLoader(context()), spawner.clone(), HashMapCache::default()),
+            instances: DataLoader::with_cache(InstanceLoader(context()), spawner, HashMapCache::default()),
         }
     }
 }
@@ -54,7 +56,7 @@ impl Loader<String> for AttachmentLoader {
     type Error = Error;
 
     async fn load(&self, keys: &[String]) -> Result<HashMap<String, Self::Value>, Self::Error> {
-        self.0.services.attachments_of(keys).await
+        Ok(every_key(keys, self.0.services.attachments_of(keys).await?))
     }
 }
 
@@ -66,18 +68,46 @@ impl Loader<String> for SnapshotLoader {
     type Error = Error;
 
     async fn load(&self, keys: &[String]) -> Result<HashMap<String, Self::Value>, Self::Error> {
-        self.0.services.snapshots_of(&self.0.actor, keys).await
+        Ok(every_key(keys, self.0.services.snapshots_of(&self.0.actor, keys).await?))
     }
 }
 
-/// Instances by id, those the caller may read.
+/// Instances by id: None for one the caller may not read.
 pub struct InstanceLoader(Context);
 
 impl Loader<String> for InstanceLoader {
-    type Value = InstanceView;
+    type Value = Option<InstanceView>;
     type Error = Error;
 
     async fn load(&self, keys: &[String]) -> Result<HashMap<String, Self::Value>, Self::Error> {
-        self.0.services.instances_by_id(&self.0.actor, keys).await
+        let mut found = self.0.services.instances_by_id(&self.0.actor, keys).await?;
+        Ok(keys.iter().map(|k| (k.clone(), found.remove(k))).collect())
+    }
+}
+
+/// An answer for every key (an empty list for none), so the cache also remembers "nothing".
+fn every_key<V>(keys: &[String], mut found: HashMap<String, Vec<V>>) -> HashMap<String, Vec<V>> {
+    keys.iter().map(|k| (k.clone(), found.remove(k).unwrap_or_default())).collect()
+}
+
+impl Loaders {
+    /// Loads, in one batch each, what a page of volumes will ask for: their attachments (and those
+    /// attachments' instances) and their snapshots, as far as `node` selects them.
+    pub async fn prime(&self, node: &async_graphql::Lookahead<'_>, volume_ids: Vec<String>) -> Result<(), Error> {
+        let wants = |field: &str| node.field(field).exists();
+        let wants_instances =
+            node.field("attachments").field("instance").exists() || node.field("attachment").field("instance").exists();
+        if wants("attachments") || wants("attachment") {
+            let attached = self.attachments.load_many(volume_ids.clone()).await?;
+            if wants_instances {
+                let instance_ids: std::collections::BTreeSet<String> =
+                    attached.values().flatten().map(|a| a.instance_id.clone()).collect();
+                self.instances.load_many(instance_ids).await?;
+            }
+        }
+        if wants("snapshots") {
+            self.snapshots.load_many(volume_ids).await?;
+        }
+        Ok(())
     }
 }

@@ -57,7 +57,7 @@ impl Attachment {
     }
     /// The instance, when the caller may read it.
     async fn instance(&self, ctx: &Context<'_>) -> Result<Option<Instance>> {
-        Ok(loaders(ctx)?.instances.load_one(self.0.instance_id.clone()).await?.map(Instance))
+        Ok(loaders(ctx)?.instances.load_one(self.0.instance_id.clone()).await?.flatten().map(Instance))
     }
     /// PENDING (attaching), READY (attached), DELETING (detaching) or ERROR.
     async fn state(&self) -> ResourceState {
@@ -322,6 +322,8 @@ impl VolumeQuery {
     ) -> Result<ProviderVolumeConnection> {
         let filter = VolumeListFilter { pool_id, project_id, include_deleted, first: first.max(0) as u64, after };
         let (found, has_next_page) = services(ctx).volume_list(actor(ctx)?, &tenant_id, filter).await?;
+        let node = ctx.look_ahead().field("edges").field("node");
+        loaders(ctx)?.prime(&node, found.iter().map(|v| v.id.clone()).collect()).await?;
         let edges: Vec<ProviderVolumeEdge> = found
             .into_iter()
             .map(|view| ProviderVolumeEdge {

@@ -17,6 +17,9 @@ use crate::store::queue;
 
 pub struct InstanceReconciler;
 
+/// The message of an instance whose machine's delete was sent.
+const DELETE_ASKED: &str = "the machine is being deleted";
+
 /// The instance fields a run writes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Observed {
@@ -91,6 +94,10 @@ impl Reconciler for InstanceReconciler {
 /// A provider error while looking: wait, or show it as an error.
 fn waiting(current: &instance::Model, err: ProviderError) -> (Observed, Next) {
     let now = Observed::of(current);
+    if err.message().contains("pending event") {
+        // The machine runs another action: look again shortly.
+        return (Observed { message: Some(err.message().to_owned()), ..now }, Next::After(ACTION_POLL_MS));
+    }
     if is_failure(&err) {
         return (now.state(state::ERROR, Some(err.message().to_owned())), Next::After(wait_for(&err)));
     }
@@ -178,19 +185,21 @@ async fn delete(run: &Run<'_>, api: &dyn Instances, current: &instance::Model, t
         },
     };
     if let Some(id) = droplet_id {
-        let gone = match api.droplet_get(&id).await {
-            Ok(None) => true,
-            Ok(Some(_)) => match api.droplet_delete(&id).await {
-                Ok(_) => false,
-                Err(err) => {
-                    return write(run, current, waiting(current, err).0, Next::After(super::RETRY_LATER_MS)).await;
-                }
-            },
+        match api.droplet_get(&id).await {
+            Ok(None) => {}
+            // Asked once; the Droplet answers for a while before it is gone.
+            Ok(Some(_)) if current.message.as_deref() == Some(DELETE_ASKED) => return Ok(Next::After(ACTION_POLL_MS)),
+            Ok(Some(_)) => {
+                let (observed, next) = match api.droplet_delete(&id).await {
+                    Ok(_) => (
+                        Observed { message: Some(DELETE_ASKED.into()), ..Observed::of(current) },
+                        Next::After(ACTION_POLL_MS),
+                    ),
+                    Err(err) => waiting(current, err),
+                };
+                return write(run, current, observed, next).await;
+            }
             Err(err) => return write(run, current, waiting(current, err).0, Next::After(super::RETRY_LATER_MS)).await,
-        };
-        if !gone {
-            // Asked; the Droplet answers for a while before it is gone.
-            return Ok(Next::After(ACTION_POLL_MS));
         }
     }
     finish_delete(run, current).await
@@ -218,11 +227,13 @@ async fn finish_delete(run: &Run<'_>, current: &instance::Model) -> Result<Next>
     let now = services.clock.now();
     let mut events = Vec::new();
     for a in &attached {
-        if a.desired_state == state::PRESENT {
+        // A volume whose detach was asked before the instance's delete is never deleted with it.
+        let wanted = a.desired_state == state::PRESENT;
+        if wanted {
             volumes::mark_detach(&txn, a, now).await?;
         }
         let Some(v) = provider_volume::Entity::find_by_id(a.volume_id.clone()).one(&txn).await? else { continue };
-        if v.delete_with_instance && v.desired_state == state::PRESENT {
+        if wanted && v.delete_with_instance && v.desired_state == state::PRESENT {
             let going = volumes::bump(
                 &txn,
                 &v,

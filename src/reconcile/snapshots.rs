@@ -178,12 +178,10 @@ async fn take(run: &Run<'_>, ctx: &Ctx<'_>, s: &snapshot::Model, volume_provider
         }
         Ok(None) => (now, Next::After(ACTION_POLL_MS)),
         Err(ProviderError::Refused { message, .. }) => {
-            let attempts = marked.create_attempts - 1;
-            let now = Observed { create_attempts: attempts, ..now };
-            match attempts {
-                0 => (now.state(state::ERROR, Some(message)), Next::After(ERROR_RETRY_MS)),
-                _ => (Observed { message: Some(message), ..now }, Next::Now),
-            }
+            // This attempt made nothing; retried by the periodic pass (by name first when an
+            // earlier attempt may have made it).
+            let now = Observed { create_attempts: marked.create_attempts - 1, ..now };
+            (now.state(state::ERROR, Some(message)), Next::After(ERROR_RETRY_MS))
         }
         Err(err) => (Observed { message: Some(err.message().to_owned()), ..now }, Next::After(wait_for(&err))),
     };

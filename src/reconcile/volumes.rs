@@ -123,12 +123,12 @@ pub async fn run(run: &Run<'_>) -> Result<Next> {
         tag: ownership_tag(&run.services.deployment),
     };
     let attached = live_attachments(db, &v.id).await?;
-    if v.lost || (v.provider_id.is_none() && !attached.is_empty() && v.desired_state == state::ABSENT) {
-        // Nothing at the provider to act on: unwanted attachments finish without a call.
-        if let Some(a) = attached.iter().find(|a| a.desired_state == state::ABSENT) {
-            let detached = AttachmentObserved::of(a).state(state::DELETED, None);
-            return write_attachment(run, &v, a, detached, Next::Now).await;
-        }
+    let unwanted = attached.iter().find(|a| a.desired_state == state::ABSENT);
+    if let Some(a) = unwanted.filter(|_| v.lost || v.provider_id.is_none()) {
+        // Nothing at the provider to act on (lost, or never made, so never attached there):
+        // an unwanted attachment finishes without a call.
+        let detached = AttachmentObserved::of(a).state(state::DELETED, None);
+        return write_attachment(run, &v, a, detached, Next::Now).await;
     }
     if v.desired_state == state::ABSENT && attached.is_empty() {
         return delete(&ctx, &v).await;
@@ -137,9 +137,6 @@ pub async fn run(run: &Run<'_>) -> Result<Next> {
         return Ok(Next::Drift);
     }
     if v.provider_id.is_none() {
-        if v.desired_state == state::ABSENT {
-            return Ok(Next::After(ACTION_POLL_MS));
-        }
         return create(&ctx, &v).await;
     }
     if v.action_id.is_some() {
@@ -148,13 +145,41 @@ pub async fn run(run: &Run<'_>) -> Result<Next> {
     if v.state == state::PENDING || v.state == state::ERROR {
         return settle_created(&ctx, &v).await;
     }
+    // Detaches before a resize, so a resize the provider keeps refusing never keeps a volume
+    // from being detached (and deleted).
+    if let Some(a) = unwanted {
+        return converge_attachment(&ctx, &v, a).await;
+    }
     if v.observed_size_gib.is_some_and(|seen| seen < v.size_gib) && v.desired_state == state::PRESENT {
         return resize(&ctx, &v).await;
     }
-    if let Some(a) = attached.iter().find(|a| needs_work(a)) {
+    if let Some(a) = next_attach(db, &attached).await? {
         return converge_attachment(&ctx, &v, a).await;
     }
     drift(&ctx, &v, &attached).await
+}
+
+/// The attach to work on: one whose instance is ready before one still waiting for its
+/// instance, so one instance that never becomes ready does not hold back the others.
+async fn next_attach<'a>(
+    db: &sea_orm::DatabaseConnection,
+    attached: &'a [attachment::Model],
+) -> Result<Option<&'a attachment::Model>> {
+    let waiting: Vec<&attachment::Model> =
+        attached.iter().filter(|a| a.desired_state == state::PRESENT && needs_work(a)).collect();
+    if waiting.len() <= 1 {
+        return Ok(waiting.first().copied());
+    }
+    let ids: Vec<String> = waiting.iter().map(|a| a.instance_id.clone()).collect();
+    let ready: Vec<String> = instance::Entity::find()
+        .filter(instance::Column::Id.is_in(ids))
+        .filter(instance::Column::State.eq(state::READY))
+        .all(db)
+        .await?
+        .into_iter()
+        .map(|i| i.id)
+        .collect();
+    Ok(waiting.iter().find(|a| ready.contains(&a.instance_id)).or(waiting.first()).copied())
 }
 
 fn needs_work(a: &attachment::Model) -> bool {
@@ -226,7 +251,8 @@ async fn create(ctx: &Ctx<'_>, v: &volume::Model) -> Result<Next> {
                 region: &marked.region,
                 size_gib: marked.size_gib,
                 description: &description,
-                filesystem: marked.filesystem.as_deref(),
+                // A restore is never formatted: that could wipe the restored data.
+                filesystem: marked.filesystem.as_deref().filter(|_| snapshot_id.is_none()),
                 snapshot_id: snapshot_id.as_deref(),
                 tags: &tags,
             })
@@ -239,13 +265,10 @@ async fn create(ctx: &Ctx<'_>, v: &volume::Model) -> Result<Next> {
     let (observed, next) = match answer {
         Ok(made) => (made.observed(&marked), Next::Now),
         Err(ProviderError::Refused { message, .. }) => {
-            // Refused: this attempt made nothing. If an earlier one may have, look by name next.
-            let attempts = marked.create_attempts - 1;
-            let now = Observed { create_attempts: attempts, ..Observed::of(&marked) };
-            match attempts {
-                0 => (now.state(state::ERROR, Some(message)), Next::After(ERROR_RETRY_MS)),
-                _ => (now.said(message), Next::Now),
-            }
+            // Refused: this attempt made nothing (an earlier one whose answer was lost may have:
+            // its count stays, and the retry looks by name first). Retried by the periodic pass.
+            let now = Observed { create_attempts: marked.create_attempts - 1, ..Observed::of(&marked) };
+            (now.state(state::ERROR, Some(message)), Next::After(ERROR_RETRY_MS))
         }
         Err(err) => {
             let message =
@@ -339,7 +362,11 @@ async fn settle_created(ctx: &Ctx<'_>, v: &volume::Model) -> Result<Next> {
         _ => match ctx.volumes.share_get(&id).await {
             Ok(Some(s)) => {
                 let observed = share_observed(Observed::of(v), &s);
-                let next = if observed.state == state::READY { Next::Now } else { Next::After(ACTION_POLL_MS) };
+                let next = match observed.state.as_str() {
+                    state::READY => Next::Now,
+                    state::ERROR => Next::After(ERROR_RETRY_MS),
+                    _ => Next::After(ACTION_POLL_MS),
+                };
                 (observed, next)
             }
             Ok(None) => lost(v),
@@ -516,7 +543,12 @@ async fn attach_block(
     if let Some(action) = &a.action_id {
         return match action_outcome(ctx, action).await {
             Ok(None) => (now, Next::After(ACTION_POLL_MS)),
-            Ok(Some(true)) => (now.state(state::READY, None), Next::Now),
+            Ok(Some(true)) => match ctx.volumes.volume_get(&volume_id).await {
+                Ok(Some(b)) if b.droplet_ids.contains(&droplet) => (now.state(state::READY, None), Next::Now),
+                // Completed without attaching it (the Droplet went away): ask again.
+                Ok(_) => (AttachmentObserved { action_id: None, ..now }, Next::After(ACTION_POLL_MS)),
+                Err(err) => attachment_waits(now, &err),
+            },
             Ok(Some(false)) => (
                 AttachmentObserved {
                     action_id: None,
@@ -821,6 +853,18 @@ async fn write(run: &Run<'_>, v: &volume::Model, observed: Observed, next: Next)
     Ok(next)
 }
 
+/// Records a provider action on an attachment that has none.
+async fn keep_action(txn: &sea_orm::DatabaseTransaction, a: &attachment::Model, action: &str) -> Result<()> {
+    attachment::Entity::update_many()
+        .col_expr(attachment::Column::ActionId, Expr::value(action))
+        .col_expr(attachment::Column::Version, Expr::col(attachment::Column::Version).add(1))
+        .filter(attachment::Column::Id.eq(a.id.clone()))
+        .filter(attachment::Column::ActionId.is_null())
+        .exec(txn)
+        .await?;
+    Ok(())
+}
+
 /// Writes what was observed of one attachment, and the volume's event (`attached`, `detached`),
 /// fenced and version-checked.
 async fn write_attachment(
@@ -855,7 +899,18 @@ async fn write_attachment(
         .exec(&txn)
         .await?
         .rows_affected;
-    if changed == 0 || !queue::fence(&txn, run.claimed).await? {
+    if changed == 0 {
+        // Changed meanwhile (a detach asked): still keep the action just started, so the next
+        // run waits for it instead of taking the volume for detached while it is landing.
+        if let (None, Some(action)) = (&a.action_id, &observed.action_id) {
+            keep_action(&txn, a, action).await?;
+            if queue::fence(&txn, run.claimed).await? {
+                txn.commit().await?;
+            }
+        }
+        return Ok(Next::Now);
+    }
+    if !queue::fence(&txn, run.claimed).await? {
         return Ok(Next::Now);
     }
     let written = svc::bump(&txn, v, |u| u, now).await?;

@@ -82,7 +82,14 @@ pub fn event(event_type: &str, s: &snapshot::Model) -> NewEvent {
     }
 }
 
-pub fn provider_name(snapshot_id: &str) -> String {
+/// The name a snapshot is taken under: derived from its id, so a lost answer is found by name.
+/// A share snapshot's name is at most 20 characters: `bc-` and 16 hex digits of the id's SHA-256.
+pub fn provider_name(snapshot_id: &str, volume_kind: &str) -> String {
+    if volume_kind == volumes::SHARED {
+        use sha2::{Digest, Sha256};
+        let digest = Sha256::digest(snapshot_id.as_bytes());
+        return format!("bc-{}", &crate::store::idempotency::hex(&digest)[..16]);
+    }
     format!("bc-{}", snapshot_id.replace('_', "-"))
 }
 
@@ -124,9 +131,6 @@ impl Services {
         validate::idempotency_key(&input.idempotency_key)?;
         let txn = self.begin().await?;
         let (current, _) = self.volume_for_update(&txn, actor, &input.tenant_id, &input.volume_id).await?;
-        if current.desired_state == state::ABSENT {
-            return Err(invalid_state(format!("volume {} is being deleted", current.id), "deleting"));
-        }
         let id = ids::new_id(ids::SNAPSHOT);
         let key = idempotency::Key {
             tenant_id: &input.tenant_id,
@@ -138,6 +142,9 @@ impl Services {
         {
             drop(txn);
             return Ok(view(&find_snapshot(&self.db, &input.tenant_id, &existing).await?));
+        }
+        if current.desired_state == state::ABSENT {
+            return Err(invalid_state(format!("volume {} is being deleted", current.id), "deleting"));
         }
         let live = volumes::live_snapshot_count(&txn, &current.id).await?;
         if live >= volumes::MAX_SNAPSHOTS {
@@ -161,7 +168,7 @@ impl Services {
             state: Set(state::PENDING.into()),
             desired_state: Set(state::PRESENT.into()),
             provider_id: Set(None),
-            provider_name: Set(provider_name(&id)),
+            provider_name: Set(provider_name(&id, &current.kind)),
             size_gib: Set(None),
             min_disk_size: Set(current.size_gib),
             create_attempts: Set(0),

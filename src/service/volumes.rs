@@ -241,6 +241,8 @@ impl Services {
         validate::id("instanceId", ids::INSTANCE, instance_id)?;
         let txn = self.begin().await?;
         let (current, attached) = self.volume_for_change(&txn, actor, tenant_id, volume_id).await?;
+        // The volume's lock, then the instance's: an instance's delete cannot slip in between.
+        rows::lock(&txn, "instances", instance_id).await?;
         let found = attachable_instance(&txn, actor, tenant_id, instance_id).await?;
         check_instance_fits(
             &found,
@@ -304,6 +306,7 @@ impl Services {
             return self.volume_load(&self.db, tenant_id, volume_id).await;
         };
         if current.delete_with_instance {
+            rows::lock(&txn, "instances", &attached[position].instance_id).await?;
             let on = self.instance_load(&txn, tenant_id, &attached[position].instance_id).await?;
             if on.desired_state == state::ABSENT {
                 return Err(invalid_state(
@@ -620,7 +623,7 @@ async fn check_shared(
         .filter(network::Column::State.ne(state::DELETED))
         .one(conn)
         .await?
-        .ok_or_else(|| Error::not_found("network", network_id))?;
+        .ok_or_else(|| Error::invalid_input("networkId", format!("{network_id} is not a network of the tenant")))?;
     if found.provider_account_id != account_id {
         return Err(Error::invalid_input("networkId", "the network is on another provider account than the pool"));
     }
