@@ -84,7 +84,8 @@ pub struct ServeArgs {
 
 #[derive(Args, Debug, Clone, Copy)]
 pub struct ReconcileArgs {
-    /// Concurrent reconcile runs in this process.
+    /// Concurrent reconcile runs in this process; 0 serves the API only (other replicas
+    /// converge the cloud).
     #[arg(long, env = "VPS_GRAPH_RECONCILE_WORKERS", default_value_t = 8)]
     pub reconcile_workers: usize,
     /// How long a claimed run holds its lease before another replica may take it over, in ms.

@@ -157,7 +157,7 @@ pub fn start(
     tokio::spawn(async move {
         // Workers stop between runs, so a run is never cut between its provider call and its
         // write-back by a graceful stop.
-        let workers: Vec<_> = (0..shared.config.workers.max(1)).map(|_| tokio::spawn(work(shared.clone()))).collect();
+        let workers: Vec<_> = (0..shared.config.workers).map(|_| tokio::spawn(work(shared.clone()))).collect();
         for worker in workers {
             let _ = worker.await;
         }

@@ -123,8 +123,9 @@ pub async fn run(run: &Run<'_>) -> Result<Next> {
         match (source, volume_provider_id) {
             (Some(v), Some(vid)) if !v.lost => return take(run, &ctx, &s, &vid).await,
             (Some(v), _) if v.desired_state == state::PRESENT && !v.lost => (
+                // The volume wakes its snapshots once it is made; this is the safety net.
                 Observed { message: Some("waiting for the volume to be made".into()), ..Observed::of(&s) },
-                Next::After(ACTION_POLL_MS),
+                Next::After(ERROR_RETRY_MS),
             ),
             _ => {
                 let message = "the volume was gone before the snapshot was taken".to_owned();

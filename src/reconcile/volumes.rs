@@ -100,6 +100,9 @@ struct Ctx<'a> {
     actions: &'a dyn Actions,
     instances: &'a dyn Instances,
     tag: String,
+    /// When a volume becomes ready: `Now` if an attachment or a resize waits, else the drift
+    /// read (a volume just read needs no second read now).
+    once_ready: Next,
 }
 
 pub async fn run(run: &Run<'_>) -> Result<Next> {
@@ -121,8 +124,12 @@ pub async fn run(run: &Run<'_>) -> Result<Next> {
         actions: actions.as_ref(),
         instances: instances.as_ref(),
         tag: ownership_tag(&run.services.deployment),
+        once_ready: Next::Drift,
     };
     let attached = live_attachments(db, &v.id).await?;
+    let restoring = v.source_snapshot_id.is_some() && v.provider_id.is_none();
+    let ctx =
+        Ctx { once_ready: if restoring || attached.iter().any(needs_work) { Next::Now } else { Next::Drift }, ..ctx };
     let unwanted = attached.iter().find(|a| a.desired_state == state::ABSENT);
     if let Some(a) = unwanted.filter(|_| v.lost || v.provider_id.is_none()) {
         // Nothing at the provider to act on (lost, or never made, so never attached there):
@@ -208,7 +215,7 @@ async fn create(ctx: &Ctx<'_>, v: &volume::Model) -> Result<Next> {
         match found {
             Err(err) => return write(run, v, failed(v, &err).0, failed(v, &err).1).await,
             Ok(Some(made)) if made.is_ours(&marker(&run.services.deployment, &v.id), &ctx.tag) => {
-                return write(run, v, made.observed(v), Next::Now).await;
+                return write(run, v, made.observed(v), ctx.once_ready).await;
             }
             Ok(Some(_)) => {
                 let message = format!("a volume named {} exists that this deployment did not make", v.provider_name);
@@ -263,7 +270,11 @@ async fn create(ctx: &Ctx<'_>, v: &volume::Model) -> Result<Next> {
         }
     };
     let (observed, next) = match answer {
-        Ok(made) => (made.observed(&marked), Next::Now),
+        Ok(made) => {
+            let observed = made.observed(&marked);
+            let next = if observed.state == state::READY { ctx.once_ready } else { Next::After(ACTION_POLL_MS) };
+            (observed, next)
+        }
         Err(ProviderError::Refused { message, .. }) => {
             // Refused: this attempt made nothing (an earlier one whose answer was lost may have:
             // its count stays, and the retry looks by name first). Retried by the periodic pass.
@@ -355,7 +366,7 @@ async fn settle_created(ctx: &Ctx<'_>, v: &volume::Model) -> Result<Next> {
     let id = v.provider_id.clone().unwrap_or_default();
     let (observed, next) = match v.kind.as_str() {
         BLOCK => match ctx.volumes.volume_get(&id).await {
-            Ok(Some(b)) => (Made::Block(b).observed(v), Next::Now),
+            Ok(Some(b)) => (Made::Block(b).observed(v), ctx.once_ready),
             Ok(None) => lost(v),
             Err(err) => failed(v, &err),
         },
@@ -363,7 +374,7 @@ async fn settle_created(ctx: &Ctx<'_>, v: &volume::Model) -> Result<Next> {
             Ok(Some(s)) => {
                 let observed = share_observed(Observed::of(v), &s);
                 let next = match observed.state.as_str() {
-                    state::READY => Next::Now,
+                    state::READY => ctx.once_ready,
                     state::ERROR => Next::After(ERROR_RETRY_MS),
                     _ => Next::After(ACTION_POLL_MS),
                 };
@@ -840,6 +851,10 @@ async fn write(run: &Run<'_>, v: &volume::Model, observed: Observed, next: Next)
     if changed == 0 || !queue::fence(&txn, run.claimed).await? {
         return Ok(Next::Now);
     }
+    let made = observed.state == state::READY && v.state != state::READY;
+    if made {
+        wake_snapshots(&txn, &v.id, services.clock.now_ms()).await?;
+    }
     if observed.state == state::DELETED {
         let holding =
             quota::Holding { tenant_id: &v.tenant_id, pool_id: &v.pool_id, quota: svc::QUOTA, resource_id: &v.id };
@@ -849,7 +864,11 @@ async fn write(run: &Run<'_>, v: &volume::Model, observed: Observed, next: Next)
         volume::Entity::find_by_id(v.id.clone()).one(&txn).await?.ok_or_else(|| Error::internal("volume vanished"))?;
     let attached = live_attachments(&txn, &v.id).await?;
     let event = svc::event(event_type(v, &observed), &written, &attached);
-    services.commit(txn, vec![event]).await?;
+    if made {
+        services.commit_and_wake(txn, vec![event]).await?;
+    } else {
+        services.commit(txn, vec![event]).await?;
+    }
     Ok(next)
 }
 
@@ -862,6 +881,20 @@ async fn keep_action(txn: &sea_orm::DatabaseTransaction, a: &attachment::Model, 
         .filter(attachment::Column::ActionId.is_null())
         .exec(txn)
         .await?;
+    Ok(())
+}
+
+/// Snapshots asked before their volume was made wait for it: wake them once it is.
+async fn wake_snapshots(txn: &sea_orm::DatabaseTransaction, volume_id: &str, now_ms: i64) -> Result<()> {
+    let waiting = provider_snapshot::Entity::find()
+        .filter(provider_snapshot::Column::VolumeId.eq(volume_id))
+        .filter(provider_snapshot::Column::ProviderId.is_null())
+        .filter(provider_snapshot::Column::DesiredState.eq(state::PRESENT))
+        .all(txn)
+        .await?;
+    for s in waiting {
+        queue::wake(txn, crate::service::volumes::RECONCILER, &s.id, now_ms).await?;
+    }
     Ok(())
 }
 

@@ -1,7 +1,9 @@
 //! `vps-graph bench`: figures for the foundation, measured against this same binary run as a
 //! child server process (so memory is the server's own), driven over HTTP and WebSocket:
 //! operator mutations per second, events per second delivered to many subscribers with the
-//! append-to-delivery latency, and resident memory per idle subscriber.
+//! append-to-delivery latency, and resident memory per idle subscriber; networks and volumes
+//! converging against the simulated cloud; and reading pages of volumes (`volumes`).
+mod volumes;
 use std::net::TcpListener;
 use std::process::Stdio;
 use std::sync::Arc;
@@ -18,7 +20,7 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::HeaderValue;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
-const ADMIN: &str = "bench-admin-token";
+pub(crate) const ADMIN: &str = "bench-admin-token";
 
 #[derive(Args, Debug, Clone)]
 pub struct BenchArgs {
@@ -52,9 +54,18 @@ pub struct BenchArgs {
     /// Skip the foundation figures (mutations, deliveries, idle memory).
     #[arg(long)]
     pub only_networks: bool,
+    /// Volumes to converge from create to READY against the simulated cloud (0 skips it).
+    #[arg(long, default_value_t = 1000)]
+    pub volumes: usize,
+    /// Volumes in the tenant whose pages are read (0 skips it).
+    #[arg(long, default_value_t = 10_000)]
+    pub page_volumes: usize,
+    /// `providerVolumes(first: 100)` requests to time.
+    #[arg(long, default_value_t = 1000)]
+    pub page_requests: usize,
 }
 
-type BenchResult<T> = Result<T, String>;
+pub(crate) type BenchResult<T> = Result<T, String>;
 
 pub async fn run(args: BenchArgs) -> BenchResult<()> {
     crate::init_crypto();
@@ -80,6 +91,26 @@ pub async fn run(args: BenchArgs) -> BenchResult<()> {
                 figures.ideal,
                 figures.wall / figures.ideal,
                 figures.calls_per_network
+            );
+        }
+        if args.volumes > 0 {
+            let figures = volumes::converge(url, &args).await?;
+            println!(
+                "[{label}] {} block volumes to READY against the sim ({} ms per provider call, {} workers): {:.1} s, latency-bound ideal {:.1} s ({:.2}x), {:.2} provider calls per volume",
+                args.volumes,
+                args.provider_latency_ms,
+                args.reconcile_workers,
+                figures.wall,
+                figures.ideal,
+                figures.wall / figures.ideal,
+                figures.calls_per_volume
+            );
+        }
+        if args.page_volumes > 0 {
+            let figures = volumes::read_pages(url, &args).await?;
+            println!(
+                "[{label}] providerVolumes(first: 100) with attachments, their instances and snapshots over {} volumes (seeded in {:.0} s): {:.0} requests/s from 8 clients, p50 {:.1} ms, p99 {:.1} ms, {} SQL statements per request",
+                args.page_volumes, figures.seed_secs, figures.rate, figures.p50_ms, figures.p99_ms, figures.statements
             );
         }
         if args.only_networks {
@@ -119,16 +150,16 @@ pub async fn run(args: BenchArgs) -> BenchResult<()> {
 }
 
 /// A `vps-graph serve` child on a free loopback port.
-struct Server {
+pub(crate) struct Server {
     child: Child,
     client: Client,
 }
 
 /// Speaks to the server over HTTP and WebSocket as the operator.
 #[derive(Clone)]
-struct Client {
-    addr: String,
-    http: reqwest::Client,
+pub(crate) struct Client {
+    pub(crate) addr: String,
+    pub(crate) http: reqwest::Client,
 }
 
 impl Server {
@@ -136,7 +167,7 @@ impl Server {
         Server::start_with(database_url, &[]).await
     }
 
-    async fn start_with(database_url: &str, extra: &[&str]) -> BenchResult<Server> {
+    pub(crate) async fn start_with(database_url: &str, extra: &[&str]) -> BenchResult<Server> {
         let addr = free_addr()?;
         let exe = std::env::current_exe().map_err(|e| e.to_string())?;
         let child = Command::new(exe)
@@ -173,7 +204,7 @@ impl Server {
 }
 
 impl Client {
-    async fn gql(&self, query: &str, variables: Value) -> BenchResult<Value> {
+    pub(crate) async fn gql(&self, query: &str, variables: Value) -> BenchResult<Value> {
         let body: Value = self
             .http
             .post(format!("http://{}/graphql", self.addr))
@@ -191,7 +222,7 @@ impl Client {
         }
     }
 
-    async fn ensure_tenant(&self, id: &str) -> BenchResult<()> {
+    pub(crate) async fn ensure_tenant(&self, id: &str) -> BenchResult<()> {
         let tenants = self.gql("{ tenants { id } }", json!({})).await?;
         if !tenants.to_string().contains(&format!("\"{id}\"")) {
             self.gql(
@@ -345,7 +376,7 @@ fn raise_open_files() {
     }
 }
 
-fn free_addr() -> BenchResult<String> {
+pub(crate) fn free_addr() -> BenchResult<String> {
     let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map_err(|e| e.to_string())?.port();
     Ok(format!("127.0.0.1:{port}"))
 }
