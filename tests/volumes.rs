@@ -449,3 +449,131 @@ db_test!(
         assert_eq!(s.used().await, 20, "the deleted one is refunded");
     }
 );
+
+db_test!(a_refused_create_is_error_and_its_delete_makes_no_provider_call, |backend: Backend| async move {
+    let s = setup(backend).await;
+    s.sim().inject("volumes.create", Fault::Status { status: 403 }, 1);
+    let id = s.create_volume("refused", json!({})).await;
+    let failed = s.until_now(&id, "in error", |v| v["state"] == "ERROR").await;
+    assert!(failed["message"].is_string(), "the provider's words: {failed}");
+    s.mutate("providerVolumeDelete", json!({ "tenantId": "acme", "volumeId": id })).await;
+    let query = "{ providerVolumes(tenantId: \"acme\", includeDeleted: true) { edges { node { id state } } } }";
+    s.until(
+        "deleted",
+        || async { s.gql(query, json!({})).await },
+        |page| page["providerVolumes"]["edges"][0]["node"]["state"] == "DELETED",
+    )
+    .await;
+    assert_eq!(s.sim().calls("volumes.create"), 1);
+    assert_eq!(s.sim().calls("volumes.delete") + s.sim().calls("volumes.list"), 0, "finished without a provider call");
+    assert_eq!(s.used().await, 0, "refunded");
+});
+
+db_test!(a_restore_fails_when_its_snapshot_is_deleted_first, |backend: Backend| async move {
+    let s = setup(backend).await;
+    let id = s.create_volume("source", json!({})).await;
+    s.until_volume(&id, "ready", |v| v["state"] == "READY").await;
+    // The provider does not answer the snapshot: it stays pending while the clock stands.
+    s.sim().inject("volumes.snapshots.create", Fault::Status { status: 503 }, 1);
+    let snap = s
+        .gql(
+            "mutation($i: ProviderVolumeSnapshotInput!) { providerVolumeSnapshot(input: $i) { id } }",
+            json!({ "i": { "tenantId": "acme", "volumeId": id, "name": "s", "idempotencyKey": "s" } }),
+        )
+        .await["providerVolumeSnapshot"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let copy = s
+        .gql(
+            "mutation($i: ProviderSnapshotRestoreInput!) { providerSnapshotRestore(input: $i) { id } }",
+            json!({ "i": { "tenantId": "acme", "snapshotId": snap, "name": "copy", "idempotencyKey": "copy" } }),
+        )
+        .await["providerSnapshotRestore"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let waiting = s
+        .until_now(&copy, "waiting for the snapshot", |v| v["message"].as_str().is_some_and(|m| m.contains("waiting")))
+        .await;
+    assert_eq!(waiting["state"], "PENDING");
+    s.gql(
+        "mutation($s: String!) { providerSnapshotDelete(input: { tenantId: \"acme\", snapshotId: $s }) { state } }",
+        json!({ "s": snap }),
+    )
+    .await;
+    let failed = s.until_volume(&copy, "failed", |v| v["state"] == "ERROR").await;
+    assert!(failed["message"].as_str().unwrap().contains("deleted before the restore"), "{failed}");
+    assert_eq!(s.sim().name_calls("volumes.made", &provider_name(&copy)), 0, "nothing was made");
+});
+
+db_test!(provider_volume_changed_yields_each_new_view, |backend: Backend| async move {
+    let s = setup(backend).await;
+    let id = s.create_volume("watched", json!({})).await;
+    let mut ws = s.server.ws(json!({ "Authorization": format!("Bearer {}", s.token) })).await;
+    assert_eq!(ws.next(Duration::from_secs(5)).await.unwrap()["type"], "connection_ack");
+    ws.subscribe(
+        "1",
+        "subscription($v: String!) { providerVolumeChanged(tenantId: \"acme\", volumeId: $v) { id state version attachments { instanceId } } }",
+        json!({ "v": id }),
+    )
+    .await;
+    // A change after the subscription starts: a resize, then its convergence.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    s.until_volume(&id, "ready", |v| v["state"] == "READY").await;
+    s.mutate("providerVolumeResize", json!({ "tenantId": "acme", "volumeId": id, "sizeGiB": 12 })).await;
+    let mut versions = Vec::new();
+    let mut states = Vec::new();
+    while let Some(message) = ws.next(Duration::from_secs(2)).await {
+        let view = &message["payload"]["data"]["providerVolumeChanged"];
+        if view.is_null() {
+            continue;
+        }
+        assert_eq!(view["id"], id.as_str());
+        versions.push(view["version"].as_i64().unwrap());
+        states.push(view["state"].as_str().unwrap().to_owned());
+        if states.len() >= 2 && states.last().unwrap() == "READY" {
+            break;
+        }
+        s.clock.advance(5_000);
+    }
+    assert!(versions.windows(2).all(|v| v[0] < v[1]), "{versions:?}");
+    assert!(states.contains(&"UPDATING".to_owned()) || states.len() >= 2, "{states:?}");
+});
+
+db_test!(the_hourly_drift_pass_puts_back_a_vpc_a_racing_detach_took_off_a_share, |backend: Backend| async move {
+    let s = setup(backend).await;
+    let network = s.network().await;
+    let (instance, _) = s.instance("web-a", Some(&network)).await;
+    let id = s
+        .create_volume(
+            "assets",
+            json!({ "kind": "SHARED", "sizeGiB": 50, "networkId": network, "instanceId": instance }),
+        )
+        .await;
+    s.until_volume(&id, "attached", |v| v["attachments"][0]["state"] == "READY").await;
+    let (_, shares) = s.at_sim("/v2/nfs").await;
+    let share = shares["shares"][0].clone();
+    let vpc = share["vpc_ids"][0].as_str().unwrap().to_owned();
+    // Someone takes the VPC off the share.
+    let taken = s
+        .server
+        .http
+        .post(format!("{}/v2/nfs/{}/actions", s.sim_url(), share["id"].as_str().unwrap()))
+        .bearer_auth("someone")
+        .json(&json!({ "type": "detach", "region": "", "params": { "vpc_id": vpc } }))
+        .send()
+        .await
+        .unwrap();
+    assert!(taken.status().is_success(), "{}", taken.status());
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let (_, shares) = s.at_sim("/v2/nfs").await;
+    assert!(shares["shares"][0]["vpc_ids"].as_array().unwrap().is_empty());
+    s.clock.advance(3_600_000);
+    s.until(
+        "the VPC back on the share",
+        || async { s.at_sim("/v2/nfs").await.1 },
+        |shares| shares["shares"][0]["vpc_ids"].as_array().is_some_and(|v| v.iter().any(|x| x == vpc.as_str())),
+    )
+    .await;
+});

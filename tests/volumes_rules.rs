@@ -539,3 +539,42 @@ db_test!(a_page_of_volumes_costs_the_same_sql_statements_whatever_its_size, |bac
     assert!(counts.iter().all(|c| *c == counts[0]), "statements per page size 2, 8, 24: {counts:?}");
     assert!(counts[0] <= 4, "the page, attachments, snapshots, instances: {counts:?}");
 });
+
+db_test!(a_pool_whose_provider_offers_no_volumes_is_unsupported, |backend: Backend| async move {
+    let s = setup(backend).await;
+    let account = s
+        .server
+        .ok(
+            Some(ADMIN),
+            "mutation { providerAccountCreate(input: { name: \"aws\", kind: AWS, credentialRef: \"env:X\", regions: [\"us-east-1\"], zones: [\"us-east-1a\"] }) { id } }",
+            json!({}),
+        )
+        .await;
+    let pool = s
+        .server
+        .ok(
+            Some(ADMIN),
+            "mutation($a: String!) { poolCreate(input: { name: \"aws\", providerAccountId: $a, billing: METERED }) { id } }",
+            json!({ "a": account["providerAccountCreate"]["id"] }),
+        )
+        .await["poolCreate"]["id"]
+        .clone();
+    s.server.offer(pool.as_str().unwrap(), "acme", json!([{ "resource": "diskGiB", "max": 100 }])).await;
+    let (got, details) = s.create_code("on-aws", json!({ "poolId": pool, "region": "us-east-1" })).await;
+    assert_eq!(got, "UNSUPPORTED");
+    assert_eq!(details["reason"], "volumes");
+});
+
+db_test!(deleting_a_volume_being_deleted_returns_it, |backend: Backend| async move {
+    let s = setup(backend).await;
+    let v = s.create("gone", json!({})).await;
+    let delete = json!({ "tenantId": "acme", "volumeId": v["id"] });
+    let first = s.call("providerVolumeDelete", delete.clone()).await;
+    assert!(first.get("errors").is_none(), "{first}");
+    let again = s.call("providerVolumeDelete", delete).await;
+    assert!(again.get("errors").is_none(), "{again}");
+    assert!(["DELETING", "DELETED"].contains(&again["data"]["providerVolumeDelete"]["state"].as_str().unwrap()));
+    let snap = json!({ "i": { "tenantId": "acme", "volumeId": v["id"], "name": "late", "idempotencyKey": "late" } });
+    let body = s.server.gql(Some(&s.token), SNAPSHOT, snap).await;
+    assert!(["INVALID_STATE", "NOT_FOUND"].contains(&code(&body).as_str()), "no snapshot of a volume being deleted");
+});

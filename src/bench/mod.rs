@@ -391,26 +391,7 @@ struct Convergence {
 /// process answering every call after `provider_latency_ms`, and times them to READY. The sim's
 /// rate limits are lifted: the real API's 250 a minute would make this a rate-limit benchmark.
 async fn converge_networks(database_url: &str, args: &BenchArgs) -> BenchResult<Convergence> {
-    let sim_addr = free_addr()?;
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let latency = args.provider_latency_ms.to_string();
-    let _sim = Command::new(exe)
-        .args([
-            "sim",
-            "--listen",
-            &sim_addr,
-            "--sim-latency-ms",
-            &latency,
-            "--sim-per-hour",
-            "100000000",
-            "--sim-per-minute",
-            "100000000",
-        ])
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| format!("cannot start the sim: {e}"))?;
+    let (_sim, sim_addr) = spawn_sim(args.provider_latency_ms)?;
     let workers = args.reconcile_workers.to_string();
     let server = Server::start_with(database_url, &["--no-sim", "--reconcile-workers", &workers]).await?;
     let client = &server.client;
@@ -469,20 +450,41 @@ async fn converge_networks(database_url: &str, args: &BenchArgs) -> BenchResult<
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let wall = started.elapsed().as_secs_f64();
+    let total_calls = sim_calls(client, &sim_addr).await?;
+    // Each network needs one create call; W workers make W calls at a time.
+    let ideal = args.networks.div_ceil(args.reconcile_workers) as f64 * args.provider_latency_ms as f64 / 1000.0;
+    Ok(Convergence { wall, ideal, calls_per_network: total_calls as f64 / args.networks as f64 })
+}
+
+/// `vps-graph sim` as a child process answering every call after `latency_ms`, its rate limits
+/// lifted (the real API's 250 a minute would make a convergence a rate-limit benchmark).
+pub(crate) fn spawn_sim(latency_ms: u64) -> BenchResult<(Child, String)> {
+    let addr = free_addr()?;
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let latency = latency_ms.to_string();
+    let child = Command::new(exe)
+        .args(["sim", "--listen", &addr, "--sim-latency-ms", &latency])
+        .args(["--sim-per-hour", "100000000", "--sim-per-minute", "100000000"])
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("cannot start the sim: {e}"))?;
+    Ok((child, addr))
+}
+
+/// Every call the sim at `addr` received.
+pub(crate) async fn sim_calls(client: &Client, addr: &str) -> BenchResult<u64> {
     let calls: Value = client
         .http
-        .get(format!("http://{sim_addr}/_sim/calls"))
+        .get(format!("http://{addr}/_sim/calls"))
         .send()
         .await
         .map_err(|e| e.to_string())?
         .json()
         .await
         .map_err(|e| e.to_string())?;
-    let total_calls: u64 =
-        calls["endpoints"].as_object().map(|m| m.values().filter_map(Value::as_u64).sum()).unwrap_or(0);
-    // Each network needs one create call; W workers make W calls at a time.
-    let ideal = args.networks.div_ceil(args.reconcile_workers) as f64 * args.provider_latency_ms as f64 / 1000.0;
-    Ok(Convergence { wall, ideal, calls_per_network: total_calls as f64 / args.networks as f64 })
+    Ok(calls["endpoints"].as_object().map(|m| m.values().filter_map(Value::as_u64).sum()).unwrap_or(0))
 }
 
 async fn count_ready(client: &Client, tenant: &str) -> BenchResult<usize> {

@@ -1,15 +1,13 @@
 //! Volume figures: reading `providerVolumes(first: 100)` with attachments, instances and
 //! snapshots over a tenant of many volumes (requests per second, latency, SQL statements per
 //! request), and volumes converging from create to READY against a separate sim process.
-use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use tokio::process::Command;
 
-use super::{BenchArgs, BenchResult, Client, Server, free_addr};
+use super::{BenchArgs, BenchResult, Client, Server, sim_calls, spawn_sim};
 
 pub struct PageFigures {
     pub rate: f64,
@@ -127,26 +125,7 @@ pub struct Convergence {
 /// Creates `args.volumes` block volumes on a server whose provider is a separate sim process
 /// answering every call after `provider_latency_ms` (rate limits lifted), and times them to READY.
 pub async fn converge(database_url: &str, args: &BenchArgs) -> BenchResult<Convergence> {
-    let sim_addr = free_addr()?;
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let latency = args.provider_latency_ms.to_string();
-    let _sim = Command::new(exe)
-        .args([
-            "sim",
-            "--listen",
-            &sim_addr,
-            "--sim-latency-ms",
-            &latency,
-            "--sim-per-hour",
-            "100000000",
-            "--sim-per-minute",
-            "100000000",
-        ])
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| format!("cannot start the sim: {e}"))?;
+    let (_sim, sim_addr) = spawn_sim(args.provider_latency_ms)?;
     let workers = args.reconcile_workers.to_string();
     let server = Server::start_with(database_url, &["--no-sim", "--reconcile-workers", &workers]).await?;
     let client = &server.client;
@@ -173,16 +152,7 @@ pub async fn converge(database_url: &str, args: &BenchArgs) -> BenchResult<Conve
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let wall = started.elapsed().as_secs_f64();
-    let calls: Value = client
-        .http
-        .get(format!("http://{sim_addr}/_sim/calls"))
-        .send()
-        .await
-        .map_err(|e| e.to_string())?
-        .json()
-        .await
-        .map_err(|e| e.to_string())?;
-    let total: u64 = calls["endpoints"].as_object().map(|m| m.values().filter_map(Value::as_u64).sum()).unwrap_or(0);
+    let total = sim_calls(client, &sim_addr).await?;
     // Each volume needs one create call; W workers make W calls at a time.
     let ideal = args.volumes.div_ceil(args.reconcile_workers) as f64 * args.provider_latency_ms as f64 / 1000.0;
     Ok(Convergence { wall, ideal, calls_per_volume: total as f64 / args.volumes as f64 })
