@@ -516,7 +516,7 @@ async fn converge_attachment(ctx: &Ctx<'_>, v: &volume::Model, a: &attachment::M
     let droplet = on.provider_id.clone().filter(|_| !on.lost && on.state != state::DELETED);
     let (observed, next) = match (v.kind.as_str(), a.desired_state.as_str()) {
         (BLOCK, state::PRESENT) => attach_block(ctx, v, a, droplet.unwrap_or_default()).await,
-        (BLOCK, _) => detach_block(ctx, v, a, droplet).await,
+        (BLOCK, _) => detach_block(ctx, v, a, droplet, on.provider_id.clone()).await,
         (_, state::PRESENT) => attach_share(ctx, v, a, &droplet.unwrap_or_default()).await,
         _ => detach_share(ctx, v, a, droplet).await,
     };
@@ -591,11 +591,13 @@ async fn attach_block(
     }
 }
 
+/// `droplet` is the instance's machine while it lives; `gone` the one it had once it is gone.
 async fn detach_block(
     ctx: &Ctx<'_>,
     v: &volume::Model,
     a: &attachment::Model,
     droplet: Option<String>,
+    gone: Option<String>,
 ) -> (AttachmentObserved, Next) {
     let now = AttachmentObserved::of(a);
     let volume_id = v.provider_id.clone().unwrap_or_default();
@@ -609,7 +611,7 @@ async fn detach_block(
     let Some(droplet) = droplet else {
         // The machine is gone (or was never made): the provider lets its volumes go shortly after.
         let on_it = match ctx.volumes.volume_get(&volume_id).await {
-            Ok(Some(b)) => !b.droplet_ids.is_empty(),
+            Ok(Some(b)) => gone.is_some_and(|gone| b.droplet_ids.contains(&gone)),
             Ok(None) => false,
             Err(err) => return attachment_waits(now, &err),
         };
