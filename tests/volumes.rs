@@ -12,7 +12,7 @@ use vps_graph::clock::Clock;
 use vps_graph::sim::{Fault, Sim, SimConfig};
 
 const START: i64 = 1_800_000_000_000;
-const VOLUME: &str = "query($v: String!) { providerVolume(tenantId: \"acme\", volumeId: $v) { id state message sizeGiB observedSizeGiB device version kind mount { source type mountLines(path: \"/mnt/assets\") { cloudConfig fstab } } attachments { instanceId state desiredState message } snapshots { id state sizeGiB } } }";
+const VOLUME: &str = "query($v: String!) { providerVolume(tenantId: \"acme\", volumeId: $v) { id state message sizeGiB observedSizeGiB device version kind readyAt mount { source type mountLines(path: \"/mnt/assets\") { cloudConfig fstab } } attachments { instanceId state desiredState message } snapshots { id state sizeGiB } } }";
 
 struct Setup {
     server: TestServer,
@@ -286,6 +286,22 @@ db_test!(
             )
             .await;
         let types: Vec<String> = serde_json::from_value(types).unwrap();
+        let snapshot_events = s.event_types(&snap).await;
+        assert!(
+            in_order(&snapshot_events, &["providerVolume.snapshot.created", "providerVolume.snapshot.ready"]),
+            "{snapshot_events:?}"
+        );
+        // The billing meters: from ready until deleted.
+        let billed = s.gql(query, json!({})).await;
+        let row = billed["providerVolumes"]["edges"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["node"]["id"] == id.as_str())
+            .unwrap()
+            .clone();
+        assert!(row["node"]["deletedAt"].is_string(), "{row}");
+        assert!(ready["readyAt"].is_string(), "{ready}");
         let wanted = [
             "providerVolume.created",
             "providerVolume.ready",
@@ -576,4 +592,23 @@ db_test!(the_hourly_drift_pass_puts_back_a_vpc_a_racing_detach_took_off_a_share,
         |shares| shares["shares"][0]["vpc_ids"].as_array().is_some_and(|v| v.iter().any(|x| x == vpc.as_str())),
     )
     .await;
+});
+
+db_test!(deleting_a_volume_whose_create_answer_was_lost_looks_it_up_by_name, |backend: Backend| async move {
+    let s = setup(backend).await;
+    s.sim().inject("volumes.create", Fault::Drop, 1);
+    let id = s.create_volume("lost-then-gone", json!({})).await;
+    s.until_now(&id, "told of the lost answer", |v| v["message"].as_str().is_some_and(|m| m.contains("looked up")))
+        .await;
+    s.mutate("providerVolumeDelete", json!({ "tenantId": "acme", "volumeId": id })).await;
+    let query = "{ providerVolumes(tenantId: \"acme\", includeDeleted: true) { edges { node { id state } } } }";
+    s.until(
+        "deleted",
+        || async { s.gql(query, json!({})).await },
+        |page| page["providerVolumes"]["edges"][0]["node"]["state"] == "DELETED",
+    )
+    .await;
+    assert_eq!(s.sim().calls("volumes.create"), 1, "never created to be deleted");
+    let (_, left) = s.at_sim(&format!("/v2/volumes?name={}", provider_name(&id))).await;
+    assert_eq!(left["volumes"], json!([]), "the volume the lost answer made is deleted");
 });

@@ -456,7 +456,7 @@ db_test!(restore_rules, |backend: Backend| async move {
         "not below the snapshot's size"
     );
     let copy = s.server.ok(Some(&s.token), RESTORE, restore(json!({}))).await["providerSnapshotRestore"].clone();
-    assert_eq!((copy["sizeGiB"].as_i64(), copy["filesystem"].as_str()), (Some(20), Some("xfs")), "{copy}");
+    assert_eq!((copy["sizeGiB"].as_i64(), copy["filesystem"].as_str()), (Some(20), Some("XFS")), "{copy}");
     assert_eq!(s.used().await, 40);
     let network = s.network("net-d").await;
     let share = s.create("share", json!({ "kind": "SHARED", "sizeGiB": 50, "networkId": network })).await;
@@ -577,4 +577,68 @@ db_test!(deleting_a_volume_being_deleted_returns_it, |backend: Backend| async mo
     let snap = json!({ "i": { "tenantId": "acme", "volumeId": v["id"], "name": "late", "idempotencyKey": "late" } });
     let body = s.server.gql(Some(&s.token), SNAPSHOT, snap).await;
     assert!(["INVALID_STATE", "NOT_FOUND"].contains(&code(&body).as_str()), "no snapshot of a volume being deleted");
+});
+
+db_test!(a_page_whose_rows_the_caller_may_not_read_still_moves_the_cursor_on, |backend: Backend| async move {
+    let s = setup(backend).await;
+    let a = s.server.project("acme", "a").await;
+    let b = s.server.project("acme", "b").await;
+    s.create("in-b", json!({ "projectId": b })).await;
+    s.create("in-a", json!({ "projectId": a })).await;
+    let scoped = s.server.token(Some("acme"), &[("compute:*", &format!("project/{a}"))]).await;
+    let query = "query($a: String) { providerVolumes(tenantId: \"acme\", first: 1, after: $a) { edges { node { name } } pageInfo { endCursor hasNextPage } } }";
+    let first = s.server.ok(Some(&scoped), query, json!({ "a": null })).await;
+    assert_eq!(first["providerVolumes"]["edges"], json!([]), "the other project's volume is left out");
+    assert_eq!(first["providerVolumes"]["pageInfo"]["hasNextPage"], true);
+    let cursor = first["providerVolumes"]["pageInfo"]["endCursor"].clone();
+    assert!(cursor.is_string(), "the cursor moves on past what was left out");
+    let second = s.server.ok(Some(&scoped), query, json!({ "a": cursor })).await;
+    assert_eq!(second["providerVolumes"]["edges"][0]["node"]["name"], "in-a");
+});
+
+db_test!(create_with_an_instance_follows_the_attach_rules, |backend: Backend| async move {
+    let s = setup(backend).await;
+    let far = s.instance("far", "sfo3", None).await;
+    assert_eq!(s.create_code("far-away", json!({ "instanceId": far })).await.0, "INVALID_INPUT", "another region");
+    let near = s.instance("near", "nyc3", None).await;
+    let volumes_only = s.server.token(Some("acme"), &[("compute:volumes:*", "tenant/acme")]).await;
+    let body = s.server.gql(Some(&volumes_only), CREATE, s.volume("not-mine", json!({ "instanceId": near }))).await;
+    assert_eq!(code(&body), "ACCESS_DENIED", "the caller's own compute:instances:update");
+    s.server
+        .ok(
+            Some(&s.token),
+            "mutation($i: String!) { instanceDelete(input: { tenantId: \"acme\", instanceId: $i }) { state } }",
+            json!({ "i": near }),
+        )
+        .await;
+    assert_eq!(
+        s.create_code("on-doomed", json!({ "instanceId": near })).await.0,
+        "INVALID_STATE",
+        "an instance being deleted"
+    );
+    let network = s.network("net-e").await;
+    let share = json!({ "kind": "SHARED", "sizeGiB": 50, "networkId": network, "instanceId": far });
+    assert_eq!(
+        s.create_code("share-far", share).await.0,
+        "INVALID_INPUT",
+        "a shared volume's instance is on its network"
+    );
+    assert_eq!(s.used().await, 0);
+});
+
+db_test!(a_shared_volume_on_a_network_being_deleted_is_invalid_state, |backend: Backend| async move {
+    let s = setup(backend).await;
+    let network = s.network("net-f").await;
+    // Its VPC's delete does not answer: the network stays deleting.
+    s.server.app.sim.as_ref().unwrap().inject("vpcs.delete", vps_graph::sim::Fault::Stall, 5);
+    s.server
+        .ok(
+            Some(&s.token),
+            "mutation($n: String!) { networkDelete(input: { tenantId: \"acme\", networkId: $n }) { state } }",
+            json!({ "n": network }),
+        )
+        .await;
+    let (got, details) = s.create_code("late", json!({ "kind": "SHARED", "sizeGiB": 50, "networkId": network })).await;
+    assert_eq!(got, "INVALID_STATE", "{details}");
+    assert_eq!(s.used().await, 0);
 });

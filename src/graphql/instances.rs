@@ -107,6 +107,7 @@ pub struct InstanceQuery;
 
 #[Object]
 impl InstanceQuery {
+    /// One instance (`compute:instances:read` on `instance/{id}`).
     async fn instance(&self, ctx: &Context<'_>, tenant_id: String, instance_id: String) -> Result<Instance> {
         Ok(Instance(services(ctx).instance_get(actor(ctx)?, &tenant_id, &instance_id).await?))
     }
@@ -124,11 +125,12 @@ impl InstanceQuery {
         after: Option<String>,
     ) -> Result<InstanceConnection> {
         let filter = InstanceListFilter { pool_id, project_id, include_deleted, first: first.max(0) as u64, after };
-        let (found, has_next_page) = services(ctx).instance_list(actor(ctx)?, &tenant_id, filter).await?;
-        let edges: Vec<InstanceEdge> =
-            found.into_iter().map(|i| InstanceEdge { cursor: i.id.clone(), node: Instance(i) }).collect();
-        let end_cursor = edges.last().map(|e| e.cursor.clone());
-        Ok(InstanceConnection { edges, page_info: PageInfo { end_cursor, has_next_page } })
+        let page = services(ctx).instance_list(actor(ctx)?, &tenant_id, filter).await?;
+        let edges = page.items.into_iter().map(|i| InstanceEdge { cursor: i.id.clone(), node: Instance(i) }).collect();
+        Ok(InstanceConnection {
+            edges,
+            page_info: PageInfo { end_cursor: page.end_cursor, has_next_page: page.has_next_page },
+        })
     }
 }
 

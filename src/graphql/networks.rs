@@ -216,8 +216,10 @@ impl NetworkQuery {
         let page = services(ctx).network_list(actor(ctx)?, &tenant_id, filter).await?;
         let edges: Vec<NetworkEdge> =
             page.networks.into_iter().map(|n| NetworkEdge { cursor: n.id.clone(), node: Network(n) }).collect();
-        let end_cursor = edges.last().map(|e| e.cursor.clone());
-        Ok(NetworkConnection { edges, page_info: PageInfo { end_cursor, has_next_page: page.has_next_page } })
+        Ok(NetworkConnection {
+            edges,
+            page_info: PageInfo { end_cursor: page.end_cursor, has_next_page: page.has_next_page },
+        })
     }
 }
 

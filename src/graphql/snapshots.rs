@@ -46,7 +46,8 @@ impl ProviderSnapshot {
     async fn message(&self) -> Option<&str> {
         self.0.message.as_deref()
     }
-    /// The GiB the provider bills, as it reports them.
+    /// The GiB the provider bills, as it reports them (a fraction, and possibly small at first);
+    /// not the volume's size: see `minDiskSizeGiB`.
     #[graphql(name = "sizeGiB")]
     async fn size_gib(&self) -> Option<f64> {
         self.0.size_gib
@@ -110,6 +111,7 @@ pub struct SnapshotQuery;
 
 #[Object]
 impl SnapshotQuery {
+    /// One snapshot (`compute:volumes:read` on `provider-snapshot/{id}`).
     async fn provider_snapshot(
         &self,
         ctx: &Context<'_>,
@@ -130,13 +132,16 @@ impl SnapshotQuery {
         after: Option<String>,
     ) -> Result<ProviderSnapshotConnection> {
         let filter = SnapshotListFilter { volume_id, include_deleted, first: first.max(0) as u64, after };
-        let (found, has_next_page) = services(ctx).snapshot_list(actor(ctx)?, &tenant_id, filter).await?;
-        let edges: Vec<ProviderSnapshotEdge> = found
+        let page = services(ctx).snapshot_list(actor(ctx)?, &tenant_id, filter).await?;
+        let edges = page
+            .items
             .into_iter()
             .map(|s| ProviderSnapshotEdge { cursor: s.id.clone(), node: ProviderSnapshot(s) })
             .collect();
-        let end_cursor = edges.last().map(|e| e.cursor.clone());
-        Ok(ProviderSnapshotConnection { edges, page_info: PageInfo { end_cursor, has_next_page } })
+        Ok(ProviderSnapshotConnection {
+            edges,
+            page_info: PageInfo { end_cursor: page.end_cursor, has_next_page: page.has_next_page },
+        })
     }
 }
 

@@ -50,8 +50,12 @@ pub(crate) fn loaders(ctx: &Context<'_>) -> Result<std::sync::Arc<Loaders>> {
 
 pub struct Attachment(pub AttachmentView);
 
+/// A volume on an instance.
 #[Object]
 impl Attachment {
+    async fn id(&self) -> &str {
+        &self.0.id
+    }
     async fn instance_id(&self) -> &str {
         &self.0.instance_id
     }
@@ -93,6 +97,7 @@ impl Mount {
     async fn source(&self) -> &str {
         &self.source
     }
+    /// The filesystem type to mount it as: `nfs4`.
     #[graphql(name = "type")]
     async fn mount_type(&self) -> &str {
         "nfs4"
@@ -147,6 +152,7 @@ impl ProviderVolume {
     async fn region(&self) -> &str {
         &self.view.region
     }
+    /// BLOCK (one instance at a time) or SHARED (an NFS share on a network).
     async fn kind(&self) -> VolumeKind {
         if self.view.kind == "shared" { VolumeKind::Shared } else { VolumeKind::Block }
     }
@@ -154,10 +160,16 @@ impl ProviderVolume {
     async fn network_id(&self) -> Option<&str> {
         self.view.network_id.as_deref()
     }
-    /// The filesystem it was formatted with at create (never changed later).
-    async fn filesystem(&self) -> Option<&str> {
-        self.view.filesystem.as_deref()
+    /// The filesystem it was formatted with at create (never changed later); none for a shared
+    /// volume.
+    async fn filesystem(&self) -> Option<VolumeFilesystem> {
+        match self.view.filesystem.as_deref() {
+            Some("ext4") => Some(VolumeFilesystem::Ext4),
+            Some("xfs") => Some(VolumeFilesystem::Xfs),
+            _ => None,
+        }
     }
+    /// Deleted with the instance it is attached to (else deleting the instance detaches it).
     async fn delete_with_instance(&self) -> bool {
         self.view.delete_with_instance
     }
@@ -194,8 +206,11 @@ impl ProviderVolume {
     async fn mount(&self) -> Option<Mount> {
         self.view.mount_source.clone().map(|source| Mount { source })
     }
-    /// A block volume's attachment, when it has one.
+    /// A block volume's attachment, when it has one (a shared volume's are in `attachments`).
     async fn attachment(&self, ctx: &Context<'_>) -> Result<Option<Attachment>> {
+        if self.view.kind == "shared" {
+            return Ok(None);
+        }
         Ok(self.attachment_views(ctx).await?.into_iter().next().map(Attachment))
     }
     /// Every attachment that is not finished (a shared volume's many).
@@ -304,11 +319,15 @@ pub struct VolumeQuery;
 
 #[Object]
 impl VolumeQuery {
+    /// One volume (`compute:volumes:read` on `provider-volume/{id}`): its kind, state, observed
+    /// size, device, attachments, a shared volume's mount, and its snapshots.
     async fn provider_volume(&self, ctx: &Context<'_>, tenant_id: String, volume_id: String) -> Result<ProviderVolume> {
         Ok(ProviderVolume::whole(services(ctx).volume_get(actor(ctx)?, &tenant_id, &volume_id).await?))
     }
 
-    /// The tenant's volumes in the order they were made (at most 1000 a page).
+    /// The tenant's volumes in the order they were made (at most 1000 a page), optionally of one
+    /// pool or project; deleted ones only with `includeDeleted`. Pass `pageInfo.endCursor` as
+    /// `after` for the next page.
     #[allow(clippy::too_many_arguments)]
     async fn provider_volumes(
         &self,
@@ -321,18 +340,21 @@ impl VolumeQuery {
         after: Option<String>,
     ) -> Result<ProviderVolumeConnection> {
         let filter = VolumeListFilter { pool_id, project_id, include_deleted, first: first.max(0) as u64, after };
-        let (found, has_next_page) = services(ctx).volume_list(actor(ctx)?, &tenant_id, filter).await?;
+        let page = services(ctx).volume_list(actor(ctx)?, &tenant_id, filter).await?;
         let node = ctx.look_ahead().field("edges").field("node");
-        loaders(ctx)?.prime(&node, found.iter().map(|v| v.id.clone()).collect()).await?;
-        let edges: Vec<ProviderVolumeEdge> = found
+        loaders(ctx)?.prime(&node, page.items.iter().map(|v| v.id.clone()).collect()).await?;
+        let edges = page
+            .items
             .into_iter()
             .map(|view| ProviderVolumeEdge {
                 cursor: view.id.clone(),
                 node: ProviderVolume { view, attachments_loaded: false },
             })
             .collect();
-        let end_cursor = edges.last().map(|e| e.cursor.clone());
-        Ok(ProviderVolumeConnection { edges, page_info: PageInfo { end_cursor, has_next_page } })
+        Ok(ProviderVolumeConnection {
+            edges,
+            page_info: PageInfo { end_cursor: page.end_cursor, has_next_page: page.has_next_page },
+        })
     }
 }
 
@@ -343,6 +365,10 @@ pub struct VolumeMutation;
 impl VolumeMutation {
     /// Records a volume and returns it PENDING, booking sizeGiB on diskGiB. Publishes
     /// `providerVolume.created`, then `providerVolume.ready` or `providerVolume.error`.
+    /// INVALID_INPUT for a bad field (a DigitalOcean share under 50 GiB: `reason: size`),
+    /// UNSUPPORTED where the pool's provider has no volumes (or shares), INVALID_STATE for a
+    /// network or instance not ready or being deleted, ACCESS_DENIED for an instance that is not
+    /// the tenant's or not the caller's to update, CONFLICT for a name taken, QUOTA_EXCEEDED.
     async fn provider_volume_create(
         &self,
         ctx: &Context<'_>,
@@ -367,6 +393,9 @@ impl VolumeMutation {
     }
 
     /// Attaches it to an instance; publishes `providerVolume.attached` once the provider did.
+    /// Attaching it again to the same instance returns it unchanged. CONFLICT for a block volume
+    /// on another instance, INVALID_STATE while it is being detached from that instance or being
+    /// deleted, INVALID_INPUT for an instance on another account, region or network.
     async fn provider_volume_attach(
         &self,
         ctx: &Context<'_>,
@@ -377,7 +406,10 @@ impl VolumeMutation {
         Ok(ProviderVolume::whole(view))
     }
 
-    /// Detaches it; publishes `providerVolume.detached` once the provider let it go.
+    /// Detaches it; publishes `providerVolume.detached` once the provider let it go. A shared
+    /// volume's detach names the instance (INVALID_INPUT without it); a volume not on that
+    /// instance is returned as it is. INVALID_STATE for a deleteWithInstance volume whose instance
+    /// is being deleted.
     async fn provider_volume_detach(
         &self,
         ctx: &Context<'_>,
@@ -389,7 +421,8 @@ impl VolumeMutation {
         Ok(ProviderVolume::whole(view))
     }
 
-    /// Grows it (volumes only grow); publishes `providerVolume.resized` once the provider did.
+    /// Grows it, booking the difference on diskGiB; publishes `providerVolume.resized` once the
+    /// provider did. A smaller size is INVALID_INPUT, the same size returns it unchanged.
     async fn provider_volume_resize(
         &self,
         ctx: &Context<'_>,
@@ -401,7 +434,8 @@ impl VolumeMutation {
         Ok(ProviderVolume::whole(view))
     }
 
-    /// Records a snapshot of it, PENDING (at most 25 not deleted per volume).
+    /// Records a snapshot of it, PENDING: at most 25 not deleted per volume (QUOTA_EXCEEDED),
+    /// names unique among them (CONFLICT).
     async fn provider_volume_snapshot(
         &self,
         ctx: &Context<'_>,
@@ -417,7 +451,8 @@ impl VolumeMutation {
     }
 
     /// Marks it for deletion and returns it DELETING; publishes `providerVolume.deleted` once
-    /// the provider deleted it and its diskGiB is refunded.
+    /// the provider deleted it and its diskGiB is refunded. INVALID_STATE while any instance has
+    /// it; deleting one being deleted returns it.
     async fn provider_volume_delete(
         &self,
         ctx: &Context<'_>,

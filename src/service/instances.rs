@@ -224,7 +224,7 @@ impl Services {
         actor: &Actor,
         tenant_id: &str,
         filter: InstanceListFilter,
-    ) -> Result<(Vec<InstanceView>, bool)> {
+    ) -> Result<rows::Page<InstanceView>> {
         validate::tenant_id("tenantId", tenant_id)?;
         validate::range("first", filter.first as i64, 1, MAX_PAGE as i64)?;
         actor.decide_list(READ, tenant_id)?;
@@ -243,13 +243,12 @@ impl Services {
             query = query.filter(instance::Column::Id.gt(after.clone()));
         }
         let found = query.order_by_asc(instance::Column::Id).limit(filter.first + 1).all(&self.db).await?;
-        let (found, more) = rows::page(found, filter.first);
-        let readable = found
-            .iter()
-            .filter(|i| actor.allows(READ, &Target::resource(tenant_id, i.project_id.as_deref(), KIND, &i.id)))
-            .map(view)
-            .collect();
-        Ok((readable, more))
+        Ok(rows::page(
+            found,
+            filter.first,
+            |i| &i.id,
+            |i| actor.allows(READ, &Target::resource(tenant_id, i.project_id.as_deref(), KIND, &i.id)).then(|| view(i)),
+        ))
     }
 
     pub async fn instance_watch(

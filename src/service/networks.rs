@@ -147,6 +147,8 @@ pub fn provider_name(subnet_id: &str) -> String {
 
 pub struct NetworkPage {
     pub networks: Vec<NetworkView>,
+    /// The last network read, even one the caller may not see.
+    pub end_cursor: Option<String>,
     pub has_next_page: bool,
 }
 
@@ -352,6 +354,7 @@ impl Services {
         let mut rows = query.order_by_asc(network::Column::Id).limit(filter.first + 1).all(&self.db).await?;
         let has_next_page = rows.len() as u64 > filter.first;
         rows.truncate(filter.first as usize);
+        let end_cursor = rows.last().map(|n| n.id.clone());
         let readable: Vec<network::Model> = rows
             .into_iter()
             .filter(|n| actor.allows(READ, &Target::resource(tenant_id, n.project_id.as_deref(), KIND, &n.id)))
@@ -368,7 +371,7 @@ impl Services {
         }
         let networks =
             readable.iter().map(|n| view(n, by_network.get(n.id.as_str()).map(Vec::as_slice).unwrap_or(&[]))).collect();
-        Ok(NetworkPage { networks, has_next_page })
+        Ok(NetworkPage { networks, end_cursor, has_next_page })
     }
 
     /// Checks the caller may watch the network; the subscription then follows its events.

@@ -38,9 +38,20 @@ pub async fn check_project(conn: &impl ConnectionTrait, tenant_id: &str, project
     Ok(())
 }
 
-/// Splits one extra row off a page read with `limit(first + 1)`: whether there is a next page.
-pub fn page<T>(mut rows: Vec<T>, first: u64) -> (Vec<T>, bool) {
-    let more = rows.len() as u64 > first;
+/// A page of a list, in the order resources were made.
+pub struct Page<T> {
+    pub items: Vec<T>,
+    /// The last row read, even one the caller may not see: a page whose rows are all filtered
+    /// out still moves the cursor on.
+    pub end_cursor: Option<String>,
+    pub has_next_page: bool,
+}
+
+/// Splits one extra row off a page read with `limit(first + 1)`, then keeps the rows `keep`
+/// allows, as views.
+pub fn page<M, T>(mut rows: Vec<M>, first: u64, id: impl Fn(&M) -> &str, keep: impl Fn(&M) -> Option<T>) -> Page<T> {
+    let has_next_page = rows.len() as u64 > first;
     rows.truncate(first as usize);
-    (rows, more)
+    let end_cursor = rows.last().map(|r| id(r).to_owned());
+    Page { items: rows.iter().filter_map(keep).collect(), end_cursor, has_next_page }
 }

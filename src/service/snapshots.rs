@@ -206,7 +206,7 @@ impl Services {
         actor: &Actor,
         tenant_id: &str,
         filter: SnapshotListFilter,
-    ) -> Result<(Vec<SnapshotView>, bool)> {
+    ) -> Result<rows::Page<SnapshotView>> {
         validate::tenant_id("tenantId", tenant_id)?;
         validate::range("first", filter.first as i64, 1, MAX_PAGE as i64)?;
         actor.decide_list(READ, tenant_id)?;
@@ -223,8 +223,7 @@ impl Services {
             query = query.filter(snapshot::Column::Id.gt(after.clone()));
         }
         let found = query.order_by_asc(snapshot::Column::Id).limit(filter.first + 1).all(&self.db).await?;
-        let (found, more) = rows::page(found, filter.first);
-        Ok((found.iter().filter(|s| readable(actor, s)).map(view).collect(), more))
+        Ok(rows::page(found, filter.first, |s| &s.id, |s| readable(actor, s).then(|| view(s))))
     }
 
     /// The snapshots (not deleted) of each volume that `actor` may read, in one statement.

@@ -393,7 +393,7 @@ impl Services {
         actor: &Actor,
         tenant_id: &str,
         filter: VolumeListFilter,
-    ) -> Result<(Vec<VolumeView>, bool)> {
+    ) -> Result<rows::Page<VolumeView>> {
         validate::tenant_id("tenantId", tenant_id)?;
         validate::range("first", filter.first as i64, 1, MAX_PAGE as i64)?;
         actor.decide_list(READ, tenant_id)?;
@@ -412,13 +412,16 @@ impl Services {
             query = query.filter(volume::Column::Id.gt(after.clone()));
         }
         let found = query.order_by_asc(volume::Column::Id).limit(filter.first + 1).all(&self.db).await?;
-        let (found, more) = rows::page(found, filter.first);
-        let readable = found
-            .iter()
-            .filter(|v| actor.allows(READ, &Target::resource(tenant_id, v.project_id.as_deref(), KIND, &v.id)))
-            .map(|v| view(v, &[]))
-            .collect();
-        Ok((readable, more))
+        Ok(rows::page(
+            found,
+            filter.first,
+            |v| &v.id,
+            |v| {
+                actor
+                    .allows(READ, &Target::resource(tenant_id, v.project_id.as_deref(), KIND, &v.id))
+                    .then(|| view(v, &[]))
+            },
+        ))
     }
 
     /// The attachments (not finished) of each volume, in one statement.

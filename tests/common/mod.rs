@@ -122,7 +122,11 @@ impl TestServer {
 
     pub async fn with_config(config: AppConfig) -> TestServer {
         vps_graph::init_crypto();
-        let _ = tracing_subscriber::fmt().with_env_filter("warn").try_init();
+        // Logs only when asked (`RUST_LOG=warn cargo test …`): a failing test's server says why.
+        if std::env::var_os("RUST_LOG").is_some() {
+            let _ =
+                tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::from_default_env()).try_init();
+        }
         let app = App::start(config).await.expect("app starts");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");
