@@ -682,13 +682,22 @@ async fn attach_share(
         return (now.state(state::READY, None), Next::Now);
     }
     let asked = format!("vpc:{vpc}");
-    if a.action_id.as_deref() == Some(&asked) {
+    if a.action_id.as_deref() == Some(&asked) && !share_action_stale(ctx, a) {
         return (now, Next::After(ACTION_POLL_MS));
     }
     match ctx.volumes.share_action(&share.id, &ShareAction::Attach { vpc_id: vpc }).await {
         Ok(_) => (AttachmentObserved { action_id: Some(asked), ..now }, Next::After(ACTION_POLL_MS)),
         Err(err) => attachment_waits(now, &err),
     }
+}
+
+/// A share action has no status to poll: its effect shows on the share. One whose effect has not
+/// shown after this long is taken for failed and asked again.
+const SHARE_ACTION_PATIENCE_MS: i64 = 10 * 60_000;
+
+fn share_action_stale(ctx: &Ctx<'_>, a: &attachment::Model) -> bool {
+    let asked_ms = a.updated_at.timestamp_millis();
+    ctx.run.services.clock.now_ms() - asked_ms > SHARE_ACTION_PATIENCE_MS
 }
 
 /// A share detach: untag the Droplet, then take off the share every VPC no tagged Droplet is left
@@ -719,6 +728,7 @@ async fn detach_share(
     };
     if let Some(vpc) = a.action_id.as_deref().and_then(|asked| asked.strip_prefix("vpc-off:"))
         && share.vpc_ids.iter().any(|v| v == vpc)
+        && !share_action_stale(ctx, a)
     {
         return (now, Next::After(ACTION_POLL_MS));
     }
