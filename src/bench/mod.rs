@@ -440,7 +440,7 @@ async fn converge_networks(database_url: &str, args: &BenchArgs) -> BenchResult<
         sender.await.map_err(|e| e.to_string())??;
     }
     loop {
-        let ready = count_ready(client, &tenant).await?;
+        let ready = count_ready(client, &tenant, "networks").await?;
         if ready == args.networks {
             break;
         }
@@ -487,24 +487,21 @@ pub(crate) async fn sim_calls(client: &Client, addr: &str) -> BenchResult<u64> {
     Ok(calls["endpoints"].as_object().map(|m| m.values().filter_map(Value::as_u64).sum()).unwrap_or(0))
 }
 
-async fn count_ready(client: &Client, tenant: &str) -> BenchResult<usize> {
+/// How many of the tenant's resources in the list `field` (`networks`, `providerVolumes`) are READY.
+pub(crate) async fn count_ready(client: &Client, tenant: &str, field: &str) -> BenchResult<usize> {
+    let query = format!(
+        "query($t: String!, $a: String) {{ {field}(tenantId: $t, first: 1000, after: $a) {{ edges {{ node {{ state }} }} pageInfo {{ endCursor hasNextPage }} }} }}"
+    );
     let mut after: Option<String> = None;
     let mut ready = 0;
     loop {
-        let page = client
-            .gql(
-                "query($t: String!, $a: String) { networks(tenantId: $t, first: 1000, after: $a) { edges { node { state } } pageInfo { endCursor hasNextPage } } }",
-                json!({ "t": tenant, "a": after }),
-            )
-            .await?;
-        let networks = &page["networks"];
-        ready += networks["edges"]
-            .as_array()
-            .map(|e| e.iter().filter(|n| n["node"]["state"] == "READY").count())
-            .unwrap_or(0);
-        if networks["pageInfo"]["hasNextPage"] != true {
+        let page = client.gql(&query, json!({ "t": tenant, "a": after })).await?;
+        let list = &page[field];
+        ready +=
+            list["edges"].as_array().map(|e| e.iter().filter(|n| n["node"]["state"] == "READY").count()).unwrap_or(0);
+        if list["pageInfo"]["hasNextPage"] != true {
             return Ok(ready);
         }
-        after = networks["pageInfo"]["endCursor"].as_str().map(str::to_owned);
+        after = list["pageInfo"]["endCursor"].as_str().map(str::to_owned);
     }
 }

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::{BenchArgs, BenchResult, Client, Server, sim_calls, spawn_sim};
+use super::{BenchArgs, BenchResult, Client, Server, count_ready, sim_calls, spawn_sim};
 
 pub struct PageFigures {
     pub rate: f64,
@@ -142,7 +142,7 @@ pub async fn converge(database_url: &str, args: &BenchArgs) -> BenchResult<Conve
     })
     .await?;
     loop {
-        let ready = count_ready(client, &tenant).await?;
+        let ready = count_ready(client, &tenant, "providerVolumes").await?;
         if ready == args.volumes {
             break;
         }
@@ -212,26 +212,4 @@ where
         sender.await.map_err(|e| e.to_string())??;
     }
     Ok(())
-}
-
-async fn count_ready(client: &Client, tenant: &str) -> BenchResult<usize> {
-    let mut after: Option<String> = None;
-    let mut ready = 0;
-    loop {
-        let page = client
-            .gql(
-                "query($t: String!, $a: String) { providerVolumes(tenantId: $t, first: 1000, after: $a) { edges { node { state } } pageInfo { endCursor hasNextPage } } }",
-                json!({ "t": tenant, "a": after }),
-            )
-            .await?;
-        let volumes = &page["providerVolumes"];
-        ready += volumes["edges"]
-            .as_array()
-            .map(|e| e.iter().filter(|n| n["node"]["state"] == "READY").count())
-            .unwrap_or(0);
-        if volumes["pageInfo"]["hasNextPage"] != true {
-            return Ok(ready);
-        }
-        after = volumes["pageInfo"]["endCursor"].as_str().map(str::to_owned);
-    }
 }
