@@ -530,7 +530,7 @@ db_test!(provider_volume_changed_yields_each_new_view, |backend: Backend| async 
     assert_eq!(ws.next(Duration::from_secs(5)).await.unwrap()["type"], "connection_ack");
     ws.subscribe(
         "1",
-        "subscription($v: String!) { providerVolumeChanged(tenantId: \"acme\", volumeId: $v) { id state version attachments { instanceId } } }",
+        "subscription($v: String!) { providerVolumeChanged(tenantId: \"acme\", volumeId: $v) { id state version observedSizeGiB attachments { instanceId } } }",
         json!({ "v": id }),
     )
     .await;
@@ -538,23 +538,13 @@ db_test!(provider_volume_changed_yields_each_new_view, |backend: Backend| async 
     tokio::time::sleep(Duration::from_millis(300)).await;
     s.until_volume(&id, "ready", |v| v["state"] == "READY").await;
     s.mutate("providerVolumeResize", json!({ "tenantId": "acme", "volumeId": id, "sizeGiB": 12 })).await;
-    let mut versions = Vec::new();
-    let mut states = Vec::new();
-    while let Some(message) = ws.next(Duration::from_secs(2)).await {
-        let view = &message["payload"]["data"]["providerVolumeChanged"];
-        if view.is_null() {
-            continue;
-        }
-        assert_eq!(view["id"], id.as_str());
-        versions.push(view["version"].as_i64().unwrap());
-        states.push(view["state"].as_str().unwrap().to_owned());
-        if states.len() >= 2 && states.last().unwrap() == "READY" {
-            break;
-        }
-        s.clock.advance(5_000);
-    }
+    let views = views_while(&s, &mut ws, "providerVolumeChanged", |v| v["observedSizeGiB"] == 12).await;
+    assert!(views.iter().all(|v| v["id"] == id.as_str()));
+    let versions: Vec<i64> = views.iter().map(|v| v["version"].as_i64().unwrap()).collect();
     assert!(versions.windows(2).all(|v| v[0] < v[1]), "{versions:?}");
-    assert!(states.contains(&"UPDATING".to_owned()) || states.len() >= 2, "{states:?}");
+    let states: Vec<&str> = views.iter().map(|v| v["state"].as_str().unwrap()).collect();
+    assert!(states.contains(&"UPDATING"), "the resize runs: {states:?}");
+    assert_eq!(views.last().map(|v| v["state"].clone()), Some(json!("READY")), "{states:?}");
 });
 
 db_test!(the_hourly_drift_pass_puts_back_a_vpc_a_racing_detach_took_off_a_share, |backend: Backend| async move {
@@ -611,4 +601,79 @@ db_test!(deleting_a_volume_whose_create_answer_was_lost_looks_it_up_by_name, |ba
     assert_eq!(s.sim().calls("volumes.create"), 1, "never created to be deleted");
     let (_, left) = s.at_sim(&format!("/v2/volumes?name={}", provider_name(&id))).await;
     assert_eq!(left["volumes"], json!([]), "the volume the lost answer made is deleted");
+});
+
+/// The views a subscription yields until one in state `last`, moving the clock a second at a
+/// time meanwhile (so a look "5 s later" comes round).
+async fn views_until(s: &Setup, ws: &mut common::Ws, field: &str, last: &str) -> Vec<Value> {
+    views_while(s, ws, field, |view| view["state"] == last).await
+}
+
+async fn views_while(s: &Setup, ws: &mut common::Ws, field: &str, done: impl Fn(&Value) -> bool) -> Vec<Value> {
+    let mut views = Vec::new();
+    for _ in 0..100 {
+        if let Some(message) = ws.next(Duration::from_millis(200)).await {
+            let view = message["payload"]["data"][field].clone();
+            if !view.is_null() {
+                let done = done(&view);
+                views.push(view);
+                if done {
+                    break;
+                }
+            }
+        }
+        s.clock.advance(1_000);
+    }
+    views
+}
+
+db_test!(instance_changed_and_provider_snapshot_changed_yield_each_new_view, |backend: Backend| async move {
+    let s = setup(backend).await;
+    let (instance, _) = s.instance("watched", None).await;
+    let id = s.create_volume("with-snapshot", json!({})).await;
+    s.until_volume(&id, "ready", |v| v["state"] == "READY").await;
+    let snap = s
+        .gql(
+            "mutation($i: ProviderVolumeSnapshotInput!) { providerVolumeSnapshot(input: $i) { id } }",
+            json!({ "i": { "tenantId": "acme", "volumeId": id, "name": "s", "idempotencyKey": "s" } }),
+        )
+        .await["providerVolumeSnapshot"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    s.until_volume(&id, "snapshotted", |v| v["snapshots"][0]["state"] == "READY").await;
+    let mut ws = s.server.ws(json!({ "Authorization": format!("Bearer {}", s.token) })).await;
+    assert_eq!(ws.next(Duration::from_secs(5)).await.unwrap()["type"], "connection_ack");
+    ws.subscribe(
+        "1",
+        "subscription($s: String!) { providerSnapshotChanged(tenantId: \"acme\", snapshotId: $s) { id state version } }",
+        json!({ "s": snap }),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    s.gql(
+        "mutation($s: String!) { providerSnapshotDelete(input: { tenantId: \"acme\", snapshotId: $s }) { state } }",
+        json!({ "s": snap }),
+    )
+    .await;
+    let views = views_until(&s, &mut ws, "providerSnapshotChanged", "DELETED").await;
+    let states: Vec<&str> = views.iter().map(|v| v["state"].as_str().unwrap()).collect();
+    assert_eq!(states, ["DELETING", "DELETED"]);
+    ws.subscribe(
+        "2",
+        "subscription($i: String!) { instanceChanged(tenantId: \"acme\", instanceId: $i) { id state version } }",
+        json!({ "i": instance }),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    s.gql(
+        "mutation($i: String!) { instanceDelete(input: { tenantId: \"acme\", instanceId: $i }) { state } }",
+        json!({ "i": instance }),
+    )
+    .await;
+    let views = views_until(&s, &mut ws, "instanceChanged", "DELETED").await;
+    assert_eq!(views.first().map(|v| v["state"].clone()), Some(json!("DELETING")), "{views:?}");
+    assert_eq!(views.last().map(|v| v["state"].clone()), Some(json!("DELETED")), "{views:?}");
+    let versions: Vec<i64> = views.iter().map(|v| v["version"].as_i64().unwrap()).collect();
+    assert!(versions.windows(2).all(|v| v[0] < v[1]), "{versions:?}");
 });

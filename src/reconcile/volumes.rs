@@ -737,16 +737,22 @@ async fn detach_share(
         Err(err) => return attachment_waits(now, &err),
     };
     let used: Vec<String> = tagged.into_iter().filter_map(|d| d.vpc_id).collect();
-    let unused: Vec<&String> = share.vpc_ids.iter().filter(|vpc| !used.contains(vpc)).collect();
-    let keeps_one = share.vpc_ids.len() > unused.len();
-    let removable = if keeps_one { unused.len() } else { unused.len().saturating_sub(1) };
-    let Some(vpc) = unused.into_iter().take(removable).next() else {
+    let Some(vpc) = vpc_to_take_off(&share.vpc_ids, &used) else {
         return (now.state(state::DELETED, None), Next::Now);
     };
     match ctx.volumes.share_action(&share.id, &ShareAction::Detach { vpc_id: vpc.clone() }).await {
         Ok(_) => (AttachmentObserved { action_id: Some(format!("vpc-off:{vpc}")), ..now }, Next::After(ACTION_POLL_MS)),
         Err(err) => attachment_waits(now, &err),
     }
+}
+
+/// The next VPC to take off a share: one no tagged Droplet is left in, unless it is the share's
+/// last (a share always keeps one VPC).
+pub fn vpc_to_take_off(share_vpcs: &[String], used: &[String]) -> Option<String> {
+    let unused: Vec<&String> = share_vpcs.iter().filter(|vpc| !used.contains(vpc)).collect();
+    let keeps_one = share_vpcs.len() > unused.len();
+    let removable = if keeps_one { unused.len() } else { unused.len().saturating_sub(1) };
+    unused.into_iter().take(removable).next().cloned()
 }
 
 /// A settled volume, read once an hour: one gone outside is lost for good; a share's ready
@@ -967,4 +973,33 @@ async fn write_attachment(
     };
     services.commit(txn, vec![svc::event(event_type, &written, &attached)]).await?;
     Ok(next)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(names: &[&str]) -> Vec<String> {
+        names.iter().map(|n| n.to_string()).collect()
+    }
+
+    #[test]
+    fn a_vpc_no_tagged_droplet_is_left_in_comes_off_the_share_but_the_last_stays() {
+        let cases: [(&[&str], &[&str], Option<&str>); 6] = [
+            (&["a"], &[], None),
+            (&["a"], &["a"], None),
+            (&["a", "b"], &["a"], Some("b")),
+            (&["a", "b"], &["a", "b"], None),
+            (&["a", "b"], &[], Some("a")),
+            (&["b"], &[], None),
+        ];
+        for (share, used, expected) in cases {
+            assert_eq!(vpc_to_take_off(&ids(share), &ids(used)).as_deref(), expected, "{share:?} {used:?}");
+        }
+    }
+
+    #[test]
+    fn a_block_volume_is_seen_at_the_path_the_guest_sees() {
+        assert_eq!(device_path("bc-pvol-01"), "/dev/disk/by-id/scsi-0DO_Volume_bc-pvol-01");
+    }
 }
