@@ -5,7 +5,8 @@ use futures_util::{Stream, StreamExt};
 
 use super::networks::{DesiredState, PageInfo, ResourceState};
 use super::{actor, services};
-use crate::service::instances::{InstanceCreate, InstanceListFilter, InstanceView};
+use crate::service::instances::{InstanceCreate, InstanceView};
+use crate::service::rows::ListFilter;
 
 pub struct Instance(pub InstanceView);
 
@@ -124,7 +125,7 @@ impl InstanceQuery {
         #[graphql(default = 100)] first: i32,
         after: Option<String>,
     ) -> Result<InstanceConnection> {
-        let filter = InstanceListFilter { pool_id, project_id, include_deleted, first: first.max(0) as u64, after };
+        let filter = ListFilter { pool_id, project_id, include_deleted, first: first.max(0) as u64, after };
         let page = services(ctx).instance_list(actor(ctx)?, &tenant_id, filter).await?;
         let edges = page.items.into_iter().map(|i| InstanceEdge { cursor: i.id.clone(), node: Instance(i) }).collect();
         Ok(InstanceConnection {

@@ -4,7 +4,8 @@ use chrono::{DateTime, Utc};
 use futures_util::{Stream, StreamExt};
 
 use super::{actor, services};
-use crate::service::networks::{NetworkCreate, NetworkListFilter, NetworkView, SubnetInput, SubnetView};
+use crate::service::networks::{NetworkCreate, NetworkView, SubnetInput, SubnetView};
+use crate::service::rows::ListFilter;
 
 /// Where a resource is, as the reconciler last saw it.
 #[derive(Enum, Clone, Copy, PartialEq, Eq)]
@@ -212,7 +213,7 @@ impl NetworkQuery {
         #[graphql(default = 100)] first: i32,
         after: Option<String>,
     ) -> Result<NetworkConnection> {
-        let filter = NetworkListFilter { pool_id, project_id, include_deleted, first: first.max(0) as u64, after };
+        let filter = ListFilter { pool_id, project_id, include_deleted, first: first.max(0) as u64, after };
         let page = services(ctx).network_list(actor(ctx)?, &tenant_id, filter).await?;
         let edges: Vec<NetworkEdge> =
             page.networks.into_iter().map(|n| NetworkEdge { cursor: n.id.clone(), node: Network(n) }).collect();

@@ -6,6 +6,7 @@ use futures_util::{Stream, StreamExt};
 use super::networks::{DesiredState, PageInfo, ResourceState};
 use super::volumes::{ProviderVolume, VolumeKind};
 use super::{actor, services};
+use crate::service::rows::ListFilter;
 use crate::service::snapshots::{SnapshotListFilter, SnapshotRestore, SnapshotView};
 
 pub struct ProviderSnapshot(pub SnapshotView);
@@ -131,7 +132,8 @@ impl SnapshotQuery {
         #[graphql(default = 100)] first: i32,
         after: Option<String>,
     ) -> Result<ProviderSnapshotConnection> {
-        let filter = SnapshotListFilter { volume_id, include_deleted, first: first.max(0) as u64, after };
+        let list = ListFilter { pool_id: None, project_id: None, include_deleted, first: first.max(0) as u64, after };
+        let filter = SnapshotListFilter { volume_id, list };
         let page = services(ctx).snapshot_list(actor(ctx)?, &tenant_id, filter).await?;
         let edges = page
             .items

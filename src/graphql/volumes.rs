@@ -9,8 +9,9 @@ use super::networks::{DesiredState, PageInfo, ResourceState};
 use super::snapshots::ProviderSnapshot;
 use super::{actor, services};
 use crate::service::mounts;
+use crate::service::rows::ListFilter;
 use crate::service::snapshots::SnapshotTake;
-use crate::service::volumes::{AttachmentView, VolumeCreate, VolumeListFilter, VolumeView};
+use crate::service::volumes::{AttachmentView, VolumeCreate, VolumeView};
 
 #[derive(Enum, Clone, Copy, PartialEq, Eq)]
 pub enum VolumeKind {
@@ -339,7 +340,7 @@ impl VolumeQuery {
         #[graphql(default = 100)] first: i32,
         after: Option<String>,
     ) -> Result<ProviderVolumeConnection> {
-        let filter = VolumeListFilter { pool_id, project_id, include_deleted, first: first.max(0) as u64, after };
+        let filter = ListFilter { pool_id, project_id, include_deleted, first: first.max(0) as u64, after };
         let page = services(ctx).volume_list(actor(ctx)?, &tenant_id, filter).await?;
         let node = ctx.look_ahead().field("edges").field("node");
         loaders(ctx)?.prime(&node, page.items.iter().map(|v| v.id.clone()).collect()).await?;

@@ -5,13 +5,13 @@
 //! `…:update`.
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait};
-use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect, Set};
+use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, Set};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::authz::{Actor, Target};
 use super::networks::{self, state};
-use super::rows::{self, MAX_PAGE};
+use super::rows;
 use super::{Services, validate};
 use crate::error::{Code, Error, Result};
 use crate::ids;
@@ -103,14 +103,6 @@ pub fn event(event_type: &str, i: &instance::Model) -> NewEvent {
 /// The Droplet name an instance is made under: derived from its id, so a lost create is found.
 pub fn provider_name(instance_id: &str) -> String {
     format!("bc-{}", instance_id.replace('_', "-"))
-}
-
-pub struct InstanceListFilter {
-    pub pool_id: Option<String>,
-    pub project_id: Option<String>,
-    pub include_deleted: bool,
-    pub first: u64,
-    pub after: Option<String>,
 }
 
 impl Services {
@@ -223,26 +215,10 @@ impl Services {
         &self,
         actor: &Actor,
         tenant_id: &str,
-        filter: InstanceListFilter,
+        filter: rows::ListFilter,
     ) -> Result<rows::Page<InstanceView>> {
-        validate::tenant_id("tenantId", tenant_id)?;
-        validate::range("first", filter.first as i64, 1, MAX_PAGE as i64)?;
         actor.decide_list(READ, tenant_id)?;
-        let mut query = instance::Entity::find().filter(instance::Column::TenantId.eq(tenant_id));
-        if let Some(pool_id) = &filter.pool_id {
-            query = query.filter(instance::Column::PoolId.eq(pool_id.clone()));
-        }
-        if let Some(project_id) = &filter.project_id {
-            query = query.filter(instance::Column::ProjectId.eq(project_id.clone()));
-        }
-        if !filter.include_deleted {
-            query = query.filter(instance::Column::State.ne(state::DELETED));
-        }
-        if let Some(after) = &filter.after {
-            validate::id("after", ids::INSTANCE, after)?;
-            query = query.filter(instance::Column::Id.gt(after.clone()));
-        }
-        let found = query.order_by_asc(instance::Column::Id).limit(filter.first + 1).all(&self.db).await?;
+        let found = rows::list_query::<instance::Entity>(tenant_id, &filter, ids::INSTANCE)?.all(&self.db).await?;
         Ok(rows::page(
             found,
             filter.first,

@@ -28,7 +28,6 @@ pub const KIND: &str = "network";
 const READ: &str = "compute:networks:read";
 const UPDATE: &str = "compute:networks:update";
 const MAX_SUBNETS: usize = 16;
-const MAX_PAGE: u64 = 1000;
 
 pub mod state {
     pub const PENDING: &str = "pending";
@@ -150,14 +149,6 @@ pub struct NetworkPage {
     /// The last network read, even one the caller may not see.
     pub end_cursor: Option<String>,
     pub has_next_page: bool,
-}
-
-pub struct NetworkListFilter {
-    pub pool_id: Option<String>,
-    pub project_id: Option<String>,
-    pub include_deleted: bool,
-    pub first: u64,
-    pub after: Option<String>,
 }
 
 impl Services {
@@ -333,25 +324,15 @@ impl Services {
     }
 
     /// The tenant's networks in the order they were made, a page at a time.
-    pub async fn network_list(&self, actor: &Actor, tenant_id: &str, filter: NetworkListFilter) -> Result<NetworkPage> {
-        validate::tenant_id("tenantId", tenant_id)?;
-        validate::range("first", filter.first as i64, 1, MAX_PAGE as i64)?;
+    pub async fn network_list(
+        &self,
+        actor: &Actor,
+        tenant_id: &str,
+        filter: super::rows::ListFilter,
+    ) -> Result<NetworkPage> {
         actor.decide_list(READ, tenant_id)?;
-        let mut query = network::Entity::find().filter(network::Column::TenantId.eq(tenant_id));
-        if let Some(pool_id) = &filter.pool_id {
-            query = query.filter(network::Column::PoolId.eq(pool_id.clone()));
-        }
-        if let Some(project_id) = &filter.project_id {
-            query = query.filter(network::Column::ProjectId.eq(project_id.clone()));
-        }
-        if !filter.include_deleted {
-            query = query.filter(network::Column::State.ne(state::DELETED));
-        }
-        if let Some(after) = &filter.after {
-            validate::id("after", ids::NETWORK, after)?;
-            query = query.filter(network::Column::Id.gt(after.clone()));
-        }
-        let mut rows = query.order_by_asc(network::Column::Id).limit(filter.first + 1).all(&self.db).await?;
+        let mut rows =
+            super::rows::list_query::<network::Entity>(tenant_id, &filter, ids::NETWORK)?.all(&self.db).await?;
         let has_next_page = rows.len() as u64 > filter.first;
         rows.truncate(filter.first as usize);
         let end_cursor = rows.last().map(|n| n.id.clone());

@@ -5,13 +5,13 @@
 //! volume.
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait};
-use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect, Set};
+use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, Set};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::authz::{Actor, Target};
 use super::networks::state;
-use super::rows::{self, MAX_PAGE};
+use super::rows;
 use super::volumes::{self, MANAGE, READ, VolumeCreate, VolumeView, invalid_state};
 use super::{Services, validate};
 use crate::error::{Code, Error, Result};
@@ -116,11 +116,10 @@ pub struct SnapshotRestore {
     pub idempotency_key: String,
 }
 
+/// A snapshot list: `list` of the tenant's, optionally of one volume.
 pub struct SnapshotListFilter {
     pub volume_id: Option<String>,
-    pub include_deleted: bool,
-    pub first: u64,
-    pub after: Option<String>,
+    pub list: rows::ListFilter,
 }
 
 impl Services {
@@ -207,23 +206,14 @@ impl Services {
         tenant_id: &str,
         filter: SnapshotListFilter,
     ) -> Result<rows::Page<SnapshotView>> {
-        validate::tenant_id("tenantId", tenant_id)?;
-        validate::range("first", filter.first as i64, 1, MAX_PAGE as i64)?;
         actor.decide_list(READ, tenant_id)?;
-        let mut query = snapshot::Entity::find().filter(snapshot::Column::TenantId.eq(tenant_id));
+        let mut query = rows::list_query::<snapshot::Entity>(tenant_id, &filter.list, ids::SNAPSHOT)?;
         if let Some(volume_id) = &filter.volume_id {
             validate::id("volumeId", ids::VOLUME, volume_id)?;
             query = query.filter(snapshot::Column::VolumeId.eq(volume_id.clone()));
         }
-        if !filter.include_deleted {
-            query = query.filter(snapshot::Column::State.ne(state::DELETED));
-        }
-        if let Some(after) = &filter.after {
-            validate::id("after", ids::SNAPSHOT, after)?;
-            query = query.filter(snapshot::Column::Id.gt(after.clone()));
-        }
-        let found = query.order_by_asc(snapshot::Column::Id).limit(filter.first + 1).all(&self.db).await?;
-        Ok(rows::page(found, filter.first, |s| &s.id, |s| readable(actor, s).then(|| view(s))))
+        let found = query.all(&self.db).await?;
+        Ok(rows::page(found, filter.list.first, |s| &s.id, |s| readable(actor, s).then(|| view(s))))
     }
 
     /// The snapshots (not deleted) of each volume that `actor` may read, in one statement.

@@ -9,15 +9,14 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{
-    ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect,
-    Set,
+    ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, Set,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::authz::{Actor, Target};
 use super::networks::{self, state};
-use super::rows::{self, MAX_PAGE};
+use super::rows;
 use super::{Services, instances, validate};
 use crate::error::{Code, Error, Result};
 use crate::ids;
@@ -172,14 +171,6 @@ pub fn share_tag(volume_id: &str) -> String {
     use sha2::{Digest, Sha256};
     let digest = Sha256::digest(volume_id.as_bytes());
     format!("bc-nfs-{}", &crate::store::idempotency::hex(&digest)[..16])
-}
-
-pub struct VolumeListFilter {
-    pub pool_id: Option<String>,
-    pub project_id: Option<String>,
-    pub include_deleted: bool,
-    pub first: u64,
-    pub after: Option<String>,
 }
 
 impl Services {
@@ -392,26 +383,10 @@ impl Services {
         &self,
         actor: &Actor,
         tenant_id: &str,
-        filter: VolumeListFilter,
+        filter: rows::ListFilter,
     ) -> Result<rows::Page<VolumeView>> {
-        validate::tenant_id("tenantId", tenant_id)?;
-        validate::range("first", filter.first as i64, 1, MAX_PAGE as i64)?;
         actor.decide_list(READ, tenant_id)?;
-        let mut query = volume::Entity::find().filter(volume::Column::TenantId.eq(tenant_id));
-        if let Some(pool_id) = &filter.pool_id {
-            query = query.filter(volume::Column::PoolId.eq(pool_id.clone()));
-        }
-        if let Some(project_id) = &filter.project_id {
-            query = query.filter(volume::Column::ProjectId.eq(project_id.clone()));
-        }
-        if !filter.include_deleted {
-            query = query.filter(volume::Column::State.ne(state::DELETED));
-        }
-        if let Some(after) = &filter.after {
-            validate::id("after", ids::VOLUME, after)?;
-            query = query.filter(volume::Column::Id.gt(after.clone()));
-        }
-        let found = query.order_by_asc(volume::Column::Id).limit(filter.first + 1).all(&self.db).await?;
+        let found = rows::list_query::<volume::Entity>(tenant_id, &filter, ids::VOLUME)?.all(&self.db).await?;
         Ok(rows::page(
             found,
             filter.first,
