@@ -677,3 +677,139 @@ db_test!(instance_changed_and_provider_snapshot_changed_yield_each_new_view, |ba
     let versions: Vec<i64> = views.iter().map(|v| v["version"].as_i64().unwrap()).collect();
     assert!(versions.windows(2).all(|v| v[0] < v[1]), "{versions:?}");
 });
+
+impl Setup {
+    /// A volume someone made and attached by hand at the provider; returns its provider id.
+    async fn hand_attached(&self, droplet: &str) -> String {
+        let base = self.sim_url();
+        let made: Value = self
+            .server
+            .http
+            .post(format!("{base}/v2/volumes"))
+            .bearer_auth("someone")
+            .json(&json!({ "name": "by-hand", "size_gigabytes": 5, "region": "nyc3" }))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let id = made["volume"]["id"].as_str().unwrap().to_owned();
+        let attach = json!({ "type": "attach", "droplet_id": droplet.parse::<u64>().unwrap() });
+        let asked = self
+            .server
+            .http
+            .post(format!("{base}/v2/volumes/{id}/actions"))
+            .bearer_auth("someone")
+            .json(&attach)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(asked.status(), 202);
+        self.until(
+            "attached by hand",
+            || async { self.at_sim(&format!("/v2/volumes/{id}")).await.1 },
+            |v| v["volume"]["droplet_ids"].as_array().is_some_and(|d| !d.is_empty()),
+        )
+        .await;
+        id
+    }
+
+    async fn provider_id_of(&self, volume: &str) -> String {
+        let (_, found) = self.at_sim(&format!("/v2/volumes?name={}", provider_name(volume))).await;
+        found["volumes"][0]["id"].as_str().unwrap().to_owned()
+    }
+
+    async fn until_instance_deleted(&self, instance: &str) {
+        let query = "{ instances(tenantId: \"acme\", includeDeleted: true) { edges { node { id state } } } }";
+        self.until(
+            "the instance deleted",
+            || async { self.gql(query, json!({})).await },
+            |page| {
+                page["instances"]["edges"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|e| e["node"]["id"] == instance && e["node"]["state"] == "DELETED")
+            },
+        )
+        .await;
+    }
+}
+
+db_test!(
+    an_instance_delete_names_only_its_delete_with_instance_volumes_in_one_selective_destroy,
+    |backend: Backend| async move {
+        let s = setup(backend).await;
+        let (instance, droplet) = s.instance("doomed", None).await;
+        let going = s.create_volume("going", json!({ "instanceId": instance, "deleteWithInstance": true })).await;
+        let plain = s.create_volume("plain", json!({ "instanceId": instance })).await;
+        for id in [&going, &plain] {
+            s.until_volume(id, "attached", |v| v["attachments"][0]["state"] == "READY").await;
+        }
+        let by_hand = s.hand_attached(&droplet).await;
+        let going_at_provider = s.provider_id_of(&going).await;
+        s.gql(
+            "mutation($i: String!) { instanceDelete(input: { tenantId: \"acme\", instanceId: $i }) { state } }",
+            json!({ "i": instance }),
+        )
+        .await;
+        s.until_instance_deleted(&instance).await;
+        let destroys = s.sim().selective_destroys();
+        assert_eq!(destroys.len(), 1, "one selective destroy: {destroys:?}");
+        assert_eq!(destroys[0].0.to_string(), droplet);
+        assert_eq!(destroys[0].1["volumes"], json!([going_at_provider]), "exactly the deleteWithInstance volume");
+        assert_eq!(s.sim().calls("droplets.delete"), 0, "no plain delete");
+        let (status, _) = s.at_sim(&format!("/v2/volumes/{by_hand}")).await;
+        assert_eq!(status, 200, "a volume attached by hand survives");
+        let kept = s.until_volume(&plain, "detached", |v| v["attachments"].as_array().unwrap().is_empty()).await;
+        assert_eq!(kept["state"], "READY");
+        let query = "{ providerVolumes(tenantId: \"acme\", includeDeleted: true) { edges { node { id state } } } }";
+        s.until(
+            "the deleteWithInstance volume deleted",
+            || async { s.gql(query, json!({})).await },
+            |page| {
+                page["providerVolumes"]["edges"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|e| e["node"]["id"] == going.as_str() && e["node"]["state"] == "DELETED")
+            },
+        )
+        .await;
+        for ours in [&going, &plain] {
+            assert_eq!(s.sim().name_calls("volumes.made", &provider_name(ours)), 1, "nothing was made again");
+        }
+    }
+);
+
+db_test!(an_instance_whose_ownership_tag_is_gone_finishes_as_a_detach, |backend: Backend| async move {
+    let s = setup(backend).await;
+    let (instance, droplet) = s.instance("adopted-away", None).await;
+    let going = s.create_volume("stays", json!({ "instanceId": instance, "deleteWithInstance": true })).await;
+    s.until_volume(&going, "attached", |v| v["attachments"][0]["state"] == "READY").await;
+    // Someone takes our tag off the machine.
+    let tag = vps_graph::provider::ownership_tag(&s.server.app.services.deployment);
+    let untag = json!({ "resources": [{ "resource_id": droplet, "resource_type": "droplet" }] });
+    let taken = s
+        .server
+        .http
+        .delete(format!("{}/v2/tags/{tag}/resources", s.sim_url()))
+        .bearer_auth("someone")
+        .json(&untag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(taken.status(), 204);
+    s.gql(
+        "mutation($i: String!) { instanceDelete(input: { tenantId: \"acme\", instanceId: $i }) { state } }",
+        json!({ "i": instance }),
+    )
+    .await;
+    s.until_instance_deleted(&instance).await;
+    let (status, _) = s.at_sim(&format!("/v2/droplets/{droplet}")).await;
+    assert_eq!(status, 200, "the machine is left running");
+    let kept = s.until_volume(&going, "detached", |v| v["attachments"].as_array().unwrap().is_empty()).await;
+    assert_eq!(kept["state"], "READY", "only detached, deleteWithInstance or not");
+    assert!(s.sim().selective_destroys().is_empty());
+});

@@ -103,6 +103,9 @@ pub trait Instances: Send + Sync {
     async fn droplet_find_by_name(&self, name: &str) -> ProviderResult<Option<Droplet>>;
     /// False when it was already gone.
     async fn droplet_delete(&self, id: &str) -> ProviderResult<bool>;
+    /// Deletes the Droplet with exactly the volumes named (a selective destroy: what is not
+    /// named is kept); false when the Droplet was already gone.
+    async fn droplet_destroy_with_volumes(&self, id: &str, volume_ids: &[String]) -> ProviderResult<bool>;
     async fn droplets_tagged(&self, tag: &str) -> ProviderResult<Vec<Droplet>>;
     /// Tags (`on`) or untags one Droplet; tagging makes the tag first.
     async fn tag_droplet(&self, tag: &str, droplet_id: &str, on: bool) -> ProviderResult<()>;

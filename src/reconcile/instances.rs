@@ -1,14 +1,17 @@
 //! `vps.instances`: makes and destroys Droplets. A create sends the name derived from the
 //! instance id and this deployment's ownership tag, so a create whose answer was lost is found by
-//! name (and something under that name without the tag is never adopted). When a delete finishes,
-//! the instance's attachments are no longer wanted, its deleteWithInstance volumes go to
-//! deleting, and every volume it had is woken to settle.
+//! name (and something under that name without the tag is never adopted). A delete is one
+//! selective destroy naming the instance's deleteWithInstance volumes (only this deployment's,
+//! attached to that Droplet), or a plain delete when there is nothing to name; a Droplet whose tag
+//! is gone is left running and the instance finishes as a detach. When a delete finishes, the
+//! instance's attachments are no longer wanted, its deleteWithInstance volumes go to deleting,
+//! and every volume it had is woken to settle.
 use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder};
 
 use super::{ACTION_POLL_MS, Next, Reconciler, Run, is_failure, wait_for};
 use crate::error::{Error, Result};
-use crate::provider::{Droplet, DropletCreate, Instances, ProviderError, ownership_tag};
+use crate::provider::{Droplet, DropletCreate, Instances, ProviderError, Volumes, ownership_tag};
 use crate::service::instances::{self as svc, RECONCILER};
 use crate::service::networks::state;
 use crate::service::{rows, volumes};
@@ -68,7 +71,7 @@ impl Reconciler for InstanceReconciler {
         };
         let tag = ownership_tag(&run.services.deployment);
         if current.desired_state == state::ABSENT {
-            return delete(run, api.as_ref(), &current, &tag).await;
+            return delete(run, api.as_ref(), provider.volumes.as_deref(), &current, &tag).await;
         }
         if current.lost {
             return Ok(Next::Drift);
@@ -174,7 +177,16 @@ async fn subnet_vpc(run: &Run<'_>, network_id: &str, region: &str) -> Result<Opt
     Ok(subnet.and_then(|s| s.provider_id))
 }
 
-async fn delete(run: &Run<'_>, api: &dyn Instances, current: &instance::Model, tag: &str) -> Result<Next> {
+/// Deletes the machine: one selective destroy naming the instance's deleteWithInstance volumes
+/// (only ours, on that Droplet), or a plain delete when there is nothing to name. A machine
+/// whose ownership tag is gone is left running: the instance finishes as a detach.
+async fn delete(
+    run: &Run<'_>,
+    api: &dyn Instances,
+    volumes_api: Option<&dyn Volumes>,
+    current: &instance::Model,
+    tag: &str,
+) -> Result<Next> {
     let droplet_id = match (&current.provider_id, current.create_attempts) {
         _ if current.lost => None,
         (Some(id), _) => Some(id.clone()),
@@ -189,8 +201,21 @@ async fn delete(run: &Run<'_>, api: &dyn Instances, current: &instance::Model, t
             Ok(None) => {}
             // Asked once; the Droplet answers for a while before it is gone.
             Ok(Some(_)) if current.message.as_deref() == Some(DELETE_ASKED) => return Ok(Next::After(ACTION_POLL_MS)),
-            Ok(Some(_)) => {
-                let (observed, next) = match api.droplet_delete(&id).await {
+            Ok(Some(droplet)) if !droplet.tags.iter().any(|t| t == tag) => {
+                return finish_delete(run, current, Finish::AsDetach).await;
+            }
+            Ok(Some(droplet)) => {
+                let named = match going_with(run, volumes_api, current, &droplet, tag).await? {
+                    Ok(named) => named,
+                    Err(err) => {
+                        return write(run, current, waiting(current, err).0, Next::After(super::RETRY_LATER_MS)).await;
+                    }
+                };
+                let asked = match named.is_empty() {
+                    true => api.droplet_delete(&id).await,
+                    false => api.droplet_destroy_with_volumes(&id, &named).await,
+                };
+                let (observed, next) = match asked {
                     Ok(_) => (
                         Observed { message: Some(DELETE_ASKED.into()), ..Observed::of(current) },
                         Next::After(ACTION_POLL_MS),
@@ -202,12 +227,59 @@ async fn delete(run: &Run<'_>, api: &dyn Instances, current: &instance::Model, t
             Err(err) => return write(run, current, waiting(current, err).0, Next::After(super::RETRY_LATER_MS)).await,
         }
     }
-    finish_delete(run, current).await
+    finish_delete(run, current, Finish::Deleted).await
 }
 
-/// The Droplet is gone: the instance is deleted, its attachments are no longer wanted, its
-/// deleteWithInstance volumes go to deleting, and every volume it had is woken.
-async fn finish_delete(run: &Run<'_>, current: &instance::Model) -> Result<Next> {
+/// How an instance's delete ends.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Finish {
+    /// The machine is gone: deleteWithInstance volumes go with it.
+    Deleted,
+    /// The machine is left running: every volume is only detached.
+    AsDetach,
+}
+
+/// The provider ids of the deleteWithInstance volumes the machine's delete names: attached to
+/// that Droplet, wanted there until the delete (not detached before it), and carrying this
+/// deployment's tag at the provider (a volume attached by hand is never named).
+async fn going_with(
+    run: &Run<'_>,
+    volumes_api: Option<&dyn Volumes>,
+    current: &instance::Model,
+    droplet: &Droplet,
+    tag: &str,
+) -> Result<std::result::Result<Vec<String>, ProviderError>> {
+    let Some(volumes_api) = volumes_api else { return Ok(Ok(Vec::new())) };
+    let wanted: Vec<String> = attachment::Entity::find()
+        .filter(attachment::Column::InstanceId.eq(current.id.clone()))
+        .filter(attachment::Column::DesiredState.eq(state::PRESENT))
+        .all(&run.services.db)
+        .await?
+        .into_iter()
+        .map(|a| a.volume_id)
+        .collect();
+    let candidates = provider_volume::Entity::find()
+        .filter(provider_volume::Column::Id.is_in(wanted))
+        .filter(provider_volume::Column::DeleteWithInstance.eq(true))
+        .filter(provider_volume::Column::Kind.eq(volumes::BLOCK))
+        .all(&run.services.db)
+        .await?;
+    let mut named = Vec::new();
+    for v in candidates {
+        let Some(provider_id) = v.provider_id.filter(|id| droplet.volume_ids.contains(id)) else { continue };
+        match volumes_api.volume_get(&provider_id).await {
+            Ok(Some(found)) if found.tags.iter().any(|t| t == tag) => named.push(provider_id),
+            Ok(_) => {}
+            Err(err) => return Ok(Err(err)),
+        }
+    }
+    Ok(Ok(named))
+}
+
+/// The instance's delete is done: it is deleted, its attachments are no longer wanted, and every
+/// volume it had is woken. When its machine is gone, its deleteWithInstance volumes (not detached
+/// before) go to deleting; a machine left running (`AsDetach`) only lets its volumes go.
+async fn finish_delete(run: &Run<'_>, current: &instance::Model, finish: Finish) -> Result<Next> {
     let services = run.services;
     let txn = services.begin().await?;
     let attached = attachment::Entity::find()
@@ -233,7 +305,7 @@ async fn finish_delete(run: &Run<'_>, current: &instance::Model) -> Result<Next>
             volumes::mark_detach(&txn, a, now).await?;
         }
         let Some(v) = provider_volume::Entity::find_by_id(a.volume_id.clone()).one(&txn).await? else { continue };
-        if wanted && v.delete_with_instance && v.desired_state == state::PRESENT {
+        if finish == Finish::Deleted && wanted && v.delete_with_instance && v.desired_state == state::PRESENT {
             let going = volumes::bump(
                 &txn,
                 &v,

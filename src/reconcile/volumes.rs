@@ -127,6 +127,11 @@ pub async fn run(run: &Run<'_>) -> Result<Next> {
         once_ready: Next::Drift,
     };
     let attached = live_attachments(db, &v.id).await?;
+    if v.delete_with_instance && v.desired_state == state::PRESENT && machine_going(db, &attached).await? {
+        // It goes with its machine: no provider call meanwhile (an ensure by name could make
+        // again a volume the machine's delete already took). The instance wakes it when done.
+        return Ok(Next::After(RETRY_LATER_MS));
+    }
     let restoring = v.source_snapshot_id.is_some() && v.provider_id.is_none();
     let ctx =
         Ctx { once_ready: if restoring || attached.iter().any(needs_work) { Next::Now } else { Next::Drift }, ..ctx };
@@ -164,6 +169,22 @@ pub async fn run(run: &Run<'_>) -> Result<Next> {
         return converge_attachment(&ctx, &v, a).await;
     }
     drift(&ctx, &v, &attached).await
+}
+
+/// Whether an instance the volume is wanted on is being deleted.
+async fn machine_going(db: &sea_orm::DatabaseConnection, attached: &[attachment::Model]) -> Result<bool> {
+    let on: Vec<String> =
+        attached.iter().filter(|a| a.desired_state == state::PRESENT).map(|a| a.instance_id.clone()).collect();
+    if on.is_empty() {
+        return Ok(false);
+    }
+    let going = instance::Entity::find()
+        .filter(instance::Column::Id.is_in(on))
+        .filter(instance::Column::DesiredState.eq(state::ABSENT))
+        .filter(instance::Column::State.ne(state::DELETED))
+        .one(db)
+        .await?;
+    Ok(going.is_some())
 }
 
 /// The attach to work on: one whose instance is ready before one still waiting for its
@@ -608,17 +629,24 @@ async fn detach_block(
             Err(err) => attachment_waits(now, &err),
         };
     }
-    let Some(droplet) = droplet else {
-        // The machine is gone (or was never made): the provider lets its volumes go shortly after.
-        let on_it = match ctx.volumes.volume_get(&volume_id).await {
-            Ok(Some(b)) => gone.is_some_and(|gone| b.droplet_ids.contains(&gone)),
-            Ok(None) => false,
-            Err(err) => return attachment_waits(now, &err),
-        };
-        return match on_it {
-            true => (now, Next::After(ACTION_POLL_MS)),
-            false => (now.state(state::DELETED, None), Next::Now),
-        };
+    let droplet = match (droplet, gone) {
+        (Some(droplet), _) => droplet,
+        (None, gone) => {
+            // The instance is gone (or never had a machine). A machine deleted with it lets its
+            // volumes go shortly after; one left running (the instance finished as a detach) is
+            // detached like any other.
+            let on_it = match ctx.volumes.volume_get(&volume_id).await {
+                Ok(Some(b)) => gone.filter(|gone| b.droplet_ids.contains(gone)),
+                Ok(None) => None,
+                Err(err) => return attachment_waits(now, &err),
+            };
+            let Some(machine) = on_it else { return (now.state(state::DELETED, None), Next::Now) };
+            match ctx.instances.droplet_get(&machine).await {
+                Ok(Some(_)) => machine,
+                Ok(None) => return (now, Next::After(ACTION_POLL_MS)),
+                Err(err) => return attachment_waits(now, &err),
+            }
+        }
     };
     match ctx.volumes.volume_get(&volume_id).await {
         Ok(Some(b))

@@ -49,6 +49,14 @@ impl Instances for DigitalOcean {
         Ok(answer.status != StatusCode::NOT_FOUND)
     }
 
+    async fn droplet_destroy_with_volumes(&self, id: &str, volume_ids: &[String]) -> ProviderResult<bool> {
+        // Only the volumes named: never the snapshots, reserved IPs or anything a tag would reach.
+        let body = json!({ "volumes": volume_ids, "volume_snapshots": [], "reserved_ips": [], "snapshots": [] });
+        let path = format!("/v2/droplets/{id}/destroy_with_associated_resources/selective");
+        let answer = self.call("droplets.destroy.selective", Method::DELETE, &path, Some(body)).await?;
+        Ok(answer.status != StatusCode::NOT_FOUND)
+    }
+
     async fn droplets_tagged(&self, tag: &str) -> ProviderResult<Vec<Droplet>> {
         let found = self.list_all("droplets.list", &format!("/v2/droplets?tag_name={tag}"), "droplets").await?;
         found.iter().map(droplet_from).collect()
