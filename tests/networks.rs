@@ -504,12 +504,31 @@ db_test!(a_404_that_is_not_the_apis_own_is_not_taken_for_gone, |backend: Backend
     let created = s.create("bare404", json!([{ "region": "nyc3", "ipRange": "10.96.0.0/24" }])).await;
     let id = created["id"].as_str().unwrap().to_owned();
     s.until_state(&id, "READY").await;
+    // The run that saw it ready has finished and set its hourly drift read.
+    for _ in 0..200 {
+        if s.work_due(&id).await > clock.now_ms() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     s.sim().inject("vpcs.get", Fault::Status { status: 500 }, 1);
     clock.advance(3_600_000);
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The drift read fails, and its run sets the next look before the clock moves on.
+    for _ in 0..200 {
+        if s.sim().calls("vpcs.get") >= 1 && s.work_due(&id).await > clock.now_ms() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     assert_eq!(s.get(&id).await["state"], "READY", "an unavailable drift read changes nothing");
     clock.advance(30_000);
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    for _ in 0..100 {
+        if s.sim().calls("vpcs.get") >= 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(s.sim().calls("vpcs.get"), 2, "read again 30 s later");
     assert_eq!(s.get(&id).await["state"], "READY");
 });
