@@ -113,6 +113,20 @@ impl Setup {
         panic!("never {what}: {}", self.volume(id).await);
     }
 
+    /// Waits until the run that last touched `id` has finished and set its next look in the
+    /// future, so moving the clock now cannot slip past it.
+    async fn settled(&self, id: &str) {
+        let db = &self.server.app.services.db;
+        for _ in 0..400 {
+            let due = vps_graph::store::queue::item(db, "vps.provider-resources", id).await.unwrap();
+            if due.is_some_and(|(due, _, _)| due > self.clock.now_ms()) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("{id} never settled");
+    }
+
     async fn until_volume(&self, id: &str, what: &str, check: impl Fn(&Value) -> bool) -> Value {
         self.until(what, || self.volume(id), check).await
     }
@@ -390,6 +404,7 @@ db_test!(a_volume_deleted_at_the_provider_goes_to_error_and_is_never_made_again,
     s.until_volume(&id, "ready", |v| v["state"] == "READY").await;
     let (_, listed) = s.at_sim(&format!("/v2/volumes?name={}", provider_name(&id))).await;
     let provider_id = listed["volumes"][0]["id"].as_str().unwrap().to_owned();
+    s.settled(&id).await;
     let deleted = s
         .server
         .http
@@ -575,6 +590,7 @@ db_test!(the_hourly_drift_pass_puts_back_a_vpc_a_racing_detach_took_off_a_share,
     tokio::time::sleep(Duration::from_millis(200)).await;
     let (_, shares) = s.at_sim("/v2/nfs").await;
     assert!(shares["shares"][0]["vpc_ids"].as_array().unwrap().is_empty());
+    s.settled(&id).await;
     s.clock.advance(3_600_000);
     s.until(
         "the VPC back on the share",
