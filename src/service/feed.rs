@@ -57,6 +57,17 @@ pub struct Filter {
 }
 
 impl Filter {
+    /// The events of one resource whose types match `types` (e.g. `providerVolume.*`): what a
+    /// `…Changed` subscription follows.
+    pub fn resource(actor: &Actor, tenant_id: String, types: &str, subject: String) -> Filter {
+        Filter {
+            actor: actor.clone(),
+            tenant_id: Some(tenant_id),
+            types: vec![types.to_owned()],
+            subject: Some(subject),
+        }
+    }
+
     pub fn accepts(&self, event: &Event) -> bool {
         if self.tenant_id.is_some() && event.tenant_id != self.tenant_id {
             return false;

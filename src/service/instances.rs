@@ -234,12 +234,7 @@ impl Services {
         instance_id: &str,
     ) -> Result<super::feed::Filter> {
         let found = self.instance_get(actor, tenant_id, instance_id).await?;
-        Ok(super::feed::Filter {
-            actor: actor.clone(),
-            tenant_id: Some(found.tenant_id),
-            types: vec!["instance.*".into()],
-            subject: Some(found.id),
-        })
+        Ok(super::feed::Filter::resource(actor, found.tenant_id, "instance.*", found.id))
     }
 
     pub(crate) async fn instance_load(

@@ -358,12 +358,7 @@ impl Services {
     /// Checks the caller may watch the network; the subscription then follows its events.
     pub async fn network_watch(&self, actor: &Actor, tenant_id: &str, network_id: &str) -> Result<super::feed::Filter> {
         let view = self.network_get(actor, tenant_id, network_id).await?;
-        Ok(super::feed::Filter {
-            actor: actor.clone(),
-            tenant_id: Some(view.tenant_id),
-            types: vec!["network.*".into()],
-            subject: Some(view.id),
-        })
+        Ok(super::feed::Filter::resource(actor, view.tenant_id, "network.*", view.id))
     }
 
     pub(crate) async fn network_load(

@@ -345,12 +345,7 @@ impl Services {
         snapshot_id: &str,
     ) -> Result<super::feed::Filter> {
         let found = self.snapshot_get(actor, tenant_id, snapshot_id).await?;
-        Ok(super::feed::Filter {
-            actor: actor.clone(),
-            tenant_id: Some(found.tenant_id),
-            types: vec!["providerVolume.snapshot.*".into()],
-            subject: Some(found.id),
-        })
+        Ok(super::feed::Filter::resource(actor, found.tenant_id, "providerVolume.snapshot.*", found.id))
     }
 }
 

@@ -436,12 +436,7 @@ impl Services {
 
     pub async fn volume_watch(&self, actor: &Actor, tenant_id: &str, volume_id: &str) -> Result<super::feed::Filter> {
         let found = self.volume_get(actor, tenant_id, volume_id).await?;
-        Ok(super::feed::Filter {
-            actor: actor.clone(),
-            tenant_id: Some(found.tenant_id),
-            types: vec!["providerVolume.*".into()],
-            subject: Some(found.id),
-        })
+        Ok(super::feed::Filter::resource(actor, found.tenant_id, "providerVolume.*", found.id))
     }
 
     pub(crate) async fn volume_load(
