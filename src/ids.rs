@@ -13,6 +13,7 @@ pub const INSTANCE: &str = "inst";
 pub const VOLUME: &str = "pvol";
 pub const SNAPSHOT: &str = "psnap";
 pub const ATTACHMENT: &str = "patt";
+pub const ADDRESS: &str = "paddr";
 
 pub fn new_id(prefix: &str) -> String {
     format!("{prefix}_{}", Ulid::generate().to_string().to_lowercase())

@@ -2,9 +2,12 @@
 //! migration's name from its module path.
 pub use sea_orm_migration::prelude::*;
 
+mod columns;
+
 mod m20261129_000001_foundation;
 mod m20261129_000002_networks;
 mod m20261129_000003_volumes;
+mod m20261201_000004_addresses;
 
 pub struct Migrator;
 
@@ -15,6 +18,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261129_000001_foundation::Migration),
             Box::new(m20261129_000002_networks::Migration),
             Box::new(m20261129_000003_volumes::Migration),
+            Box::new(m20261201_000004_addresses::Migration),
         ]
     }
 }

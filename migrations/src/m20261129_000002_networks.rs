@@ -1,6 +1,8 @@
 //! Tenant networks and their subnets (one provider VPC per subnet on DigitalOcean).
 use sea_orm_migration::prelude::*;
 
+use crate::columns::{optional, string, time};
+
 #[derive(DeriveMigrationName)]
 pub struct Migration;
 
@@ -44,25 +46,6 @@ enum NetworkSubnets {
     UpdatedAt,
     ReadyAt,
     DeletedAt,
-}
-
-fn string(col: impl IntoIden, len: u32) -> ColumnDef {
-    ColumnDef::new(col).string_len(len).not_null().to_owned()
-}
-
-fn optional(col: impl IntoIden, len: u32) -> ColumnDef {
-    ColumnDef::new(col).string_len(len).null().to_owned()
-}
-
-fn time(col: impl IntoIden, null: bool) -> ColumnDef {
-    let mut def = ColumnDef::new(col);
-    def.timestamp_with_time_zone();
-    if null {
-        def.null()
-    } else {
-        def.not_null()
-    };
-    def.to_owned()
 }
 
 #[async_trait::async_trait]

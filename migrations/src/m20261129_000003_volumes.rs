@@ -2,6 +2,8 @@
 //! attachments, and provider snapshots.
 use sea_orm_migration::prelude::*;
 
+use crate::columns::{big, flag, index, optional, string, time};
+
 #[derive(DeriveMigrationName)]
 pub struct Migration;
 
@@ -110,42 +112,6 @@ enum ProviderSnapshots {
     UpdatedAt,
     ReadyAt,
     DeletedAt,
-}
-
-fn string(col: impl IntoIden, len: u32) -> ColumnDef {
-    ColumnDef::new(col).string_len(len).not_null().to_owned()
-}
-
-fn optional(col: impl IntoIden, len: u32) -> ColumnDef {
-    ColumnDef::new(col).string_len(len).null().to_owned()
-}
-
-fn time(col: impl IntoIden, null: bool) -> ColumnDef {
-    let mut def = ColumnDef::new(col);
-    def.timestamp_with_time_zone();
-    if null {
-        def.null()
-    } else {
-        def.not_null()
-    };
-    def.to_owned()
-}
-
-fn big(col: impl IntoIden, default: i64) -> ColumnDef {
-    ColumnDef::new(col).big_integer().not_null().default(default).to_owned()
-}
-
-fn flag(col: impl IntoIden) -> ColumnDef {
-    ColumnDef::new(col).boolean().not_null().default(false).to_owned()
-}
-
-async fn index(manager: &SchemaManager<'_>, name: &str, table: impl IntoIden, cols: Vec<DynIden>) -> Result<(), DbErr> {
-    let mut create = Index::create();
-    create.name(name).table(table);
-    for col in cols {
-        create.col(col);
-    }
-    manager.create_index(create.to_owned()).await
 }
 
 #[async_trait::async_trait]

@@ -1,5 +1,5 @@
 //! Instances, as far as volumes need them.
-use async_graphql::{Context, InputObject, Object, Result, SimpleObject, Subscription};
+use async_graphql::{Context, Enum, InputObject, Object, Result, SimpleObject, Subscription};
 use chrono::{DateTime, Utc};
 use futures_util::{Stream, StreamExt};
 
@@ -7,6 +7,24 @@ use super::networks::{DesiredState, PageInfo, ResourceState};
 use super::{actor, services};
 use crate::service::instances::{InstanceCreate, InstanceView};
 use crate::service::rows::ListFilter;
+
+/// What deleting an instance does to its machine.
+#[derive(Enum, Clone, Copy, PartialEq, Eq)]
+pub enum InstanceOnDelete {
+    /// The machine is deleted, with its deleteWithInstance volumes.
+    Delete,
+    /// The machine is left running: its volumes are only detached and its addresses unassigned.
+    Detach,
+}
+
+impl InstanceOnDelete {
+    fn word(self) -> &'static str {
+        match self {
+            InstanceOnDelete::Delete => "delete",
+            InstanceOnDelete::Detach => "detach",
+        }
+    }
+}
 
 pub struct Instance(pub InstanceView);
 
@@ -40,6 +58,10 @@ impl Instance {
     /// The provider's image slug.
     async fn image(&self) -> &str {
         &self.0.image
+    }
+    /// What its delete does to the machine.
+    async fn on_delete(&self) -> InstanceOnDelete {
+        if self.0.on_delete == "detach" { InstanceOnDelete::Detach } else { InstanceOnDelete::Delete }
     }
     async fn state(&self) -> ResourceState {
         ResourceState::parse(&self.0.state)
@@ -94,6 +116,10 @@ pub struct InstanceCreateInput {
     pub image: String,
     /// A network of the tenant with a subnet in the region: the machine goes in that subnet.
     pub network_id: Option<String>,
+    /// DELETE (the default) deletes the machine when the instance is deleted; DETACH leaves it
+    /// running and only lets its volumes and addresses go.
+    #[graphql(default_with = "InstanceOnDelete::Delete")]
+    pub on_delete: InstanceOnDelete,
     pub idempotency_key: String,
 }
 
@@ -152,6 +178,7 @@ impl InstanceMutation {
             size: input.size,
             image: input.image,
             network_id: input.network_id,
+            on_delete: input.on_delete.word().to_owned(),
             idempotency_key: input.idempotency_key,
         };
         Ok(Instance(services(ctx).instance_create(actor(ctx)?, create).await?))

@@ -1,5 +1,5 @@
-//! Providers: one trait per capability (networks, instances, volumes and shares, snapshots;
-//! addresses and filesystems next), implemented per cloud. A provider that lacks a capability
+//! Providers: one trait per capability (networks, instances, volumes and shares, snapshots,
+//! addresses; filesystems next), implemented per cloud. A provider that lacks a capability
 //! says so, and the service answers UNSUPPORTED before anything is recorded. This layer knows
 //! nothing of the database.
 pub mod digitalocean;
@@ -206,6 +206,42 @@ pub trait Snapshots: Send + Sync {
     async fn share_snapshot_delete(&self, id: &str) -> ProviderResult<bool>;
 }
 
+/// The two families of reserved address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Family {
+    V4,
+    V6,
+}
+
+/// A reserved public address as the provider shows it (a DigitalOcean reserved IPv4 or IPv6).
+/// It has no name and no tags; `reserved_at` (a reserved IPv6's reservation time) is the
+/// fingerprint that tells two reservations of one IP apart, where the provider has one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReservedAddress {
+    pub ip: String,
+    pub region: String,
+    /// The Droplet it is assigned to.
+    pub droplet_id: Option<String>,
+    /// Reserved IPv4: an action is running on it.
+    pub locked: bool,
+    pub reserved_at: Option<String>,
+}
+
+/// Reserved addresses and their assignment to machines. Assign and unassign are actions,
+/// looked at through `Actions` until done.
+#[async_trait::async_trait]
+pub trait Addresses: Send + Sync {
+    async fn address_reserve(&self, family: Family, region: &str) -> ProviderResult<ReservedAddress>;
+    /// None when the provider has no such address.
+    async fn address_get(&self, family: Family, ip: &str) -> ProviderResult<Option<ReservedAddress>>;
+    /// Releases it; false when it was already gone.
+    async fn address_release(&self, family: Family, ip: &str) -> ProviderResult<bool>;
+    /// Starts assigning it to a Droplet; returns the action's id.
+    async fn address_assign(&self, family: Family, ip: &str, droplet_id: &str) -> ProviderResult<u64>;
+    /// Starts unassigning it; returns the action's id.
+    async fn address_unassign(&self, family: Family, ip: &str) -> ProviderResult<u64>;
+}
+
 /// Where an asynchronous provider action is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ActionStatus {
@@ -229,6 +265,7 @@ pub struct Provider {
     pub instances: Option<Arc<dyn Instances>>,
     pub volumes: Option<Arc<dyn Volumes>>,
     pub snapshots: Option<Arc<dyn Snapshots>>,
+    pub addresses: Option<Arc<dyn Addresses>>,
 }
 
 /// Which capabilities a kind of account has, known without a client (to refuse before recording).
@@ -241,6 +278,10 @@ pub fn supports_instances(kind: &str) -> bool {
 }
 
 pub fn supports_volumes(kind: &str) -> bool {
+    kind == KIND_DIGITALOCEAN
+}
+
+pub fn supports_addresses(kind: &str) -> bool {
     kind == KIND_DIGITALOCEAN
 }
 
@@ -294,7 +335,14 @@ impl Providers {
 
     fn build(&self, account: &AccountRef<'_>) -> Provider {
         if account.kind != KIND_DIGITALOCEAN {
-            return Provider { networks: None, actions: None, instances: None, volumes: None, snapshots: None };
+            return Provider {
+                networks: None,
+                actions: None,
+                instances: None,
+                volumes: None,
+                snapshots: None,
+                addresses: None,
+            };
         }
         let (base, token) = if account.sim {
             (self.sim_url.clone().unwrap_or_default(), Ok(format!("sim-{}", account.id)))
@@ -308,7 +356,8 @@ impl Providers {
             actions: Some(client.clone()),
             instances: Some(client.clone()),
             volumes: Some(client.clone()),
-            snapshots: Some(client),
+            snapshots: Some(client.clone()),
+            addresses: Some(client),
         }
     }
 }

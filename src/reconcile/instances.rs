@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::provider::{Droplet, DropletCreate, Instances, ProviderError, Volumes, ownership_tag};
 use crate::service::instances::{self as svc, RECONCILER};
 use crate::service::networks::state;
-use crate::service::{rows, volumes};
+use crate::service::{addresses, rows, volumes};
 use crate::store::entity::{instance, network_subnet, provider_volume, volume_attachment as attachment};
 use crate::store::queue;
 
@@ -187,6 +187,10 @@ async fn delete(
     current: &instance::Model,
     tag: &str,
 ) -> Result<Next> {
+    if current.on_delete == svc::ON_DELETE_DETACH {
+        // `onDelete: DETACH`: the machine is left running, and nothing is asked of it.
+        return finish_delete(run, current, Finish::AsDetach).await;
+    }
     let droplet_id = match (&current.provider_id, current.create_attempts) {
         _ if current.lost => None,
         (Some(id), _) => Some(id.clone()),
@@ -292,6 +296,13 @@ async fn finish_delete(run: &Run<'_>, current: &instance::Model, finish: Finish)
     for a in &attached {
         rows::lock(&txn, "provider_volumes", &a.volume_id).await?;
     }
+    // Addresses before the instance too, as an assign takes them. None can be added meanwhile:
+    // an assign to an instance being deleted is refused.
+    let assigned = addresses::on_instance(&txn, &current.id).await?;
+    for a in &assigned {
+        rows::lock(&txn, "provider_addresses", &a.id).await?;
+    }
+    let assigned = addresses::on_instance(&txn, &current.id).await?;
     rows::lock(&txn, "instances", &current.id).await?;
     if !queue::fence(&txn, run.claimed).await? {
         return Ok(Next::Now);
@@ -320,6 +331,13 @@ async fn finish_delete(run: &Run<'_>, current: &instance::Model, finish: Finish)
             events.push(volumes::event("deleting", &going, &live));
         }
         queue::wake(&txn, volumes::RECONCILER, &a.volume_id, services.clock.now_ms()).await?;
+    }
+    // Its addresses let go of it and stay reserved.
+    for a in &assigned {
+        if a.assignment_state != state::DELETING {
+            events.push(addresses::event("updated", &addresses::mark_unassign(&txn, a, now).await?));
+        }
+        queue::wake(&txn, addresses::RECONCILER, &a.id, services.clock.now_ms()).await?;
     }
     instance::Entity::update_many()
         .col_expr(instance::Column::State, Expr::value(state::DELETED))
@@ -397,6 +415,9 @@ async fn write(run: &Run<'_>, current: &instance::Model, observed: Observed, nex
             .await?;
         for a in attached {
             queue::wake(&txn, volumes::RECONCILER, &a.volume_id, services.clock.now_ms()).await?;
+        }
+        for a in addresses::on_instance(&txn, &current.id).await? {
+            queue::wake(&txn, addresses::RECONCILER, &a.id, services.clock.now_ms()).await?;
         }
     }
     let written = instance::Entity::find_by_id(current.id.clone())

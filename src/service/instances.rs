@@ -28,6 +28,8 @@ pub const CREATE: &str = "compute:instances:create";
 pub const DELETE: &str = "compute:instances:delete";
 /// Putting a volume or an address on an instance.
 pub const UPDATE: &str = "compute:instances:update";
+/// An instance whose delete leaves its machine running.
+pub const ON_DELETE_DETACH: &str = "detach";
 
 #[derive(Serialize)]
 pub struct InstanceCreate {
@@ -39,6 +41,8 @@ pub struct InstanceCreate {
     pub size: String,
     pub image: String,
     pub network_id: Option<String>,
+    /// `delete` or `detach`.
+    pub on_delete: String,
     #[serde(skip)]
     pub idempotency_key: String,
 }
@@ -55,6 +59,7 @@ pub struct InstanceView {
     pub region: String,
     pub size: String,
     pub image: String,
+    pub on_delete: String,
     pub state: String,
     pub desired_state: String,
     /// The Droplet's id, once made.
@@ -77,6 +82,7 @@ pub fn view(i: &instance::Model) -> InstanceView {
         region: i.region.clone(),
         size: i.size.clone(),
         image: i.image.clone(),
+        on_delete: i.on_delete.clone(),
         state: i.state.clone(),
         desired_state: i.desired_state.clone(),
         provider_id: i.provider_id.clone(),
@@ -147,6 +153,7 @@ impl Services {
             region: Set(input.region.clone()),
             size: Set(input.size.clone()),
             image: Set(input.image.clone()),
+            on_delete: Set(input.on_delete.clone()),
             state: Set(state::PENDING.into()),
             desired_state: Set(state::PRESENT.into()),
             provider_id: Set(None),

@@ -1,6 +1,7 @@
 //! The service layer: one module per resource group with the rules of each call. Every mutation
 //! validates, authorizes, then writes its desired state, quota booking, idempotency record and
 //! outbox event in one transaction, and returns at once. It knows nothing of GraphQL or HTTP.
+pub mod addresses;
 pub mod authz;
 pub mod bootstrap;
 pub mod events;

@@ -624,7 +624,7 @@ async fn check_shared(
 
 /// The instance a volume goes on: the tenant's (ACCESS_DENIED otherwise, missing or not), and the
 /// caller's own `compute:instances:update` on it.
-async fn attachable_instance(
+pub(crate) async fn attachable_instance(
     conn: &impl ConnectionTrait,
     actor: &Actor,
     tenant_id: &str,

@@ -17,6 +17,9 @@ pub struct Model {
     pub region: String,
     pub size: String,
     pub image: String,
+    /// What its delete does to the machine: `delete` it, or `detach` (leave it running and only
+    /// let its volumes and addresses go).
+    pub on_delete: String,
     pub state: String,
     pub desired_state: String,
     pub provider_id: Option<String>,

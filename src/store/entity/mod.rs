@@ -9,6 +9,7 @@ pub mod pool;
 pub mod pool_offer;
 pub mod project;
 pub mod provider_account;
+pub mod provider_address;
 pub mod provider_snapshot;
 pub mod provider_volume;
 pub mod quota;

@@ -1,0 +1,433 @@
+//! Provider addresses: reserved public IPs (IPv4 or IPv6) that outlive any one instance, and
+//! their assignment to one instance at a time. Calls record what the tenant wants, book one
+//! `addresses`, and wake `vps.provider-resources`; the address's view (also the
+//! `providerAddress.*` events' data) says what the reconciler last saw. A reserved IP has no
+//! name or tag at the provider, so the row is the ownership record. Decided on the address:
+//! `compute:addresses:read` to read, `compute:addresses:manage` for everything else; assigning
+//! one is also decided as `compute:instances:update` on the instance.
+use chrono::{DateTime, Utc};
+use sea_orm::sea_query::{Expr, ExprTrait};
+use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, Set};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::authz::{Actor, Target};
+use super::networks::{self, state};
+use super::volumes::{attachable_instance, invalid_state};
+use super::{Services, rows, validate};
+use crate::error::{Code, Error, Result};
+use crate::ids;
+use crate::provider::{self, Family};
+use crate::store::entity::{instance, provider_address as address};
+use crate::store::idempotency::{self, Claim};
+use crate::store::outbox::NewEvent;
+use crate::store::{queue, quota};
+
+pub use super::volumes::RECONCILER;
+pub const KIND: &str = "provider-address";
+pub const READ: &str = "compute:addresses:read";
+pub const MANAGE: &str = "compute:addresses:manage";
+pub const QUOTA: &str = "addresses";
+pub const IPV4: &str = "ipv4";
+pub const IPV6: &str = "ipv6";
+
+/// Where an address's assignment is: `none` (on no instance), or a state of the resource states
+/// (`pending`, `ready`, `deleting` while an unassign runs, `error`).
+pub const NONE: &str = "none";
+
+#[derive(Serialize)]
+pub struct AddressCreate {
+    pub tenant_id: String,
+    pub project_id: Option<String>,
+    pub pool_id: String,
+    pub name: String,
+    pub region: String,
+    /// `ipv4` or `ipv6`.
+    pub family: String,
+    #[serde(skip)]
+    pub idempotency_key: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AddressView {
+    pub id: String,
+    pub tenant_id: String,
+    pub project_id: Option<String>,
+    pub pool_id: String,
+    pub name: String,
+    pub region: String,
+    pub family: String,
+    pub state: String,
+    pub desired_state: String,
+    pub message: Option<String>,
+    /// The IP, once reserved (forgotten once it was released outside).
+    pub address: Option<String>,
+    pub instance_id: Option<String>,
+    pub assignment_state: String,
+    pub assignment_message: Option<String>,
+    /// Released at the provider outside vps-graph: never called for again.
+    pub lost: bool,
+    pub version: i64,
+    pub created_at: DateTime<Utc>,
+    pub ready_at: Option<DateTime<Utc>>,
+    pub deleted_at: Option<DateTime<Utc>>,
+}
+
+pub fn view(a: &address::Model) -> AddressView {
+    AddressView {
+        id: a.id.clone(),
+        tenant_id: a.tenant_id.clone(),
+        project_id: a.project_id.clone(),
+        pool_id: a.pool_id.clone(),
+        name: a.name.clone(),
+        region: a.region.clone(),
+        family: a.family.clone(),
+        state: a.state.clone(),
+        desired_state: a.desired_state.clone(),
+        message: a.message.clone(),
+        address: a.address.clone(),
+        instance_id: a.instance_id.clone(),
+        assignment_state: a.assignment_state.clone(),
+        assignment_message: a.assignment_message.clone(),
+        lost: a.lost,
+        version: a.version,
+        created_at: a.created_at,
+        ready_at: a.ready_at,
+        deleted_at: a.deleted_at,
+    }
+}
+
+/// The `providerAddress.*` event of a change to `a`.
+pub fn event(event_type: &str, a: &address::Model) -> NewEvent {
+    NewEvent {
+        event_type: format!("providerAddress.{event_type}"),
+        subject_kind: KIND,
+        subject: a.id.clone(),
+        tenant_id: Some(a.tenant_id.clone()),
+        project_id: a.project_id.clone(),
+        version: a.version,
+        data: serde_json::to_value(view(a)).unwrap_or_default(),
+    }
+}
+
+pub fn family(word: &str) -> Family {
+    if word == IPV6 { Family::V6 } else { Family::V4 }
+}
+
+impl Services {
+    pub async fn address_create(&self, actor: &Actor, input: AddressCreate) -> Result<AddressView> {
+        check_create(&input)?;
+        let id = ids::new_id(ids::ADDRESS);
+        actor.decide(MANAGE, &Target::resource(&input.tenant_id, input.project_id.as_deref(), KIND, &id))?;
+        let txn = self.begin().await?;
+        let pool = rows::offered_pool(&txn, &input.tenant_id, &input.pool_id).await?;
+        if !provider::supports_addresses(&pool.account.kind) {
+            return Err(networks::unsupported("addresses", &pool.account.kind));
+        }
+        rows::check_project(&txn, &input.tenant_id, input.project_id.as_deref()).await?;
+        let regions = super::pools::strings(&pool.account.regions);
+        if !regions.contains(&input.region) {
+            return Err(Error::invalid_input(
+                "region",
+                format!("the pool's account does not use region {}", input.region),
+            )
+            .with_details(json!({ "field": "region", "regions": regions })));
+        }
+        let key = idempotency::Key {
+            tenant_id: &input.tenant_id,
+            operation: "providerAddressCreate",
+            key: &input.idempotency_key,
+        };
+        if let Claim::Existing(existing) =
+            idempotency::claim(&txn, &key, &idempotency::request_hash(&input), &id).await?
+        {
+            drop(txn);
+            return Ok(view(&find_address(&self.db, &input.tenant_id, &existing).await?));
+        }
+        let created = insert_address(&txn, &id, &input, &pool.account.id, self.clock.now()).await?;
+        let holding =
+            quota::Holding { tenant_id: &input.tenant_id, pool_id: &input.pool_id, quota: QUOTA, resource_id: &id };
+        quota::hold(&txn, &holding, 1).await?;
+        queue::wake(&txn, RECONCILER, &id, self.clock.now_ms()).await?;
+        self.commit_and_wake(txn, vec![event("created", &created)]).await?;
+        Ok(view(&created))
+    }
+
+    /// Puts the address on an instance: the assignment is recorded pending and the reconciler
+    /// assigns it at the provider. One instance at a time: another is CONFLICT.
+    pub async fn address_assign(
+        &self,
+        actor: &Actor,
+        tenant_id: &str,
+        address_id: &str,
+        instance_id: &str,
+    ) -> Result<AddressView> {
+        validate::id("instanceId", ids::INSTANCE, instance_id)?;
+        let txn = self.begin().await?;
+        let current = self.address_for_change(&txn, actor, tenant_id, address_id).await?;
+        if current.lost {
+            return Err(invalid_state(
+                format!("address {address_id} was released outside vps-graph and is no longer managed: delete it"),
+                "notManaged",
+            ));
+        }
+        // The address's lock, then the instance's: an instance's delete cannot slip in between.
+        rows::lock(&txn, "instances", instance_id).await?;
+        let found = attachable_instance(&txn, actor, tenant_id, instance_id).await?;
+        check_instance_fits(&current, &found)?;
+        match (current.instance_id.as_deref(), current.assignment_state.as_str()) {
+            (_, state::DELETING) => {
+                return Err(invalid_state(format!("address {address_id} is being unassigned"), "unassigning"));
+            }
+            (Some(same), _) if same == instance_id => return Ok(view(&current)),
+            (Some(other), _) => {
+                return Err(Error::conflict(format!(
+                    "the address is assigned to {other}: unassign it first (an address is on one instance at a time)"
+                ))
+                .with_details(json!({ "instanceId": other })));
+            }
+            (None, _) => {}
+        }
+        let updated = bump(
+            &txn,
+            &current,
+            |u| {
+                u.col_expr(address::Column::InstanceId, Expr::value(instance_id))
+                    .col_expr(address::Column::AssignmentState, Expr::value(state::PENDING))
+                    .col_expr(address::Column::AssignmentMessage, Expr::value(Option::<String>::None))
+            },
+            self.clock.now(),
+        )
+        .await?;
+        queue::wake(&txn, RECONCILER, address_id, self.clock.now_ms()).await?;
+        self.commit_and_wake(txn, vec![event("updated", &updated)]).await?;
+        Ok(view(&updated))
+    }
+
+    /// Takes the address off its instance and keeps it reserved. One on no instance is returned
+    /// as it is.
+    pub async fn address_unassign(&self, actor: &Actor, tenant_id: &str, address_id: &str) -> Result<AddressView> {
+        let txn = self.begin().await?;
+        let current = self.address_for_change(&txn, actor, tenant_id, address_id).await?;
+        if current.instance_id.is_none() || current.assignment_state == state::DELETING {
+            return Ok(view(&current));
+        }
+        let now = self.clock.now();
+        let updated = mark_unassign(&txn, &current, now).await?;
+        queue::wake(&txn, RECONCILER, address_id, self.clock.now_ms()).await?;
+        self.commit_and_wake(txn, vec![event("updated", &updated)]).await?;
+        Ok(view(&updated))
+    }
+
+    /// Marks the address for release and returns it deleting; INVALID_STATE while it is
+    /// assigned. Deleting one being deleted returns it.
+    pub async fn address_delete(&self, actor: &Actor, tenant_id: &str, address_id: &str) -> Result<AddressView> {
+        let txn = self.begin().await?;
+        let current = self.address_for_update(&txn, actor, tenant_id, address_id).await?;
+        if current.desired_state == state::ABSENT {
+            return Ok(view(&current));
+        }
+        if let Some(instance_id) = &current.instance_id {
+            return Err(Error::new(Code::InvalidState, "the address is assigned: unassign it first")
+                .with_details(json!({ "reason": "assigned", "instanceId": instance_id })));
+        }
+        let updated = bump(
+            &txn,
+            &current,
+            |u| {
+                u.col_expr(address::Column::DesiredState, Expr::value(state::ABSENT))
+                    .col_expr(address::Column::State, Expr::value(state::DELETING))
+            },
+            self.clock.now(),
+        )
+        .await?;
+        queue::wake(&txn, RECONCILER, address_id, self.clock.now_ms()).await?;
+        self.commit_and_wake(txn, vec![event("deleting", &updated)]).await?;
+        Ok(view(&updated))
+    }
+
+    pub async fn address_get(&self, actor: &Actor, tenant_id: &str, address_id: &str) -> Result<AddressView> {
+        validate::tenant_id("tenantId", tenant_id)?;
+        validate::id("addressId", ids::ADDRESS, address_id)?;
+        let found = find_address(&self.db, tenant_id, address_id).await?;
+        actor.decide(READ, &Target::resource(tenant_id, found.project_id.as_deref(), KIND, address_id))?;
+        Ok(view(&found))
+    }
+
+    /// The tenant's addresses in the order they were made, a page at a time.
+    pub async fn address_list(
+        &self,
+        actor: &Actor,
+        tenant_id: &str,
+        filter: rows::ListFilter,
+    ) -> Result<rows::Page<AddressView>> {
+        actor.decide_list(READ, tenant_id)?;
+        let found = rows::list_query::<address::Entity>(tenant_id, &filter, ids::ADDRESS)?.all(&self.db).await?;
+        Ok(rows::page(
+            found,
+            filter.first,
+            |a| &a.id,
+            |a| actor.allows(READ, &Target::resource(tenant_id, a.project_id.as_deref(), KIND, &a.id)).then(|| view(a)),
+        ))
+    }
+
+    pub async fn address_watch(&self, actor: &Actor, tenant_id: &str, address_id: &str) -> Result<super::feed::Filter> {
+        let found = self.address_get(actor, tenant_id, address_id).await?;
+        Ok(super::feed::Filter::resource(actor, found.tenant_id, "providerAddress.*", found.id))
+    }
+
+    /// The address (row-locked) for a change, after deciding `compute:addresses:manage`;
+    /// NOT_FOUND once deleted.
+    async fn address_for_update(
+        &self,
+        conn: &impl ConnectionTrait,
+        actor: &Actor,
+        tenant_id: &str,
+        address_id: &str,
+    ) -> Result<address::Model> {
+        validate::tenant_id("tenantId", tenant_id)?;
+        validate::id("addressId", ids::ADDRESS, address_id)?;
+        rows::lock(conn, "provider_addresses", address_id).await?;
+        let found = find_address(conn, tenant_id, address_id).await?;
+        actor.decide(MANAGE, &Target::resource(tenant_id, found.project_id.as_deref(), KIND, address_id))?;
+        if found.state == state::DELETED {
+            return Err(Error::not_found(KIND, address_id));
+        }
+        Ok(found)
+    }
+
+    /// `address_for_update`, and INVALID_STATE when the address is being deleted.
+    async fn address_for_change(
+        &self,
+        conn: &impl ConnectionTrait,
+        actor: &Actor,
+        tenant_id: &str,
+        address_id: &str,
+    ) -> Result<address::Model> {
+        let found = self.address_for_update(conn, actor, tenant_id, address_id).await?;
+        if found.desired_state == state::ABSENT {
+            return Err(invalid_state(format!("address {address_id} is being deleted"), "deleting"));
+        }
+        Ok(found)
+    }
+}
+
+async fn find_address(conn: &impl ConnectionTrait, tenant_id: &str, address_id: &str) -> Result<address::Model> {
+    address::Entity::find_by_id(address_id.to_owned())
+        .filter(address::Column::TenantId.eq(tenant_id))
+        .one(conn)
+        .await?
+        .ok_or_else(|| Error::not_found(KIND, address_id))
+}
+
+/// The addresses wanted on an instance (assigned, or on their way), oldest first.
+pub(crate) async fn on_instance(conn: &impl ConnectionTrait, instance_id: &str) -> Result<Vec<address::Model>> {
+    Ok(address::Entity::find()
+        .filter(address::Column::InstanceId.eq(instance_id))
+        .filter(address::Column::State.ne(state::DELETED))
+        .order_by_asc(address::Column::Id)
+        .all(conn)
+        .await?)
+}
+
+fn check_create(input: &AddressCreate) -> Result<()> {
+    validate::tenant_id("tenantId", &input.tenant_id)?;
+    validate::id("poolId", ids::POOL, &input.pool_id)?;
+    if let Some(project_id) = &input.project_id {
+        validate::id("projectId", ids::PROJECT, project_id)?;
+    }
+    validate::name("name", &input.name)?;
+    validate::region("region", &input.region)?;
+    validate::idempotency_key(&input.idempotency_key)
+}
+
+/// A reserved IP is regional: the instance is on the address's account and in its region, and
+/// not being deleted.
+fn check_instance_fits(a: &address::Model, found: &instance::Model) -> Result<()> {
+    if found.provider_account_id != a.provider_account_id || found.region != a.region {
+        return Err(Error::invalid_input(
+            "instanceId",
+            format!("instance {} is on another provider account or region than the address", found.id),
+        ));
+    }
+    if found.desired_state == state::ABSENT {
+        return Err(invalid_state(format!("instance {} is being deleted", found.id), "instanceDeleting"));
+    }
+    Ok(())
+}
+
+async fn insert_address(
+    conn: &impl ConnectionTrait,
+    id: &str,
+    input: &AddressCreate,
+    account_id: &str,
+    now: DateTime<Utc>,
+) -> Result<address::Model> {
+    address::ActiveModel {
+        id: Set(id.to_owned()),
+        tenant_id: Set(input.tenant_id.clone()),
+        project_id: Set(input.project_id.clone()),
+        pool_id: Set(input.pool_id.clone()),
+        provider_account_id: Set(account_id.to_owned()),
+        name: Set(input.name.clone()),
+        region: Set(input.region.clone()),
+        family: Set(input.family.clone()),
+        state: Set(state::PENDING.into()),
+        desired_state: Set(state::PRESENT.into()),
+        address: Set(None),
+        fingerprint: Set(None),
+        reserve_attempts: Set(0),
+        lost: Set(false),
+        message: Set(None),
+        instance_id: Set(None),
+        assignment_state: Set(NONE.into()),
+        assignment_message: Set(None),
+        action_id: Set(None),
+        version: Set(1),
+        created_at: Set(now),
+        updated_at: Set(now),
+        ready_at: Set(None),
+        deleted_at: Set(None),
+    }
+    .insert(conn)
+    .await
+    .map_err(|err| match crate::store::is_unique_violation(&err) {
+        true => Error::conflict(format!("an address named {} exists in the tenant", input.name))
+            .with_details(json!({ "field": "name" })),
+        false => err.into(),
+    })
+}
+
+/// Marks the address's assignment unwanted: the reconciler unassigns it, and it stays reserved.
+pub(crate) async fn mark_unassign(
+    conn: &impl ConnectionTrait,
+    a: &address::Model,
+    now: DateTime<Utc>,
+) -> Result<address::Model> {
+    bump(
+        conn,
+        a,
+        |u| {
+            u.col_expr(address::Column::AssignmentState, Expr::value(state::DELETING))
+                .col_expr(address::Column::AssignmentMessage, Expr::value(Option::<String>::None))
+        },
+        now,
+    )
+    .await
+}
+
+/// Writes a change of the address row with its version bumped in SQL; returns the row written.
+pub(crate) async fn bump(
+    conn: &impl ConnectionTrait,
+    current: &address::Model,
+    change: impl FnOnce(sea_orm::UpdateMany<address::Entity>) -> sea_orm::UpdateMany<address::Entity>,
+    now: DateTime<Utc>,
+) -> Result<address::Model> {
+    let update = address::Entity::update_many()
+        .col_expr(address::Column::Version, Expr::col(address::Column::Version).add(1))
+        .col_expr(address::Column::UpdatedAt, Expr::value(now))
+        .filter(address::Column::Id.eq(current.id.clone()));
+    change(update).exec(conn).await?;
+    address::Entity::find_by_id(current.id.clone()).one(conn).await?.ok_or_else(|| Error::internal("address vanished"))
+}
