@@ -1,5 +1,6 @@
 //! The GraphQL surface: types, inputs, enums and the schema. Resolvers are thin: take the
 //! caller, call one service method, wrap the result. One module per resource group.
+mod addresses;
 pub mod error;
 mod events;
 mod instances;
@@ -30,6 +31,7 @@ pub struct Query(
     instances::InstanceQuery,
     volumes::VolumeQuery,
     snapshots::SnapshotQuery,
+    addresses::AddressQuery,
     events::EventQuery,
 );
 
@@ -42,6 +44,7 @@ pub struct Mutation(
     instances::InstanceMutation,
     volumes::VolumeMutation,
     snapshots::SnapshotMutation,
+    addresses::AddressMutation,
 );
 
 #[derive(MergedSubscription, Default)]
@@ -51,6 +54,7 @@ pub struct Subscription(
     instances::InstanceSubscription,
     volumes::VolumeSubscription,
     snapshots::SnapshotSubscription,
+    addresses::AddressSubscription,
 );
 
 pub fn build(services: Services, limits: Limits) -> AppSchema {

@@ -5,6 +5,7 @@
 //! say: a running provider action is looked at again 5 s later; rate-limited or unavailable 30 s;
 //! an ERROR is retried by the next change or every 5 minutes; a settled resource is read for drift
 //! once an hour, those reads spread evenly over the hour by the resource id.
+mod addresses;
 pub mod instances;
 pub mod networks;
 pub mod resources;

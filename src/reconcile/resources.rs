@@ -1,5 +1,6 @@
-//! `vps.provider-resources`: one reconciler for provider volumes (with their attachments) and
-//! provider snapshots; a work item's resource id says which (`pvol_…` or `psnap_…`).
+//! `vps.provider-resources`: one reconciler for provider volumes (with their attachments),
+//! provider snapshots and provider addresses; a work item's resource id says which (`pvol_…`,
+//! `psnap_…` or `paddr_…`).
 use super::{Next, Reconciler, Run};
 use crate::error::Result;
 use crate::ids;
@@ -16,6 +17,8 @@ impl Reconciler for ProviderResourceReconciler {
     async fn run(&self, run: &Run<'_>) -> Result<Next> {
         if ids::is_id(ids::SNAPSHOT, run.resource_id()) {
             super::snapshots::run(run).await
+        } else if ids::is_id(ids::ADDRESS, run.resource_id()) {
+            super::addresses::run(run).await
         } else {
             super::volumes::run(run).await
         }

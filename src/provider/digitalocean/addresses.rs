@@ -80,6 +80,9 @@ impl Addresses for DigitalOcean {
             Family::V6 => json!({ "region_slug": region }),
         };
         let answer = self.call(face.create, Method::POST, face.path, Some(body)).await?;
+        if answer.status == StatusCode::NOT_FOUND {
+            return Err(ProviderError::Refused { status: 404, message: "no reserved IPs at this API".into() });
+        }
         address_from(&answer.body[face.key])
     }
 

@@ -1,0 +1,501 @@
+//! Provider addresses in `vps.provider-resources`. A reserved IP has no name or tag at the
+//! provider, so the row is the ownership record, and nothing is ever taken on trust:
+//! - A reserve is sent once. One whose answer was lost cannot be found again, so the address
+//!   goes to error for good instead of risking a second address; one refused or rate-limited
+//!   reserved nothing and is sent again.
+//! - An address released outside (gone at the provider, or another reservation's fingerprint
+//!   or region there, or handed to a later reserve of the account) is lost for good: it forgets
+//!   its IP and instance and is never called for again.
+//! - The assignment is only ever made from free: an address the provider shows on a machine
+//!   vps-graph did not put it on is an assignment error, and nothing is moved.
+//!
+//! Each run reads the address, then does at most one provider action (reserve, assign,
+//! unassign, release); a running action is looked at again 5 s later.
+use sea_orm::sea_query::{Expr, ExprTrait};
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
+
+use super::{ACTION_POLL_MS, ERROR_RETRY_MS, Next, RETRY_LATER_MS, Run, is_failure, wait_for};
+use crate::error::{Error, Result};
+use crate::provider::{ActionStatus, Actions, Addresses, Family, Provider, ProviderError, ReservedAddress};
+use crate::service::addresses::{self as svc, NONE};
+use crate::service::networks::state;
+use crate::service::rows;
+use crate::store::entity::{instance, provider_address as address};
+use crate::store::{queue, quota};
+
+/// The message of an address whose reserve's answer never came.
+pub const LOST_RESERVE: &str = "the reserve's answer never came, and a reserved IP carries no name to find it by: it is \
+     not reserved again. Delete this address, and check the account's reserved IPs for one that is not assigned";
+
+/// The address fields a run writes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Observed {
+    state: String,
+    address: Option<String>,
+    fingerprint: Option<String>,
+    reserve_attempts: i32,
+    lost: bool,
+    message: Option<String>,
+    instance_id: Option<String>,
+    assignment_state: String,
+    assignment_message: Option<String>,
+    action_id: Option<String>,
+}
+
+impl Observed {
+    fn of(a: &address::Model) -> Self {
+        Observed {
+            state: a.state.clone(),
+            address: a.address.clone(),
+            fingerprint: a.fingerprint.clone(),
+            reserve_attempts: a.reserve_attempts,
+            lost: a.lost,
+            message: a.message.clone(),
+            instance_id: a.instance_id.clone(),
+            assignment_state: a.assignment_state.clone(),
+            assignment_message: a.assignment_message.clone(),
+            action_id: a.action_id.clone(),
+        }
+    }
+
+    fn state(mut self, state: &str, message: Option<String>) -> Self {
+        self.state = state.to_owned();
+        self.message = message;
+        self
+    }
+
+    fn assignment(mut self, state: &str, message: Option<String>) -> Self {
+        self.assignment_state = state.to_owned();
+        self.assignment_message = message;
+        self.action_id = None;
+        if state == NONE {
+            self.instance_id = None;
+        }
+        self
+    }
+
+    /// Lost for good: the IP and its instance are forgotten, and it is never called for again.
+    fn lost(self, message: String) -> Self {
+        Observed { address: None, lost: true, ..self.assignment(NONE, None).state(state::ERROR, Some(message)) }
+    }
+}
+
+struct Ctx<'a> {
+    run: &'a Run<'a>,
+    api: &'a dyn Addresses,
+    actions: &'a dyn Actions,
+    family: Family,
+}
+
+pub async fn run(run: &Run<'_>) -> Result<Next> {
+    let db = &run.services.db;
+    let Some(a) = address::Entity::find_by_id(run.resource_id().to_owned()).one(db).await? else {
+        return Ok(Next::Done);
+    };
+    if a.state == state::DELETED {
+        return Ok(Next::Done);
+    }
+    let provider = run.provider(&a.provider_account_id).await?;
+    let Provider { addresses: Some(api), actions: Some(actions), .. } = provider.as_ref() else {
+        return Err(Error::internal(format!("account {} offers no addresses", a.provider_account_id)));
+    };
+    let ctx = Ctx { run, api: api.as_ref(), actions: actions.as_ref(), family: svc::family(&a.family) };
+    if a.desired_state == state::ABSENT {
+        return release(&ctx, &a).await;
+    }
+    if a.lost {
+        return Ok(Next::Drift);
+    }
+    let Some(ip) = a.address.clone() else { return reserve(&ctx, &a).await };
+    let found = match ctx.api.address_get(ctx.family, &ip).await {
+        Ok(found) => found,
+        Err(err) => return write(run, &a, waiting(Observed::of(&a), &err), Next::After(wait_for(&err))).await,
+    };
+    let found = match still_ours(&a, &ip, found) {
+        Ok(found) => found,
+        Err(message) => return write(run, &a, Observed::of(&a).lost(message), Next::Drift).await,
+    };
+    if a.state != state::READY {
+        return write(run, &a, Observed::of(&a).state(state::READY, None), Next::Now).await;
+    }
+    converge_assignment(&ctx, &a, &found).await
+}
+
+/// The provider's view of our IP, if it is still our reservation; else why it is lost.
+fn still_ours(
+    a: &address::Model,
+    ip: &str,
+    found: Option<ReservedAddress>,
+) -> std::result::Result<ReservedAddress, String> {
+    let released = |why: &str| {
+        format!(
+            "reserved IP {ip} was released at the provider outside vps-graph ({why}); it is lost for good: delete this address"
+        )
+    };
+    let Some(found) = found else { return Err(released("it is gone")) };
+    if found.region != a.region {
+        return Err(released(&format!("it is reserved in {} now", found.region)));
+    }
+    if a.fingerprint.is_some() && found.reserved_at != a.fingerprint {
+        return Err(released("another reservation holds it now"));
+    }
+    Ok(found)
+}
+
+/// A provider error while looking or acting: say why and wait.
+fn waiting(now: Observed, err: &ProviderError) -> Observed {
+    Observed { message: Some(err.message().to_owned()), ..now }
+}
+
+/// Reserves the address, once: the attempt is recorded before the call, so an answer that never
+/// came leaves a trace, and the address goes to error rather than being reserved twice.
+async fn reserve(ctx: &Ctx<'_>, a: &address::Model) -> Result<Next> {
+    let run = ctx.run;
+    if a.reserve_attempts > 0 {
+        return write(run, a, Observed::of(a).lost(LOST_RESERVE.into()), Next::Drift).await;
+    }
+    let Some(marked) = mark_reserve_attempt(run, a).await? else { return Ok(Next::Now) };
+    let now = Observed::of(&marked);
+    let (observed, next) = match ctx.api.address_reserve(ctx.family, &marked.region).await {
+        Ok(made) => {
+            let reserved = Observed { address: Some(made.ip), fingerprint: made.reserved_at, ..now };
+            (reserved.state(state::READY, None), Next::Now)
+        }
+        // Nothing was reserved: it is sent again.
+        Err(err @ ProviderError::RetryLater { .. }) => (
+            Observed { reserve_attempts: marked.reserve_attempts - 1, ..waiting(now, &err) },
+            Next::After(wait_for(&err)),
+        ),
+        Err(err) if is_failure(&err) => {
+            let refused = now.state(state::ERROR, Some(err.message().to_owned()));
+            (Observed { reserve_attempts: marked.reserve_attempts - 1, ..refused }, Next::After(ERROR_RETRY_MS))
+        }
+        Err(err) => {
+            let message = format!("{LOST_RESERVE} ({})", err.message());
+            (now.lost(message), Next::Drift)
+        }
+    };
+    write(run, &marked, observed, next).await
+}
+
+/// Releases the address at the provider, if it still is ours there; a lost one, one never
+/// reserved, or one whose reserve was lost finishes without a provider call.
+async fn release(ctx: &Ctx<'_>, a: &address::Model) -> Result<Next> {
+    let run = ctx.run;
+    let deleted = Observed { action_id: None, ..Observed::of(a).state(state::DELETED, None) };
+    let Some(ip) = a.address.clone().filter(|_| !a.lost) else { return write(run, a, deleted, Next::Done).await };
+    let found = match ctx.api.address_get(ctx.family, &ip).await {
+        Ok(found) => found,
+        Err(err) => return write(run, a, waiting(Observed::of(a), &err), Next::After(wait_for(&err))).await,
+    };
+    if still_ours(a, &ip, found).is_err() {
+        // Someone else's reservation now, or gone: never released by us.
+        return write(run, a, deleted, Next::Done).await;
+    }
+    match ctx.api.address_release(ctx.family, &ip).await {
+        Ok(_) => write(run, a, deleted, Next::Done).await,
+        Err(err) => {
+            let wait = if is_failure(&err) { RETRY_LATER_MS } else { wait_for(&err) };
+            write(run, a, waiting(Observed::of(a), &err), Next::After(wait)).await
+        }
+    }
+}
+
+/// One step toward the assignment the tenant wants: follow a running action, assign it to the
+/// instance's machine from free, or unassign it from the machine vps-graph put it on.
+async fn converge_assignment(ctx: &Ctx<'_>, a: &address::Model, found: &ReservedAddress) -> Result<Next> {
+    let run = ctx.run;
+    let now = Observed::of(a);
+    if let Some(action) = &a.action_id {
+        let (observed, next) = match ctx.actions.action_get(action.parse().unwrap_or_default()).await {
+            Ok(Some(ActionStatus::InProgress)) => (now, Next::After(ACTION_POLL_MS)),
+            // Done, failed or forgotten: what the address shows decides.
+            Ok(_) => (Observed { action_id: None, ..now }, Next::Now),
+            Err(err) => (waiting(now, &err), Next::After(wait_for(&err))),
+        };
+        return write(run, a, observed, next).await;
+    }
+    let Some(instance_id) = &a.instance_id else { return Ok(Next::Drift) };
+    let on = instance::Entity::find_by_id(instance_id.clone()).one(&run.services.db).await?;
+    let machine = on.as_ref().and_then(|i| i.provider_id.clone());
+    let (observed, next) = match a.assignment_state.as_str() {
+        state::DELETING => unassign(ctx, a, found, machine.as_deref()).await,
+        _ => match on.filter(|i| i.state == state::READY && i.desired_state == state::PRESENT).and(machine) {
+            Some(machine) => assign(ctx, a, found, &machine).await,
+            None => {
+                let message = Some("waiting for the instance to be ready".to_owned());
+                (Observed { assignment_message: message, ..now }, Next::After(RETRY_LATER_MS))
+            }
+        },
+    };
+    write(run, a, observed, next).await
+}
+
+async fn assign(ctx: &Ctx<'_>, a: &address::Model, found: &ReservedAddress, machine: &str) -> (Observed, Next) {
+    let now = Observed::of(a);
+    match found.droplet_id.as_deref() {
+        Some(on) if on == machine => (now.assignment(state::READY, None), Next::Drift),
+        Some(other) => {
+            let message = format!(
+                "the provider reports the address on Droplet {other}, which vps-graph did not put it on; nothing was moved"
+            );
+            (now.assignment(state::ERROR, Some(message)), Next::After(ERROR_RETRY_MS))
+        }
+        None if found.locked => (now, Next::After(ACTION_POLL_MS)),
+        None => match ctx.api.address_assign(ctx.family, &found.ip, machine).await {
+            Ok(action) => (
+                Observed { action_id: Some(action.to_string()), ..now.assignment(state::PENDING, None) },
+                Next::After(ACTION_POLL_MS),
+            ),
+            Err(err) => assignment_waits(now, &err),
+        },
+    }
+}
+
+/// Unassigns it from the machine vps-graph put it on; on no machine, or on one that is not
+/// ours, it lets go without a call.
+async fn unassign(
+    ctx: &Ctx<'_>,
+    a: &address::Model,
+    found: &ReservedAddress,
+    machine: Option<&str>,
+) -> (Observed, Next) {
+    let now = Observed::of(a);
+    match found.droplet_id.as_deref() {
+        Some(on) if Some(on) == machine => match ctx.api.address_unassign(ctx.family, &found.ip).await {
+            Ok(action) => (Observed { action_id: Some(action.to_string()), ..now }, Next::After(ACTION_POLL_MS)),
+            Err(err) => assignment_waits(now, &err),
+        },
+        _ => (now.assignment(NONE, None), Next::Drift),
+    }
+}
+
+/// A refused assign or unassign shows as the assignment's error (retried every 5 minutes); a
+/// machine busy with another action ("pending event") is asked again 5 s later.
+fn assignment_waits(now: Observed, err: &ProviderError) -> (Observed, Next) {
+    let message = Some(err.message().to_owned());
+    if err.message().contains("pending event") {
+        return (Observed { assignment_message: message, ..now }, Next::After(ACTION_POLL_MS));
+    }
+    if is_failure(err) {
+        let failed = Observed { assignment_state: state::ERROR.into(), assignment_message: message, ..now };
+        return (failed, Next::After(ERROR_RETRY_MS));
+    }
+    (Observed { assignment_message: message, ..now }, Next::After(wait_for(err)))
+}
+
+/// Records a reserve attempt before the call (fenced, version-checked).
+async fn mark_reserve_attempt(run: &Run<'_>, a: &address::Model) -> Result<Option<address::Model>> {
+    let txn = run.services.begin().await?;
+    rows::lock(&txn, "provider_addresses", &a.id).await?;
+    let changed = address::Entity::update_many()
+        .col_expr(address::Column::ReserveAttempts, Expr::col(address::Column::ReserveAttempts).add(1))
+        .col_expr(address::Column::Version, Expr::col(address::Column::Version).add(1))
+        .filter(address::Column::Id.eq(a.id.clone()))
+        .filter(address::Column::Version.eq(a.version))
+        .exec(&txn)
+        .await?
+        .rows_affected;
+    if changed == 0 || !queue::fence(&txn, run.claimed).await? {
+        return Ok(None);
+    }
+    let marked = address::Entity::find_by_id(a.id.clone()).one(&txn).await?;
+    txn.commit().await?;
+    Ok(marked)
+}
+
+/// The event a change of the address publishes.
+fn event_type(before: &address::Model, after: &Observed) -> &'static str {
+    let became = |b: &str, a: &str, s: &str| a == s && b != s;
+    match () {
+        _ if became(&before.state, &after.state, state::DELETED) => "deleted",
+        _ if became(&before.state, &after.state, state::READY) => "ready",
+        _ if became(&before.state, &after.state, state::ERROR) => "error",
+        _ if became(&before.assignment_state, &after.assignment_state, state::READY) => "assigned",
+        _ if became(&before.assignment_state, &after.assignment_state, NONE) => "unassigned",
+        _ if became(&before.assignment_state, &after.assignment_state, state::ERROR) => "error",
+        _ => "updated",
+    }
+}
+
+/// Writes what was observed with its event, if this run still holds its lease and the row did
+/// not change meanwhile. A newly reserved IP that another live row of the account still records
+/// tells that row its IP was released outside (the provider handed it out again): that row is
+/// lost, in the same transaction. A released address's `addresses` is refunded.
+async fn write(run: &Run<'_>, a: &address::Model, observed: Observed, next: Next) -> Result<Next> {
+    if observed == Observed::of(a) {
+        return Ok(next);
+    }
+    let services = run.services;
+    let txn = services.begin().await?;
+    rows::lock(&txn, "provider_addresses", &a.id).await?;
+    let now = services.clock.now();
+    let mut events = Vec::new();
+    if let (None, Some(ip)) = (&a.address, &observed.address) {
+        for other in recorded_elsewhere(&txn, a, ip).await? {
+            let message = format!(
+                "reserved IP {ip} was released at the provider outside vps-graph (the provider handed it to another reserve); it is lost for good: delete this address"
+            );
+            let lost = Observed::of(&other).lost(message);
+            events.push(svc::event("error", &update(&txn, &other, &lost, now).await?));
+        }
+    }
+    let mut change = address::Entity::update_many();
+    if observed.state == state::READY && a.ready_at.is_none() {
+        change = change.col_expr(address::Column::ReadyAt, Expr::value(now));
+    }
+    if observed.state == state::DELETED {
+        change = change.col_expr(address::Column::DeletedAt, Expr::value(now));
+    }
+    let changed = columns(change, &observed, now)
+        .filter(address::Column::Id.eq(a.id.clone()))
+        .filter(address::Column::Version.eq(a.version))
+        .exec(&txn)
+        .await?
+        .rows_affected;
+    if changed == 0 || !queue::fence(&txn, run.claimed).await? {
+        return Ok(Next::Now);
+    }
+    if observed.state == state::DELETED {
+        let holding =
+            quota::Holding { tenant_id: &a.tenant_id, pool_id: &a.pool_id, quota: svc::QUOTA, resource_id: &a.id };
+        quota::hold(&txn, &holding, 0).await?;
+    }
+    let written = address::Entity::find_by_id(a.id.clone())
+        .one(&txn)
+        .await?
+        .ok_or_else(|| Error::internal("address vanished"))?;
+    events.push(svc::event(event_type(a, &observed), &written));
+    services.commit(txn, events).await?;
+    Ok(next)
+}
+
+/// Other live rows of the account that record `ip`, locked.
+async fn recorded_elsewhere(
+    txn: &sea_orm::DatabaseTransaction,
+    a: &address::Model,
+    ip: &str,
+) -> Result<Vec<address::Model>> {
+    let found = address::Entity::find()
+        .filter(address::Column::ProviderAccountId.eq(a.provider_account_id.clone()))
+        .filter(address::Column::Address.eq(ip))
+        .filter(address::Column::Id.ne(a.id.clone()))
+        .filter(address::Column::State.ne(state::DELETED))
+        .all(txn)
+        .await?;
+    for other in &found {
+        rows::lock(txn, "provider_addresses", &other.id).await?;
+    }
+    Ok(found)
+}
+
+/// Writes `observed` over another row, whatever its version (it is locked).
+async fn update(
+    txn: &sea_orm::DatabaseTransaction,
+    other: &address::Model,
+    observed: &Observed,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<address::Model> {
+    columns(address::Entity::update_many(), observed, now)
+        .filter(address::Column::Id.eq(other.id.clone()))
+        .exec(txn)
+        .await?;
+    address::Entity::find_by_id(other.id.clone()).one(txn).await?.ok_or_else(|| Error::internal("address vanished"))
+}
+
+fn columns(
+    update: sea_orm::UpdateMany<address::Entity>,
+    observed: &Observed,
+    now: chrono::DateTime<chrono::Utc>,
+) -> sea_orm::UpdateMany<address::Entity> {
+    update
+        .col_expr(address::Column::State, Expr::value(observed.state.clone()))
+        .col_expr(address::Column::Address, Expr::value(observed.address.clone()))
+        .col_expr(address::Column::Fingerprint, Expr::value(observed.fingerprint.clone()))
+        .col_expr(address::Column::ReserveAttempts, Expr::value(observed.reserve_attempts))
+        .col_expr(address::Column::Lost, Expr::value(observed.lost))
+        .col_expr(address::Column::Message, Expr::value(observed.message.clone()))
+        .col_expr(address::Column::InstanceId, Expr::value(observed.instance_id.clone()))
+        .col_expr(address::Column::AssignmentState, Expr::value(observed.assignment_state.clone()))
+        .col_expr(address::Column::AssignmentMessage, Expr::value(observed.assignment_message.clone()))
+        .col_expr(address::Column::ActionId, Expr::value(observed.action_id.clone()))
+        .col_expr(address::Column::Version, Expr::col(address::Column::Version).add(1))
+        .col_expr(address::Column::UpdatedAt, Expr::value(now))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(fingerprint: Option<&str>) -> address::Model {
+        let t = chrono::Utc::now();
+        address::Model {
+            id: "paddr_1".into(),
+            tenant_id: "acme".into(),
+            project_id: None,
+            pool_id: "pool_1".into(),
+            provider_account_id: "pacct_1".into(),
+            name: "ingress".into(),
+            region: "nyc3".into(),
+            family: "ipv6".into(),
+            state: state::READY.into(),
+            desired_state: state::PRESENT.into(),
+            address: Some("2604::1".into()),
+            fingerprint: fingerprint.map(str::to_owned),
+            reserve_attempts: 1,
+            lost: false,
+            message: None,
+            instance_id: Some("inst_1".into()),
+            assignment_state: state::READY.into(),
+            assignment_message: None,
+            action_id: None,
+            version: 3,
+            created_at: t,
+            updated_at: t,
+            ready_at: Some(t),
+            deleted_at: None,
+        }
+    }
+
+    fn seen(region: &str, reserved_at: Option<&str>) -> Option<ReservedAddress> {
+        Some(ReservedAddress {
+            ip: "2604::1".into(),
+            region: region.into(),
+            droplet_id: None,
+            locked: false,
+            reserved_at: reserved_at.map(str::to_owned),
+        })
+    }
+
+    #[test]
+    fn an_address_is_ours_only_while_the_provider_shows_our_reservation() {
+        let ours = row(Some("2026-12-01T10:00:00.123Z"));
+        assert!(still_ours(&ours, "2604::1", seen("nyc3", Some("2026-12-01T10:00:00.123Z"))).is_ok());
+        assert!(still_ours(&ours, "2604::1", None).unwrap_err().contains("gone"));
+        assert!(still_ours(&ours, "2604::1", seen("sfo3", Some("2026-12-01T10:00:00.123Z"))).is_err());
+        let other = still_ours(&ours, "2604::1", seen("nyc3", Some("2026-12-01T11:00:00.000Z")));
+        assert!(other.unwrap_err().contains("another reservation"));
+        // A reserved IPv4 has no fingerprint: its region alone can tell.
+        let ipv4 = row(None);
+        assert!(still_ours(&ipv4, "2604::1", seen("nyc3", None)).is_ok());
+    }
+
+    #[test]
+    fn a_lost_address_forgets_its_ip_and_instance() {
+        let lost = Observed::of(&row(None)).lost("released".into());
+        assert_eq!((lost.address, lost.instance_id, lost.lost), (None, None, true));
+        assert_eq!((lost.state.as_str(), lost.assignment_state.as_str()), (state::ERROR, NONE));
+    }
+
+    #[test]
+    fn address_events_name_what_changed() {
+        let before = row(None);
+        let now = Observed::of(&before);
+        assert_eq!(event_type(&before, &now.clone().assignment(NONE, None)), "unassigned");
+        assert_eq!(event_type(&before, &now.clone().assignment(state::ERROR, Some("x".into()))), "error");
+        assert_eq!(event_type(&before, &now.clone().state(state::DELETED, None)), "deleted");
+        let pending = address::Model { assignment_state: state::PENDING.into(), ..row(None) };
+        assert_eq!(event_type(&pending, &Observed::of(&pending).assignment(state::READY, None)), "assigned");
+        assert_eq!(event_type(&before, &Observed { message: Some("busy".into()), ..now }), "updated");
+    }
+}
