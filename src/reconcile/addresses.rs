@@ -157,10 +157,7 @@ async fn reserve(ctx: &Ctx<'_>, a: &address::Model) -> Result<Next> {
     let Some(marked) = mark_reserve_attempt(run, a).await? else { return Ok(Next::Now) };
     let now = Observed::of(&marked);
     let (observed, next) = match ctx.api.address_reserve(ctx.family, &marked.region).await {
-        Ok(made) => {
-            let reserved = Observed { address: Some(made.ip), fingerprint: made.reserved_at, ..now };
-            (reserved.state(state::READY, None), Next::Now)
-        }
+        Ok(made) => return record_reserved(run, &marked.id, made).await,
         // Nothing was reserved: it is sent again.
         Err(err @ ProviderError::RetryLater { .. }) => (
             Observed { reserve_attempts: marked.reserve_attempts - 1, ..waiting(now, &err) },
@@ -318,10 +315,46 @@ fn event_type(before: &address::Model, after: &Observed) -> &'static str {
     }
 }
 
+/// Records the IP a reserve was handed, whatever else changed on the row during the call (a
+/// delete asked meanwhile must not lose it), if this run still holds its lease. Another live row
+/// of the account that still records that IP learns that it was released outside (the provider
+/// handed it out again): it is lost, in the same transaction.
+async fn record_reserved(run: &Run<'_>, id: &str, made: ReservedAddress) -> Result<Next> {
+    let services = run.services;
+    let txn = services.begin().await?;
+    rows::lock(&txn, "provider_addresses", id).await?;
+    let Some(fresh) = address::Entity::find_by_id(id.to_owned()).one(&txn).await? else { return Ok(Next::Done) };
+    if !queue::fence(&txn, run.claimed).await? {
+        return Ok(Next::Now);
+    }
+    let now = services.clock.now();
+    let mut events = Vec::new();
+    for other in recorded_elsewhere(&txn, &fresh, &made.ip).await? {
+        let message = format!(
+            "reserved IP {} was released at the provider outside vps-graph (the provider handed it to another reserve); it is lost for good: delete this address",
+            made.ip
+        );
+        let lost = Observed::of(&other).lost(message);
+        events.push(svc::event("error", &update(&txn, &other, &lost, now).await?));
+    }
+    let mut observed = Observed { address: Some(made.ip), fingerprint: made.reserved_at, ..Observed::of(&fresh) };
+    let mut change = address::Entity::update_many();
+    if fresh.desired_state == state::PRESENT {
+        observed = observed.state(state::READY, None);
+        change = change.col_expr(address::Column::ReadyAt, Expr::value(now));
+    }
+    columns(change, &observed, now).filter(address::Column::Id.eq(id)).exec(&txn).await?;
+    let written = address::Entity::find_by_id(id.to_owned())
+        .one(&txn)
+        .await?
+        .ok_or_else(|| Error::internal("address vanished"))?;
+    events.push(svc::event(event_type(&fresh, &observed), &written));
+    services.commit(txn, events).await?;
+    Ok(Next::Now)
+}
+
 /// Writes what was observed with its event, if this run still holds its lease and the row did
-/// not change meanwhile. A newly reserved IP that another live row of the account still records
-/// tells that row its IP was released outside (the provider handed it out again): that row is
-/// lost, in the same transaction. A released address's `addresses` is refunded.
+/// not change meanwhile. A released address's `addresses` is refunded.
 async fn write(run: &Run<'_>, a: &address::Model, observed: Observed, next: Next) -> Result<Next> {
     if observed == Observed::of(a) {
         return Ok(next);
@@ -330,16 +363,6 @@ async fn write(run: &Run<'_>, a: &address::Model, observed: Observed, next: Next
     let txn = services.begin().await?;
     rows::lock(&txn, "provider_addresses", &a.id).await?;
     let now = services.clock.now();
-    let mut events = Vec::new();
-    if let (None, Some(ip)) = (&a.address, &observed.address) {
-        for other in recorded_elsewhere(&txn, a, ip).await? {
-            let message = format!(
-                "reserved IP {ip} was released at the provider outside vps-graph (the provider handed it to another reserve); it is lost for good: delete this address"
-            );
-            let lost = Observed::of(&other).lost(message);
-            events.push(svc::event("error", &update(&txn, &other, &lost, now).await?));
-        }
-    }
     let mut change = address::Entity::update_many();
     if observed.state == state::READY && a.ready_at.is_none() {
         change = change.col_expr(address::Column::ReadyAt, Expr::value(now));
@@ -365,8 +388,7 @@ async fn write(run: &Run<'_>, a: &address::Model, observed: Observed, next: Next
         .one(&txn)
         .await?
         .ok_or_else(|| Error::internal("address vanished"))?;
-    events.push(svc::event(event_type(a, &observed), &written));
-    services.commit(txn, events).await?;
+    services.commit(txn, vec![svc::event(event_type(a, &observed), &written)]).await?;
     Ok(next)
 }
 
