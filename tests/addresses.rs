@@ -652,3 +652,42 @@ db_test!(addresses_are_read_with_addresses_read_and_changed_with_addresses_manag
         .await;
     assert_eq!(code(&foreign), "NOT_FOUND", "another tenant's address is not seen");
 });
+
+db_test!(a_page_of_addresses_with_their_instances_costs_the_same_sql_statements, |backend: Backend| async move {
+    let s = setup(backend).await;
+    let raise = "mutation($p: String!) { quotaSet(input: { tenantId: \"acme\", poolId: $p, resource: \"addresses\", max: 30 }) { max } }";
+    s.server.ok(Some(ADMIN), raise, json!({ "p": s.pool })).await;
+    for i in 0..24 {
+        let input = json!({ "tenantId": "acme", "poolId": s.pool, "name": format!("host-{i}"), "region": "nyc3", "size": "s", "image": "i", "idempotencyKey": format!("host-{i}") });
+        let instance = s
+            .gql("mutation($i: InstanceCreateInput!) { instanceCreate(input: $i) { id } }", json!({ "i": input }))
+            .await["instanceCreate"]["id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let address = s.create(&format!("ip-{i}"), json!({})).await;
+        let assigned = s.assign(&address, &instance).await;
+        assert!(assigned.get("errors").is_none(), "{assigned}");
+    }
+    let query = "query($n: Int!) { providerAddresses(tenantId: \"acme\", first: $n) { edges { node { id instance { id name } } } } }";
+    let mut counts = Vec::new();
+    for first in [2, 8, 24] {
+        let response = s
+            .server
+            .http
+            .post(s.server.url("/graphql"))
+            .bearer_auth(&s.token)
+            .json(&json!({ "query": query, "variables": { "n": first } }))
+            .send()
+            .await
+            .unwrap();
+        let statements: u64 = response.headers()["x-sql-statements"].to_str().unwrap().parse().unwrap();
+        let body: Value = response.json().await.unwrap();
+        let edges = body["data"]["providerAddresses"]["edges"].as_array().unwrap().clone();
+        assert_eq!(edges.len(), first, "{body}");
+        assert!(edges.iter().all(|e| e["node"]["instance"]["name"].is_string()), "{body}");
+        counts.push(statements);
+    }
+    assert!(counts.iter().all(|c| *c == counts[0]), "statements per page size 2, 8, 24: {counts:?}");
+    assert!(counts[0] <= 2, "the page and its instances: {counts:?}");
+});

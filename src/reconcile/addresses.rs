@@ -148,31 +148,47 @@ fn waiting(now: Observed, err: &ProviderError) -> Observed {
 }
 
 /// Reserves the address, once: the attempt is recorded before the call, so an answer that never
-/// came leaves a trace, and the address goes to error rather than being reserved twice.
+/// came leaves a trace, and the address goes to error rather than being reserved twice. What
+/// the call ended in is recorded whatever else changed on the row meanwhile (an assign or a
+/// delete asked during the call must not lose an IP, nor make a refusal look like a lost answer).
 async fn reserve(ctx: &Ctx<'_>, a: &address::Model) -> Result<Next> {
     let run = ctx.run;
     if a.reserve_attempts > 0 {
-        return write(run, a, Observed::of(a).lost(LOST_RESERVE.into()), Next::Drift).await;
+        return record(run, &a.id, |now, _| now.lost(LOST_RESERVE.into()), Next::Drift).await;
     }
     let Some(marked) = mark_reserve_attempt(run, a).await? else { return Ok(Next::Now) };
-    let now = Observed::of(&marked);
-    let (observed, next) = match ctx.api.address_reserve(ctx.family, &marked.region).await {
-        Ok(made) => return record_reserved(run, &marked.id, made).await,
+    match ctx.api.address_reserve(ctx.family, &marked.region).await {
+        Ok(made) => {
+            let reserved = move |now: Observed, fresh: &address::Model| {
+                let reserved = Observed { address: Some(made.ip), fingerprint: made.reserved_at, ..now };
+                match fresh.desired_state == state::PRESENT {
+                    true => reserved.state(state::READY, None),
+                    false => reserved,
+                }
+            };
+            record(run, &a.id, reserved, Next::Now).await
+        }
         // Nothing was reserved: it is sent again.
-        Err(err @ ProviderError::RetryLater { .. }) => (
-            Observed { reserve_attempts: marked.reserve_attempts - 1, ..waiting(now, &err) },
-            Next::After(wait_for(&err)),
-        ),
+        Err(err @ ProviderError::RetryLater { .. }) => {
+            let wait = wait_for(&err);
+            let again = |now: Observed, _: &address::Model| Observed {
+                reserve_attempts: now.reserve_attempts - 1,
+                ..waiting(now, &err)
+            };
+            record(run, &a.id, again, Next::After(wait)).await
+        }
         Err(err) if is_failure(&err) => {
-            let refused = now.state(state::ERROR, Some(err.message().to_owned()));
-            (Observed { reserve_attempts: marked.reserve_attempts - 1, ..refused }, Next::After(ERROR_RETRY_MS))
+            let refused = |now: Observed, _: &address::Model| Observed {
+                reserve_attempts: now.reserve_attempts - 1,
+                ..now.state(state::ERROR, Some(err.message().to_owned()))
+            };
+            record(run, &a.id, refused, Next::After(ERROR_RETRY_MS)).await
         }
         Err(err) => {
             let message = format!("{LOST_RESERVE} ({})", err.message());
-            (now.lost(message), Next::Drift)
+            record(run, &a.id, |now, _| now.lost(message), Next::Drift).await
         }
-    };
-    write(run, &marked, observed, next).await
+    }
 }
 
 /// Releases the address at the provider, if it still is ours there; a lost one, one never
@@ -315,11 +331,17 @@ fn event_type(before: &address::Model, after: &Observed) -> &'static str {
     }
 }
 
-/// Records the IP a reserve was handed, whatever else changed on the row during the call (a
-/// delete asked meanwhile must not lose it), if this run still holds its lease. Another live row
-/// of the account that still records that IP learns that it was released outside (the provider
-/// handed it out again): it is lost, in the same transaction.
-async fn record_reserved(run: &Run<'_>, id: &str, made: ReservedAddress) -> Result<Next> {
+/// Applies `change` to the row as it is now (locked), if this run still holds its lease: for
+/// what a provider call did that must not be lost to a change made during the call. An IP newly
+/// recorded that another live row of the account still records tells that row its IP was
+/// released outside (the provider handed it out again): that row is lost, in the same
+/// transaction.
+async fn record(
+    run: &Run<'_>,
+    id: &str,
+    change: impl FnOnce(Observed, &address::Model) -> Observed,
+    next: Next,
+) -> Result<Next> {
     let services = run.services;
     let txn = services.begin().await?;
     rows::lock(&txn, "provider_addresses", id).await?;
@@ -327,30 +349,33 @@ async fn record_reserved(run: &Run<'_>, id: &str, made: ReservedAddress) -> Resu
     if !queue::fence(&txn, run.claimed).await? {
         return Ok(Next::Now);
     }
+    let observed = change(Observed::of(&fresh), &fresh);
+    if observed == Observed::of(&fresh) {
+        return Ok(next);
+    }
     let now = services.clock.now();
     let mut events = Vec::new();
-    for other in recorded_elsewhere(&txn, &fresh, &made.ip).await? {
-        let message = format!(
-            "reserved IP {} was released at the provider outside vps-graph (the provider handed it to another reserve); it is lost for good: delete this address",
-            made.ip
-        );
-        let lost = Observed::of(&other).lost(message);
-        events.push(svc::event("error", &update(&txn, &other, &lost, now).await?));
+    if let (None, Some(ip)) = (&fresh.address, &observed.address) {
+        for other in recorded_elsewhere(&txn, &fresh, ip).await? {
+            let message = format!(
+                "reserved IP {ip} was released at the provider outside vps-graph (the provider handed it to another reserve); it is lost for good: delete this address"
+            );
+            let lost = Observed::of(&other).lost(message);
+            events.push(svc::event("error", &update(&txn, &other, &lost, now).await?));
+        }
     }
-    let mut observed = Observed { address: Some(made.ip), fingerprint: made.reserved_at, ..Observed::of(&fresh) };
-    let mut change = address::Entity::update_many();
-    if fresh.desired_state == state::PRESENT {
-        observed = observed.state(state::READY, None);
-        change = change.col_expr(address::Column::ReadyAt, Expr::value(now));
+    let mut update_row = address::Entity::update_many();
+    if observed.state == state::READY && fresh.ready_at.is_none() {
+        update_row = update_row.col_expr(address::Column::ReadyAt, Expr::value(now));
     }
-    columns(change, &observed, now).filter(address::Column::Id.eq(id)).exec(&txn).await?;
+    columns(update_row, &observed, now).filter(address::Column::Id.eq(id)).exec(&txn).await?;
     let written = address::Entity::find_by_id(id.to_owned())
         .one(&txn)
         .await?
         .ok_or_else(|| Error::internal("address vanished"))?;
     events.push(svc::event(event_type(&fresh, &observed), &written));
     services.commit(txn, events).await?;
-    Ok(Next::Now)
+    Ok(next)
 }
 
 /// Writes what was observed with its event, if this run still holds its lease and the row did
