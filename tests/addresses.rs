@@ -25,11 +25,17 @@ struct Setup {
 }
 
 async fn setup(backend: Backend) -> Setup {
+    setup_with(backend, Duration::ZERO).await
+}
+
+/// `setup` with `latency` added to every call the sim answers.
+async fn setup_with(backend: Backend, latency: Duration) -> Setup {
     let db = TestDb::new(backend).await;
     let clock = Clock::manual(START);
     let mut config = common::config(&db.url);
     config.clock = clock.clone();
     config.sim = Some(SimConfig {
+        latency,
         action_time: Duration::from_millis(50),
         snapshot_interval: Duration::ZERO,
         per_hour: 1_000_000,
@@ -690,4 +696,36 @@ db_test!(a_page_of_addresses_with_their_instances_costs_the_same_sql_statements,
     }
     assert!(counts.iter().all(|c| *c == counts[0]), "statements per page size 2, 8, 24: {counts:?}");
     assert!(counts[0] <= 2, "the page and its instances: {counts:?}");
+});
+
+db_test!(a_refused_reserve_racing_an_assign_is_retried_and_keeps_the_assignment, |backend: Backend| async move {
+    let s = setup_with(backend, Duration::from_millis(400)).await;
+    let (instance, droplet) = s.instance("web", "nyc3", json!({})).await;
+    s.sim().inject("reserved_ips.create", Fault::Status { status: 422 }, 1);
+    let id = s.create("ingress", json!({})).await;
+    // Assigned while the reserve is at the provider.
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    s.assign(&id, &instance).await;
+    let refused = s.until_address(&id, "refused", |a| a["state"] == "ERROR").await;
+    assert_eq!((&refused["lost"], &refused["instanceId"]), (&json!(false), &json!(instance)), "{refused}");
+    s.later(&id, 5 * 60_000).await;
+    let assigned = s.until_address(&id, "reserved and assigned", |a| a["assignmentState"] == "READY").await;
+    let (_, at_sim) =
+        s.at_sim(reqwest::Method::GET, &format!("/v2/reserved_ips/{}", assigned["address"].as_str().unwrap()), None).await;
+    assert_eq!(at_sim["reserved_ip"]["droplet"]["id"].to_string(), droplet);
+    assert_eq!(s.sim().calls("reserved_ips.create"), 2);
+});
+
+db_test!(an_address_deleted_while_its_reserve_runs_is_released_not_leaked, |backend: Backend| async move {
+    let s = setup_with(backend, Duration::from_millis(400)).await;
+    let id = s.create("ingress", json!({})).await;
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let deleting = s.call("providerAddressDelete", json!({ "tenantId": "acme", "addressId": id })).await;
+    assert_eq!(deleting["data"]["providerAddressDelete"]["state"], "DELETING", "{deleting}");
+    s.until_address(&id, "deleted", |a| a["state"] == "DELETED").await;
+    assert_eq!(s.sim().calls("reserved_ips.create"), 1);
+    assert_eq!(s.sim().calls("reserved_ips.delete"), 1, "the IP the reserve was handed is released");
+    let (_, held) = s.at_sim(reqwest::Method::GET, "/v2/reserved_ips", None).await;
+    assert_eq!(held["meta"]["total"], 0, "nothing left at the provider: {held}");
+    assert_eq!(s.used("addresses").await, 0);
 });
