@@ -173,3 +173,125 @@ async fn the_client_maps_429_5xx_and_timeouts() {
     }
     assert_eq!(client.vpc_create(&request).await.unwrap().name, "x");
 }
+
+/// Polls the action through the client until it completes.
+async fn completed(client: &DigitalOcean, action: u64) {
+    for _ in 0..100 {
+        match client.action_get(action).await.unwrap() {
+            Some(ActionStatus::Completed) => return,
+            Some(ActionStatus::InProgress) => tokio::time::sleep(Duration::from_millis(20)).await,
+            other => panic!("action {action}: {other:?}"),
+        }
+    }
+    panic!("action {action} never completed");
+}
+
+#[tokio::test]
+async fn the_client_reserves_assigns_unassigns_and_releases_both_families() {
+    use vps_graph::provider::{Addresses, Family};
+    let action_time = Duration::from_millis(200);
+    let (_sim, url, http) = sim(SimConfig { action_time, ..SimConfig::default() }).await;
+    let client = DigitalOcean::new(
+        "pacct_test",
+        &url,
+        Ok("t".into()),
+        Duration::from_secs(2),
+        std::sync::Arc::new(Metrics::default()),
+    );
+    let droplet = json!({ "name": "host", "region": "nyc3", "size": "s-1vcpu-1gb", "image": "ubuntu-24-04-x64" });
+    let made: Value = http
+        .post(format!("{url}/v2/droplets"))
+        .bearer_auth("t")
+        .json(&droplet)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let droplet = made["droplet"]["id"].as_u64().unwrap().to_string();
+    completed(&client, made["links"]["actions"][0]["id"].as_u64().unwrap()).await;
+
+    for family in [Family::V4, Family::V6] {
+        let reserved = client.address_reserve(family, "nyc3").await.unwrap();
+        assert_eq!((reserved.region.as_str(), reserved.droplet_id.as_ref(), reserved.locked), ("nyc3", None, false));
+        match family {
+            Family::V4 => assert_eq!(reserved.reserved_at, None, "a reserved IPv4 has no reservation time"),
+            Family::V6 => assert!(reserved.reserved_at.is_some(), "a reserved IPv6's fingerprint"),
+        }
+        let ip = reserved.ip.clone();
+        assert_eq!(client.address_get(family, &ip).await.unwrap(), Some(reserved.clone()));
+
+        let action = client.address_assign(family, &ip, &droplet).await.unwrap();
+        let during = client.address_get(family, &ip).await.unwrap().unwrap();
+        assert_eq!(during.droplet_id, None, "{family:?}: not until the action completes");
+        assert_eq!(during.locked, family == Family::V4, "{family:?}: an IPv4 is locked meanwhile");
+        completed(&client, action).await;
+        let assigned = client.address_get(family, &ip).await.unwrap().unwrap();
+        assert_eq!((assigned.droplet_id.as_deref(), assigned.locked), (Some(droplet.as_str()), false), "{family:?}");
+        assert_eq!(assigned.reserved_at, reserved.reserved_at);
+        if family == Family::V6 {
+            match client.address_release(family, &ip).await {
+                Err(ProviderError::Refused { status: 422, .. }) => {}
+                other => panic!("an assigned IPv6 is not released: {other:?}"),
+            }
+        }
+
+        let action = client.address_unassign(family, &ip).await.unwrap();
+        completed(&client, action).await;
+        assert_eq!(client.address_get(family, &ip).await.unwrap().unwrap().droplet_id, None, "{family:?}");
+        match client.address_unassign(family, &ip).await {
+            Err(ProviderError::Refused { status: 422, .. }) => {}
+            other => panic!("{family:?}: unassigning an unassigned address: {other:?}"),
+        }
+
+        assert!(client.address_release(family, &ip).await.unwrap(), "{family:?}");
+        assert_eq!(client.address_get(family, &ip).await.unwrap(), None, "{family:?}: released");
+        assert!(!client.address_release(family, &ip).await.unwrap(), "{family:?}: already gone");
+        match client.address_assign(family, &ip, &droplet).await {
+            Err(ProviderError::Refused { status: 404, .. }) => {}
+            other => panic!("{family:?}: assigning a released address: {other:?}"),
+        }
+
+        // The sim hands the same address out again, as another reservation.
+        let again = client.address_reserve(family, "nyc3").await.unwrap();
+        assert_eq!(again.ip, ip, "{family:?}");
+        if family == Family::V6 {
+            assert_ne!(again.reserved_at, reserved.reserved_at, "told apart by reserved_at");
+        }
+        assert!(client.address_release(family, &again.ip).await.unwrap());
+    }
+}
+
+#[tokio::test]
+async fn the_client_maps_faults_of_address_reserves() {
+    use vps_graph::provider::{Addresses, Family};
+    use vps_graph::sim::Fault;
+    let (sim, url, _http) = sim(SimConfig::default()).await;
+    let client = DigitalOcean::new(
+        "pacct_test",
+        &url,
+        Ok("t".into()),
+        Duration::from_millis(500),
+        std::sync::Arc::new(Metrics::default()),
+    );
+    sim.inject("reserved_ips.create", Fault::Status { status: 500 }, 1);
+    assert!(
+        matches!(client.address_reserve(Family::V4, "nyc3").await, Err(ProviderError::Unknown { .. })),
+        "a 5xx on a reserve may have reserved"
+    );
+    sim.inject("reserved_ips.create", Fault::Status { status: 429 }, 1);
+    assert!(matches!(client.address_reserve(Family::V4, "nyc3").await, Err(ProviderError::RetryLater { .. })));
+    sim.inject("reserved_ipv6.create", Fault::Status { status: 500 }, 1);
+    assert!(matches!(client.address_reserve(Family::V6, "nyc3").await, Err(ProviderError::Unknown { .. })));
+    sim.inject("reserved_ipv6.get", Fault::Status { status: 503 }, 1);
+    assert!(matches!(
+        client.address_get(Family::V6, "2604:a880:400:d2::1").await,
+        Err(ProviderError::RetryLater { .. })
+    ));
+    assert_eq!(sim.calls("reserved_ips.create"), 2);
+    assert_eq!(sim.name_calls("reserved_ips.made", "nyc3"), 0, "a fault does nothing");
+    let reserved = client.address_reserve(Family::V4, "nyc3").await.unwrap();
+    assert_eq!((reserved.ip.as_str(), reserved.region.as_str()), ("45.55.0.1", "nyc3"));
+    assert_eq!(sim.name_calls("reserved_ips.made", "nyc3"), 1);
+}

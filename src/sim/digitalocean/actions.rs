@@ -49,6 +49,12 @@ pub(super) enum Change {
         vpc: String,
     },
     ShareSnapshotActive(String),
+    /// A reserved address (by its reservation's number) lands on the droplet.
+    AddressAssign {
+        reservation: u64,
+        droplet: u64,
+    },
+    AddressUnassign(u64),
 }
 
 #[derive(Clone, Debug)]
@@ -64,6 +70,8 @@ pub(super) struct ActionRecord {
     pub(super) droplet: Option<u64>,
     /// The volume a volume action acts on.
     pub(super) volume: Option<String>,
+    /// The reservation (its number) a reserved IP action acts on.
+    pub(super) address: Option<u64>,
     pub(super) started_at: DateTime<Utc>,
     pub(super) due: Instant,
     pub(super) completed_at: Option<DateTime<Utc>>,
@@ -107,6 +115,7 @@ impl Model {
             region: region.to_owned(),
             droplet: None,
             volume: None,
+            address: None,
             started_at: Utc::now(),
             due: Instant::now() + self.action_time,
             completed_at: None,
@@ -149,6 +158,8 @@ impl Model {
             Change::ShareAttach { share, vpc } => self.share_attach(&share, &vpc),
             Change::ShareDetach { share, vpc } => self.share_detach(&share, &vpc),
             Change::ShareSnapshotActive(id) => self.share_snapshot_active(&id),
+            Change::AddressAssign { reservation, droplet } => self.address_assign(reservation, droplet),
+            Change::AddressUnassign(reservation) => self.address_unassign(reservation),
         }
     }
 
@@ -157,7 +168,8 @@ impl Model {
         self.actions.iter().filter(|a| a.in_progress()).map(|a| &a.change)
     }
 
-    /// Whether the droplet has an action in flight (its create or destroy, a volume attach/detach).
+    /// Whether the droplet has an action in flight (its create or destroy, a volume attach/detach,
+    /// a reserved IP assign/unassign).
     pub(super) fn droplet_busy(&self, id: u64) -> bool {
         self.actions.iter().any(|a| a.in_progress() && a.droplet == Some(id))
     }

@@ -1,8 +1,8 @@
 //! Droplets (`/v2/droplets`): made `new` and `active` once their create action completes; a
 //! deleted droplet answers (status `off`) until its destroy completes, then 404, and only then are
-//! its volumes detached. Destroy with associated resources (`…/destroy_with_associated_resources`)
-//! also deletes the named volumes and volume snapshots when the droplet goes, and reports per
-//! resource at `…/status`.
+//! its volumes detached and its reserved IPs unassigned. Destroy with associated resources
+//! (`…/destroy_with_associated_resources`) also deletes the named volumes, volume snapshots and
+//! reserved IPv4s when the droplet goes, and reports per resource at `…/status`.
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
@@ -147,6 +147,7 @@ impl Model {
         for volume in self.volumes.iter_mut() {
             volume.droplet_ids.retain(|d| *d != id);
         }
+        self.addresses_let_go(id);
         self.droplets.retain(|d| d.id != id);
     }
 
@@ -175,8 +176,14 @@ impl Model {
             doomed.destroyed_at = found.then(|| now.clone());
             doomed.error_message = (!found).then(|| "the snapshot was not found".to_owned());
         }
-        // The sim has no reserved IPs or droplet snapshots: whatever is named there is not found.
-        for doomed in destroy.reserved_ips.iter_mut().chain(destroy.snapshots.iter_mut()) {
+        for doomed in destroy.reserved_ips.iter_mut().filter(|d| d.destroyed_at.is_none()) {
+            doomed.error_message = self.address_destroy(&doomed.id, droplet).err().map(str::to_owned);
+            if doomed.error_message.is_none() {
+                doomed.destroyed_at = Some(now.clone());
+            }
+        }
+        // The sim has no droplet snapshots: whatever is named there is not found.
+        for doomed in destroy.snapshots.iter_mut() {
             doomed.error_message = Some("the resource was not found".to_owned());
         }
         destroy.completed_at = Some(now);
@@ -246,7 +253,9 @@ impl Model {
             droplet_destroyed_at: None,
             volumes: doomed(asked.volumes, |v| self.volume(v).map(|v| v.name.clone())),
             volume_snapshots: doomed(asked.volume_snapshots, |s| self.snapshot(s).map(|s| s.name.clone())),
-            reserved_ips: doomed([asked.reserved_ips, asked.floating_ips].concat(), |_| None),
+            reserved_ips: doomed([asked.reserved_ips, asked.floating_ips].concat(), |a| {
+                self.address_numbered(a).map(|a| a.ip.clone())
+            }),
             snapshots: doomed(asked.snapshots, |_| None),
             completed_at: None,
         };
@@ -266,7 +275,8 @@ impl Model {
         Ok(())
     }
 
-    /// What a destroy with associated resources could take: the attached volumes and their snapshots.
+    /// What a destroy with associated resources could take: the attached volumes, their snapshots
+    /// and the assigned reserved IPv4.
     fn associated(&self, id: u64) -> Option<Value> {
         let droplet = self.droplet(id)?;
         let volumes: Vec<_> = self.volumes.iter().filter(|v| droplet.volume_ids.contains(&v.id)).collect();
@@ -277,7 +287,7 @@ impl Model {
         let snapshot_items: Vec<Value> = snapshots.map(|s| item(&s.id, &s.name, s.size_gigabytes * 0.06)).collect();
         Some(json!({
             "volumes": volume_items, "volume_snapshots": snapshot_items,
-            "reserved_ips": [], "floating_ips": [], "snapshots": [],
+            "reserved_ips": self.associated_addresses(id), "floating_ips": [], "snapshots": [],
         }))
     }
 }

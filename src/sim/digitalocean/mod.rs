@@ -1,15 +1,17 @@
 //! The simulated DigitalOcean: one in-memory model behind a thin HTTP face with the real API's
 //! paths, status codes, error bodies (`{id, message, request_id}`), pagination and rate-limit
 //! headers. VPCs, droplets, block volumes with their actions and snapshots, NFS shares with theirs,
-//! and tags, one file each.
+//! tags, and reserved IPv4 and IPv6 addresses with their assign and unassign actions, one file
+//! each.
 //!
-//! Time: asynchronous work (a droplet's create and destroy, volume and NFS actions) is an action
-//! record that carries the change it makes and when it is due. Every request first settles what is
-//! due (`Model::settle`), so state changes at completion, `SimConfig::action_time` after the start,
-//! and the handler always reads settled state.
+//! Time: asynchronous work (a droplet's create and destroy, volume, NFS and reserved IP actions) is
+//! an action record that carries the change it makes and when it is due. Every request first
+//! settles what is due (`Model::settle`), so state changes at completion, `SimConfig::action_time`
+//! after the start, and the handler always reads settled state.
 mod actions;
 mod droplets;
 mod nfs;
+mod reserved_ips;
 mod tags;
 mod volumes;
 mod vpcs;
@@ -48,6 +50,14 @@ pub struct Model {
     share_snapshots: Vec<nfs::ShareSnapshotRecord>,
     /// Tag names in their first spelling.
     tags: Vec<String>,
+    /// Reserved IPv4 and IPv6 addresses.
+    addresses: Vec<reserved_ips::AddressRecord>,
+    /// Numbers reservations.
+    reservations: u64,
+    /// The latest `reserved_at`: the next is later.
+    last_reserved: Option<chrono::DateTime<chrono::Utc>>,
+    /// The account's default project, which reserved IPv4s belong to unless told otherwise.
+    project: String,
 }
 
 impl Model {
@@ -65,6 +75,10 @@ impl Model {
             shares: Vec::new(),
             share_snapshots: Vec::new(),
             tags: Vec::new(),
+            addresses: Vec::new(),
+            reservations: 0,
+            last_reserved: None,
+            project: uuid(),
         }
     }
 
@@ -75,9 +89,17 @@ impl Model {
 }
 
 pub fn router(sim: Sim) -> Router {
-    let routes = [vpcs::routes, droplets::routes, volumes::routes, nfs::routes, tags::routes, actions::routes]
-        .into_iter()
-        .fold(Router::new(), |router, add| add(router));
+    let routes = [
+        vpcs::routes,
+        droplets::routes,
+        volumes::routes,
+        nfs::routes,
+        tags::routes,
+        reserved_ips::routes,
+        actions::routes,
+    ]
+    .into_iter()
+    .fold(Router::new(), |router, add| add(router));
     routes.fallback(|| async { not_found() }).layer(middleware::from_fn_with_state(sim.clone(), face)).with_state(sim)
 }
 
