@@ -34,6 +34,9 @@ async fn setup_with(backend: Backend, latency: Duration) -> Setup {
     let clock = Clock::manual(START);
     let mut config = common::config(&db.url);
     config.clock = clock.clone();
+    // The test moves the clock a second at a time while provider calls take real time: a lease
+    // of a few seconds would expire under a slow call, and the run be taken over again and again.
+    config.runtime.lease_ms = 600_000;
     config.sim = Some(SimConfig {
         latency,
         action_time: Duration::from_millis(50),
@@ -170,6 +173,21 @@ impl Setup {
         panic!("{id} never settled");
     }
 
+    /// Waits until the reconciler has recorded the address's reserve attempt (the call is then
+    /// on its way to the sim, which answers `latency` later).
+    async fn reserve_sent(&self, id: &str) {
+        use sea_orm::EntityTrait;
+        let db = &self.server.app.services.db;
+        for _ in 0..400 {
+            let row = vps_graph::store::entity::provider_address::Entity::find_by_id(id.to_owned()).one(db).await;
+            if row.unwrap().is_some_and(|a| a.reserve_attempts > 0) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        panic!("the reserve of {id} was never sent");
+    }
+
     async fn instance(&self, name: &str, region: &str, extra: Value) -> (String, String) {
         let mut input = json!({ "tenantId": "acme", "poolId": self.pool, "name": name, "region": region, "size": "s-1vcpu-1gb", "image": "ubuntu-24-04-x64", "idempotencyKey": name });
         for (k, v) in extra.as_object().unwrap() {
@@ -191,6 +209,19 @@ impl Setup {
     async fn used(&self, resource: &str) -> i64 {
         let data = self.gql("{ quotas(tenantId: \"acme\") { resource used } }", json!({})).await;
         data["quotas"].as_array().unwrap().iter().find(|q| q["resource"] == resource).unwrap()["used"].as_i64().unwrap()
+    }
+
+    /// The types of the events of `subject` once `last` is among them (on PostgreSQL the feed
+    /// shows an event once every older transaction of the cluster has ended), in feed order.
+    async fn events_through(&self, subject: &str, last: &str) -> Vec<String> {
+        for _ in 0..400 {
+            let types = self.event_types(subject).await;
+            if types.iter().any(|t| t == last) {
+                return types;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("{last} of {subject} never showed: {:?}", self.event_types(subject).await);
     }
 
     /// The types of the events of `subject`, in feed order.
@@ -284,7 +315,7 @@ db_test!(an_address_is_reserved_assigned_unassigned_and_deleted_for_both_familie
         .await;
         assert_eq!(s.at_sim(reqwest::Method::GET, &path, None).await.0, 404, "released at the provider");
         assert_eq!(s.used("addresses").await, 0, "refunded once released");
-        let types = s.event_types(&id).await;
+        let types = s.events_through(&id, "providerAddress.deleted").await;
         let wanted = [
             "providerAddress.created",
             "providerAddress.ready",
@@ -446,7 +477,7 @@ db_test!(deleting_an_instance_unassigns_its_addresses_which_stay_reserved, |back
     assert_eq!((&after["state"], &after["address"]), (&json!("READY"), &json!(ip)), "still reserved: {after}");
     let (status, at_sim) = s.at_sim(reqwest::Method::GET, &format!("/v2/reserved_ips/{ip}"), None).await;
     assert_eq!((status, &at_sim["reserved_ip"]["droplet"]), (200, &Value::Null));
-    let types = s.event_types(&id).await;
+    let types = s.events_through(&id, "providerAddress.unassigned").await;
     assert!(in_order(&types, &["providerAddress.assigned", "providerAddress.updated", "providerAddress.unassigned"]));
 });
 
@@ -611,6 +642,8 @@ db_test!(delete_is_invalid_state_while_assigned_and_unassign_keeps_it_reserved, 
     assert_eq!(code(&s.assign(&id, &instance).await), "INVALID_STATE", "while the unassign runs");
     s.until_address(&id, "unassigned", |a| a["assignmentState"] == "NONE").await;
     assert_eq!(s.used("addresses").await, 1, "unassigned, still reserved and booked");
+    // The release held at the provider, so the address stays deleting for a while.
+    s.sim().inject("reserved_ips.delete", Fault::Stall, 1);
     let deleting = s.call("providerAddressDelete", json!({ "tenantId": "acme", "addressId": id })).await;
     assert_eq!(deleting["data"]["providerAddressDelete"]["state"], "DELETING");
     let again = s.call("providerAddressDelete", json!({ "tenantId": "acme", "addressId": id })).await;
@@ -703,15 +736,16 @@ db_test!(a_refused_reserve_racing_an_assign_is_retried_and_keeps_the_assignment,
     let (instance, droplet) = s.instance("web", "nyc3", json!({})).await;
     s.sim().inject("reserved_ips.create", Fault::Status { status: 422 }, 1);
     let id = s.create("ingress", json!({})).await;
-    // Assigned while the reserve is at the provider.
-    tokio::time::sleep(Duration::from_millis(150)).await;
-    s.assign(&id, &instance).await;
+    s.reserve_sent(&id).await;
+    let assigning = s.assign(&id, &instance).await;
+    assert_eq!(assigning["data"]["providerAddressAssign"]["state"], "PENDING", "assigned while the reserve runs");
     let refused = s.until_address(&id, "refused", |a| a["state"] == "ERROR").await;
     assert_eq!((&refused["lost"], &refused["instanceId"]), (&json!(false), &json!(instance)), "{refused}");
     s.later(&id, 5 * 60_000).await;
     let assigned = s.until_address(&id, "reserved and assigned", |a| a["assignmentState"] == "READY").await;
-    let (_, at_sim) =
-        s.at_sim(reqwest::Method::GET, &format!("/v2/reserved_ips/{}", assigned["address"].as_str().unwrap()), None).await;
+    let (_, at_sim) = s
+        .at_sim(reqwest::Method::GET, &format!("/v2/reserved_ips/{}", assigned["address"].as_str().unwrap()), None)
+        .await;
     assert_eq!(at_sim["reserved_ip"]["droplet"]["id"].to_string(), droplet);
     assert_eq!(s.sim().calls("reserved_ips.create"), 2);
 });
@@ -719,7 +753,7 @@ db_test!(a_refused_reserve_racing_an_assign_is_retried_and_keeps_the_assignment,
 db_test!(an_address_deleted_while_its_reserve_runs_is_released_not_leaked, |backend: Backend| async move {
     let s = setup_with(backend, Duration::from_millis(400)).await;
     let id = s.create("ingress", json!({})).await;
-    tokio::time::sleep(Duration::from_millis(150)).await;
+    s.reserve_sent(&id).await;
     let deleting = s.call("providerAddressDelete", json!({ "tenantId": "acme", "addressId": id })).await;
     assert_eq!(deleting["data"]["providerAddressDelete"]["state"], "DELETING", "{deleting}");
     s.until_address(&id, "deleted", |a| a["state"] == "DELETED").await;
