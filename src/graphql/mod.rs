@@ -10,6 +10,7 @@ mod pools;
 mod snapshots;
 mod tenants;
 mod tokens;
+mod usage;
 mod volumes;
 
 use async_graphql::{Context, MergedObject, MergedSubscription, Schema};
@@ -30,6 +31,7 @@ pub struct Query(
     instances::InstanceQuery,
     volumes::VolumeQuery,
     snapshots::SnapshotQuery,
+    usage::UsageQuery,
     events::EventQuery,
 );
 
