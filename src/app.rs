@@ -17,12 +17,13 @@ use crate::provider::Providers;
 use crate::reconcile::instances::InstanceReconciler;
 use crate::reconcile::networks::NetworkReconciler;
 use crate::reconcile::resources::ProviderResourceReconciler;
+use crate::reconcile::usage::{self, UsageReconciler};
 use crate::reconcile::{self, Reconciler, RuntimeConfig};
 use crate::service::bootstrap::{self, FirstStart};
 use crate::service::feed::Feed;
 use crate::service::{Services, tokens};
 use crate::sim::{Sim, SimConfig};
-use crate::store;
+use crate::store::{self, queue};
 
 /// What a process needs to start, from the command line or from a test.
 #[derive(Clone, Debug)]
@@ -106,8 +107,15 @@ impl App {
             clock: config.clock.clone(),
             work: work.clone(),
         };
-        let reconcilers: Vec<Arc<dyn Reconciler>> =
-            vec![Arc::new(NetworkReconciler), Arc::new(InstanceReconciler), Arc::new(ProviderResourceReconciler)];
+        let reconcilers: Vec<Arc<dyn Reconciler>> = vec![
+            Arc::new(NetworkReconciler),
+            Arc::new(InstanceReconciler),
+            Arc::new(ProviderResourceReconciler),
+            Arc::new(UsageReconciler),
+        ];
+        // The usage pass's one work item: made on the first start, and due now on every start,
+        // so a pass catches up on the hours that closed while no process ran.
+        queue::wake(&services.db, usage::KIND, usage::ITEM, services.clock.now_ms()).await?;
         let runtime = reconcile::start(services.clone(), reconcilers, config.runtime.clone(), work, stop.clone());
         let first_start = if config.demo { bootstrap::demo(&services).await? } else { None };
         let limits = Limits {

@@ -43,7 +43,6 @@ async fn setup_with(backend: Backend, latency: Duration) -> Setup {
         snapshot_interval: Duration::ZERO,
         per_hour: 1_000_000,
         per_minute: 1_000_000,
-        ..SimConfig::default()
     });
     let server = TestServer::with_config(config).await;
     server.tenant("acme").await;

@@ -8,6 +8,7 @@ mod m20261129_000001_foundation;
 mod m20261129_000002_networks;
 mod m20261129_000003_volumes;
 mod m20261201_000004_addresses;
+mod m20261201_000005_usage;
 
 pub struct Migrator;
 
@@ -19,6 +20,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261129_000002_networks::Migration),
             Box::new(m20261129_000003_volumes::Migration),
             Box::new(m20261201_000004_addresses::Migration),
+            Box::new(m20261201_000005_usage::Migration),
         ]
     }
 }

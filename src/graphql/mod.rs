@@ -11,6 +11,7 @@ mod pools;
 mod snapshots;
 mod tenants;
 mod tokens;
+mod usage;
 mod volumes;
 
 use async_graphql::{Context, MergedObject, MergedSubscription, Schema};
@@ -32,6 +33,7 @@ pub struct Query(
     volumes::VolumeQuery,
     snapshots::SnapshotQuery,
     addresses::AddressQuery,
+    usage::UsageQuery,
     events::EventQuery,
 );
 

@@ -4,12 +4,14 @@
 //! conditionally on the row's version and on its lease (the epoch fence). Timing, as the seeds
 //! say: a running provider action is looked at again 5 s later; rate-limited or unavailable 30 s;
 //! an ERROR is retried by the next change or every 5 minutes; a settled resource is read for drift
-//! once an hour, those reads spread evenly over the hour by the resource id.
+//! once an hour, those reads spread evenly over the hour by the resource id. The usage pass
+//! (`usage`) is one more reconciler, over a single work item, that runs at each hour's end.
 mod addresses;
 pub mod instances;
 pub mod networks;
 pub mod resources;
 mod snapshots;
+pub mod usage;
 mod volumes;
 
 use std::sync::Arc;

@@ -14,6 +14,7 @@ pub mod rows;
 pub mod snapshots;
 pub mod tenants;
 pub mod tokens;
+pub mod usage;
 pub mod validate;
 pub mod volumes;
 

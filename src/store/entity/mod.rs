@@ -16,5 +16,6 @@ pub mod quota;
 pub mod quota_ledger;
 pub mod tenant;
 pub mod token_grant;
+pub mod usage_window;
 pub mod volume_attachment;
 pub mod work_item;
