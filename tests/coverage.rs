@@ -50,6 +50,14 @@ fn table(ids: &Ids) -> Vec<(&'static str, &'static str, String)> {
         ("Query", "providerAddress", q(format!("providerAddress({t}, addressId: \"{}\") {{ id }}", ids.address))),
         ("Query", "providerAddresses", q(format!("providerAddresses({t}) {{ edges {{ cursor }} }}"))),
         ("Query", "events", q(format!("events({t}) {{ edges {{ cursor }} }}"))),
+        (
+            "Query",
+            "usage",
+            q(format!(
+                "usage({t}, poolId: \"{}\", from: \"2026-11-01T00:00:00Z\", to: \"2026-12-01T00:00:00Z\") {{ meters {{ meter }} }}",
+                ids.pool
+            )),
+        ),
         ("Mutation", "tenantCreate", m("tenantCreate", "id: \"initech\", name: \"initech\"".into())),
         ("Mutation", "projectCreate", m("projectCreate", format!("{t}, name: \"sneaky\""))),
         (
