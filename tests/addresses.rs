@@ -37,32 +37,10 @@ async fn setup_with(backend: Backend, latency: Duration) -> Setup {
     // The test moves the clock a second at a time while provider calls take real time: a lease
     // of a few seconds would expire under a slow call, and the run be taken over again and again.
     config.runtime.lease_ms = 600_000;
-    config.sim = Some(SimConfig {
-        latency,
-        action_time: Duration::from_millis(50),
-        snapshot_interval: Duration::ZERO,
-        per_hour: 1_000_000,
-        per_minute: 1_000_000,
-    });
+    config.sim = Some(SimConfig { latency, ..common::quick_sim() });
     let server = TestServer::with_config(config).await;
     server.tenant("acme").await;
-    let account = server
-        .ok(
-            Some(ADMIN),
-            "mutation { providerAccountCreate(input: { name: \"sim\", kind: DIGITALOCEAN, sim: true, regions: [\"nyc3\", \"sfo3\"] }) { id } }",
-            json!({}),
-        )
-        .await;
-    let pool = server
-        .ok(
-            Some(ADMIN),
-            "mutation($a: String!) { poolCreate(input: { name: \"sim\", providerAccountId: $a, billing: METERED }) { id } }",
-            json!({ "a": account["providerAccountCreate"]["id"] }),
-        )
-        .await["poolCreate"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let pool = server.sim_pool("sim", &["nyc3", "sfo3"], None).await;
     server
         .offer(&pool, "acme", json!([{ "resource": "diskGiB", "max": 2000 }, { "resource": "addresses", "max": 3 }]))
         .await;

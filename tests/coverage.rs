@@ -224,24 +224,7 @@ fn table(ids: &Ids) -> Vec<(&'static str, &'static str, String)> {
 async fn tenant_with_resources(server: &TestServer) -> Ids {
     server.tenant("acme").await;
     server.tenant("globex").await;
-    let account = server
-        .ok(
-            Some(ADMIN),
-            "mutation { providerAccountCreate(input: { name: \"sim\", kind: DIGITALOCEAN, sim: true, regions: [\"nyc3\", \"sfo3\"] }) { id } }",
-            json!({}),
-        )
-        .await["providerAccountCreate"]["id"]
-        .clone();
-    let pool = server
-        .ok(
-            Some(ADMIN),
-            "mutation($a: String!) { poolCreate(input: { name: \"sim\", providerAccountId: $a, billing: METERED }) { id } }",
-            json!({ "a": account }),
-        )
-        .await["poolCreate"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let pool = server.sim_pool("sim", &["nyc3", "sfo3"], None).await;
     let quotas = json!([{ "resource": "diskGiB", "max": 100 }, { "resource": "addresses", "max": 5 }]);
     server.offer(&pool, "acme", quotas.clone()).await;
     server.offer(&pool, "globex", quotas).await;

@@ -24,23 +24,7 @@ struct Setup {
 /// A tenant `acme` with a pool on a sim account (regions nyc3, sfo3) and a token with compute:*.
 async fn setup_with(server: TestServer) -> Setup {
     server.tenant("acme").await;
-    let account = server
-        .ok(
-            Some(ADMIN),
-            "mutation { providerAccountCreate(input: { name: \"sim\", kind: DIGITALOCEAN, sim: true, regions: [\"nyc3\", \"sfo3\"] }) { id } }",
-            json!({}),
-        )
-        .await;
-    let pool = server
-        .ok(
-            Some(ADMIN),
-            "mutation($a: String!) { poolCreate(input: { name: \"sim\", providerAccountId: $a, billing: METERED }) { id } }",
-            json!({ "a": account["providerAccountCreate"]["id"] }),
-        )
-        .await["poolCreate"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let pool = server.sim_pool("sim", &["nyc3", "sfo3"], None).await;
     server.offer(&pool, "acme", json!([])).await;
     let token = server.token(Some("acme"), &[("compute:*", "tenant/acme")]).await;
     Setup { server, pool, token }

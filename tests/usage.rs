@@ -7,12 +7,11 @@ mod common;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use common::{ADMIN, Backend, TestDb, TestServer};
+use common::{Backend, TestDb, TestServer};
 use sea_orm::{ActiveModelTrait, ColumnTrait, EntityTrait, QueryFilter, QueryOrder, Set};
 use serde_json::{Value, json};
 use vps_graph::clock::Clock;
 use vps_graph::reconcile::usage::{self, HOUR_MS};
-use vps_graph::sim::SimConfig;
 use vps_graph::store::entity::{provider_address, provider_snapshot, provider_volume, usage_window};
 
 /// On an hour boundary: hour `n` below is `[START + n h, START + (n + 1) h)`.
@@ -35,41 +34,13 @@ async fn setup(backend: Backend) -> Setup {
     let clock = Clock::manual(START);
     let mut config = common::config(&db.url);
     config.clock = clock.clone();
-    config.sim = Some(SimConfig {
-        action_time: Duration::from_millis(50),
-        snapshot_interval: Duration::ZERO,
-        per_hour: 1_000_000,
-        per_minute: 1_000_000,
-        ..SimConfig::default()
-    });
+    config.sim = Some(common::quick_sim());
     let server = TestServer::with_config(config).await;
     server.tenant("acme").await;
-    let pool = sim_pool(&server, "sim", None).await;
+    let pool = server.sim_pool("sim", &["nyc3"], None).await;
     server.offer(&pool, "acme", json!([{ "resource": "diskGiB", "max": 2000 }])).await;
     let token = server.token(Some("acme"), &[("compute:*", "tenant/acme")]).await;
     Setup { server, clock, pool, token, _db: db }
-}
-
-/// A pool on an account at the sim: the platform's (METERED), or with `tenant` its own (BYO).
-async fn sim_pool(server: &TestServer, name: &str, tenant: Option<&str>) -> String {
-    let account = server
-        .ok(
-            Some(ADMIN),
-            "mutation($i: ProviderAccountCreateInput!) { providerAccountCreate(input: $i) { id } }",
-            json!({ "i": { "name": name, "kind": "DIGITALOCEAN", "sim": true, "regions": ["nyc3"], "tenantId": tenant } }),
-        )
-        .await;
-    let billing = if tenant.is_some() { "BYO" } else { "METERED" };
-    server
-        .ok(
-            Some(ADMIN),
-            "mutation($i: PoolCreateInput!) { poolCreate(input: $i) { id } }",
-            json!({ "i": { "name": name, "providerAccountId": account["providerAccountCreate"]["id"], "billing": billing } }),
-        )
-        .await["poolCreate"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned()
 }
 
 fn at(ms: i64) -> DateTime<Utc> {
@@ -418,7 +389,7 @@ db_test!(a_resource_that_never_became_ready_never_bills, |backend: Backend| asyn
 
 db_test!(nothing_bills_on_a_byo_pool, |backend: Backend| async move {
     let s = setup(backend).await;
-    let byo = sim_pool(&s.server, "own", Some("acme")).await;
+    let byo = s.server.sim_pool("own", &["nyc3"], Some("acme")).await;
     s.server.offer(&byo, "acme", json!([{ "resource": "diskGiB", "max": 100 }])).await;
     s.app_pass_done().await;
     let volume = s.insert_volume(&byo, "block", 10, Some(hour(-5)), None).await;
@@ -534,7 +505,7 @@ db_test!(the_usage_query_checks_its_range_grant_and_pool, |backend: Backend| asy
     assert_eq!(code(volumes_only, vars(&s.pool, hour(-1), hour(0))).await, "ACCESS_DENIED");
     let usage_reader = s.server.token(Some("acme"), &[("compute:usage:read", "tenant/acme")]).await;
     s.server.ok(Some(&usage_reader), USAGE, vars(&s.pool, hour(-1), hour(0))).await;
-    let not_offered = sim_pool(&s.server, "elsewhere", None).await;
+    let not_offered = s.server.sim_pool("elsewhere", &["nyc3"], None).await;
     assert_eq!(code(token.clone(), vars(&not_offered, hour(-1), hour(0))).await, "NOT_FOUND");
     assert_eq!(code(token, vars("pool_missing", hour(-1), hour(0))).await, "NOT_FOUND");
     s.server.tenant("other").await;

@@ -6,10 +6,10 @@ mod common;
 
 use std::time::Duration;
 
-use common::{ADMIN, Backend, TestDb, TestServer};
+use common::{Backend, TestDb, TestServer};
 use serde_json::{Value, json};
 use vps_graph::clock::Clock;
-use vps_graph::sim::{Fault, Sim, SimConfig};
+use vps_graph::sim::{Fault, Sim};
 
 const START: i64 = 1_800_000_000_000;
 const VOLUME: &str = "query($v: String!) { providerVolume(tenantId: \"acme\", volumeId: $v) { id state message sizeGiB observedSizeGiB device version kind readyAt mount { source type mountLines(path: \"/mnt/assets\") { cloudConfig fstab } } attachments { instanceId state desiredState message } snapshots { id state sizeGiB } } }";
@@ -27,32 +27,10 @@ async fn setup(backend: Backend) -> Setup {
     let clock = Clock::manual(START);
     let mut config = common::config(&db.url);
     config.clock = clock.clone();
-    config.sim = Some(SimConfig {
-        action_time: Duration::from_millis(50),
-        snapshot_interval: Duration::ZERO,
-        per_hour: 1_000_000,
-        per_minute: 1_000_000,
-        ..SimConfig::default()
-    });
+    config.sim = Some(common::quick_sim());
     let server = TestServer::with_config(config).await;
     server.tenant("acme").await;
-    let account = server
-        .ok(
-            Some(ADMIN),
-            "mutation { providerAccountCreate(input: { name: \"sim\", kind: DIGITALOCEAN, sim: true, regions: [\"nyc3\"] }) { id } }",
-            json!({}),
-        )
-        .await;
-    let pool = server
-        .ok(
-            Some(ADMIN),
-            "mutation($a: String!) { poolCreate(input: { name: \"sim\", providerAccountId: $a, billing: METERED }) { id } }",
-            json!({ "a": account["providerAccountCreate"]["id"] }),
-        )
-        .await["poolCreate"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let pool = server.sim_pool("sim", &["nyc3"], None).await;
     server.offer(&pool, "acme", json!([{ "resource": "diskGiB", "max": 2000 }])).await;
     let token = server.token(Some("acme"), &[("compute:*", "tenant/acme")]).await;
     Setup { server, clock, pool, token, _db: db }

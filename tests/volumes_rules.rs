@@ -19,23 +19,7 @@ struct Setup {
 async fn setup(backend: Backend) -> Setup {
     let server = TestServer::start(backend).await;
     server.tenant("acme").await;
-    let account = server
-        .ok(
-            Some(ADMIN),
-            "mutation { providerAccountCreate(input: { name: \"sim\", kind: DIGITALOCEAN, sim: true, regions: [\"nyc3\", \"sfo3\"] }) { id } }",
-            json!({}),
-        )
-        .await;
-    let pool = server
-        .ok(
-            Some(ADMIN),
-            "mutation($a: String!) { poolCreate(input: { name: \"sim\", providerAccountId: $a, billing: METERED }) { id } }",
-            json!({ "a": account["providerAccountCreate"]["id"] }),
-        )
-        .await["poolCreate"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let pool = server.sim_pool("sim", &["nyc3", "sfo3"], None).await;
     server.offer(&pool, "acme", json!([{ "resource": "diskGiB", "max": 1000 }])).await;
     let token = server.token(Some("acme"), &[("compute:*", "tenant/acme")]).await;
     Setup { server, pool, token }

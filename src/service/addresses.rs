@@ -126,14 +126,7 @@ impl Services {
             return Err(networks::unsupported("addresses", &pool.account.kind));
         }
         rows::check_project(&txn, &input.tenant_id, input.project_id.as_deref()).await?;
-        let regions = super::pools::strings(&pool.account.regions);
-        if !regions.contains(&input.region) {
-            return Err(Error::invalid_input(
-                "region",
-                format!("the pool's account does not use region {}", input.region),
-            )
-            .with_details(json!({ "field": "region", "regions": regions })));
-        }
+        rows::check_region(&pool, &input.region)?;
         let key = idempotency::Key {
             tenant_id: &input.tenant_id,
             operation: "providerAddressCreate",

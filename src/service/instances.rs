@@ -122,14 +122,7 @@ impl Services {
             return Err(networks::unsupported("instances", &pool.account.kind));
         }
         rows::check_project(&txn, &input.tenant_id, input.project_id.as_deref()).await?;
-        let regions = super::pools::strings(&pool.account.regions);
-        if !regions.contains(&input.region) {
-            return Err(Error::invalid_input(
-                "region",
-                format!("the pool's account does not use region {}", input.region),
-            )
-            .with_details(json!({ "field": "region", "regions": regions })));
-        }
+        rows::check_region(&pool, &input.region)?;
         if let Some(network_id) = &input.network_id {
             check_network(&txn, &input.tenant_id, network_id, &pool.account.id, &input.region).await?;
         }

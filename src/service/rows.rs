@@ -32,6 +32,16 @@ pub async fn offered_pool(conn: &impl ConnectionTrait, tenant_id: &str, pool_id:
     find_pool(conn, pool_id).await
 }
 
+/// The region must be one the pool's account uses.
+pub fn check_region(pool: &PoolView, region: &str) -> Result<()> {
+    let regions = super::pools::strings(&pool.account.regions);
+    if regions.iter().any(|r| r == region) {
+        return Ok(());
+    }
+    Err(Error::invalid_input("region", format!("the pool's account does not use region {region}"))
+        .with_details(serde_json::json!({ "field": "region", "regions": regions })))
+}
+
 /// The project must be the tenant's.
 pub async fn check_project(conn: &impl ConnectionTrait, tenant_id: &str, project_id: Option<&str>) -> Result<()> {
     let Some(project_id) = project_id else { return Ok(()) };

@@ -185,7 +185,7 @@ impl Services {
             return Err(networks::unsupported("volumes", &account_kind));
         }
         rows::check_project(&txn, &input.tenant_id, input.project_id.as_deref()).await?;
-        check_region(&input.region, &super::pools::strings(&pool.account.regions))?;
+        rows::check_region(&pool, &input.region)?;
         if input.kind == SHARED {
             check_shared(&txn, &input, &pool.account.id, &account_kind).await?;
         }
@@ -563,14 +563,6 @@ fn check_create(input: &VolumeCreate) -> Result<()> {
         }
         _ => Ok(()),
     }
-}
-
-fn check_region(region: &str, regions: &[String]) -> Result<()> {
-    if regions.iter().any(|r| r == region) {
-        return Ok(());
-    }
-    Err(Error::invalid_input("region", format!("the pool's account does not use region {region}"))
-        .with_details(json!({ "field": "region", "regions": regions })))
 }
 
 /// A shared volume's rules that need the database: the provider makes shares, the size is one it

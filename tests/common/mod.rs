@@ -90,6 +90,18 @@ impl Drop for TestDb {
     }
 }
 
+/// The sim's settings for tests that drive the clock: actions of 50 ms, no least time between
+/// snapshots, and no rate limit.
+pub fn quick_sim() -> SimConfig {
+    SimConfig {
+        action_time: Duration::from_millis(50),
+        snapshot_interval: Duration::ZERO,
+        per_hour: 1_000_000,
+        per_minute: 1_000_000,
+        ..SimConfig::default()
+    }
+}
+
 pub fn config(url: &str) -> AppConfig {
     AppConfig {
         database_url: url.to_owned(),
@@ -208,6 +220,27 @@ impl TestServer {
                 Some(ADMIN),
                 "mutation($i: PoolCreateInput!) { poolCreate(input: $i) { id } }",
                 json!({ "i": { "name": name, "providerAccountId": account["providerAccountCreate"]["id"], "billing": "METERED" } }),
+            )
+            .await;
+        pool["poolCreate"]["id"].as_str().expect("pool id").to_owned()
+    }
+
+    /// A pool on an account at the in-process sim using `regions`: the platform's (METERED), or
+    /// with `tenant` that tenant's own (BYO). Returns the pool id.
+    pub async fn sim_pool(&self, name: &str, regions: &[&str], tenant: Option<&str>) -> String {
+        let account = self
+            .ok(
+                Some(ADMIN),
+                "mutation($i: ProviderAccountCreateInput!) { providerAccountCreate(input: $i) { id } }",
+                json!({ "i": { "name": name, "kind": "DIGITALOCEAN", "sim": true, "regions": regions, "tenantId": tenant } }),
+            )
+            .await;
+        let billing = if tenant.is_some() { "BYO" } else { "METERED" };
+        let pool = self
+            .ok(
+                Some(ADMIN),
+                "mutation($i: PoolCreateInput!) { poolCreate(input: $i) { id } }",
+                json!({ "i": { "name": name, "providerAccountId": account["providerAccountCreate"]["id"], "billing": billing } }),
             )
             .await;
         pool["poolCreate"]["id"].as_str().expect("pool id").to_owned()
