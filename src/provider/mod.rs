@@ -1,7 +1,9 @@
 //! Providers: one trait per capability (networks, instances, volumes and shares, snapshots,
-//! addresses; filesystems next), implemented per cloud. A provider that lacks a capability
+//! addresses, and on AWS networks, security groups, machines and shared filesystems),
+//! implemented per cloud. A provider that lacks a capability
 //! says so, and the service answers UNSUPPORTED before anything is recorded. This layer knows
 //! nothing of the database.
+pub mod aws;
 pub mod digitalocean;
 
 use std::collections::HashMap;
@@ -39,7 +41,20 @@ impl ProviderError {
             | ProviderError::Misconfigured { message } => message,
         }
     }
+
+    /// The AWS error code of a refusal (`FileSystemAlreadyExists`, `InvalidGroup.Duplicate`,
+    /// `DependencyViolation`, `FileSystemInUse`, `FileSystemNotFound` …). The AWS clients write
+    /// every error message as `AWS <Code>: <the service's words>`, so the code survives in the
+    /// message without a new field.
+    pub fn aws_code(&self) -> Option<&str> {
+        let rest = self.message().strip_prefix(AWS_CODE_PREFIX)?;
+        let (code, _) = rest.split_once(':')?;
+        (!code.is_empty() && code.chars().all(|c| c.is_ascii_alphanumeric() || c == '.')).then_some(code)
+    }
 }
+
+/// How an AWS client's error messages start, before the code (see `ProviderError::aws_code`).
+pub const AWS_CODE_PREFIX: &str = "AWS ";
 
 pub type ProviderResult<T> = Result<T, ProviderError>;
 
@@ -258,6 +273,279 @@ pub trait Actions: Send + Sync {
     async fn action_get(&self, id: u64) -> ProviderResult<Option<ActionStatus>>;
 }
 
+/// A tag on an AWS resource.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Tag {
+    pub key: String,
+    pub value: String,
+}
+
+impl Tag {
+    pub fn new(key: &str, value: &str) -> Self {
+        Tag { key: key.to_owned(), value: value.to_owned() }
+    }
+}
+
+/// The value of the tag `key`, if any.
+pub fn tag_value<'a>(tags: &'a [Tag], key: &str) -> Option<&'a str> {
+    tags.iter().find(|t| t.key == key).map(|t| t.value.as_str())
+}
+
+/// An EC2 VPC. `state` is EC2's word: `pending`, then `available`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AwsVpc {
+    pub id: String,
+    pub cidr_block: String,
+    pub state: String,
+    pub tags: Vec<Tag>,
+}
+
+/// An EC2 subnet, in one availability zone of its VPC.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AwsSubnet {
+    pub id: String,
+    pub vpc_id: String,
+    pub availability_zone: String,
+    pub cidr_block: String,
+    pub state: String,
+    pub tags: Vec<Tag>,
+}
+
+/// AWS networks: a VPC (with DNS support and DNS hostnames, which EFS names need) and one subnet
+/// per zone. Tags (a `Name` and the caller's ownership tag) are written in the create call
+/// itself. Names are not unique at EC2: a find answers every match, for the caller to check
+/// ownership. Every call names its region.
+#[async_trait::async_trait]
+pub trait AwsNetworks: Send + Sync {
+    /// CreateVpc, then `vpc_enable_dns`. A failure after the create is `Unknown` (the VPC
+    /// exists): find it by name and call `vpc_enable_dns` again.
+    async fn vpc_create(&self, region: &str, cidr_block: &str, tags: &[Tag]) -> ProviderResult<AwsVpc>;
+    /// Sets EnableDnsSupport and EnableDnsHostnames (idempotent).
+    async fn vpc_enable_dns(&self, region: &str, vpc_id: &str) -> ProviderResult<()>;
+    /// None when EC2 has no such VPC.
+    async fn vpc_get(&self, region: &str, vpc_id: &str) -> ProviderResult<Option<AwsVpc>>;
+    async fn vpcs_find_by_name(&self, region: &str, name: &str) -> ProviderResult<Vec<AwsVpc>>;
+    /// False when it was already gone; `DependencyViolation` while subnets or interfaces remain.
+    async fn vpc_delete(&self, region: &str, vpc_id: &str) -> ProviderResult<bool>;
+    async fn subnet_create(
+        &self,
+        region: &str,
+        vpc_id: &str,
+        availability_zone: &str,
+        cidr_block: &str,
+        tags: &[Tag],
+    ) -> ProviderResult<AwsSubnet>;
+    async fn subnets_of_vpc(&self, region: &str, vpc_id: &str) -> ProviderResult<Vec<AwsSubnet>>;
+    /// False when it was already gone.
+    async fn subnet_delete(&self, region: &str, subnet_id: &str) -> ProviderResult<bool>;
+}
+
+/// Where an inbound rule admits traffic from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RuleSource {
+    Cidr(String),
+    Group(String),
+}
+
+/// One inbound TCP rule of a security group.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IngressRule {
+    pub from_port: u16,
+    pub to_port: u16,
+    pub source: RuleSource,
+    pub description: Option<String>,
+}
+
+impl IngressRule {
+    pub fn tcp(from_port: u16, to_port: u16, source: RuleSource) -> Self {
+        IngressRule { from_port, to_port, source, description: None }
+    }
+
+    /// What an EFS mount target needs from `source`: NFS, TCP 2049.
+    pub fn nfs(source: RuleSource) -> Vec<IngressRule> {
+        vec![IngressRule::tcp(2049, 2049, source)]
+    }
+
+    /// What an FSx for Lustre file system needs from `source` (its clients, and its own group):
+    /// LNET on TCP 988 and 1018–1023.
+    pub fn lustre(source: RuleSource) -> Vec<IngressRule> {
+        vec![IngressRule::tcp(988, 988, source.clone()), IngressRule::tcp(1018, 1023, source)]
+    }
+}
+
+/// An EC2 security group as DescribeSecurityGroups shows it (TCP rules only are kept).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SecurityGroup {
+    pub id: String,
+    pub name: String,
+    pub vpc_id: String,
+    pub tags: Vec<Tag>,
+    pub ingress: Vec<IngressRule>,
+}
+
+/// EC2 security groups. A create has no idempotency token: a create whose answer was lost ends
+/// in `InvalidGroup.Duplicate` next time, resolved by `security_group_find` and the tags.
+#[async_trait::async_trait]
+pub trait SecurityGroups: Send + Sync {
+    /// Answers the new group's id.
+    async fn security_group_create(
+        &self,
+        region: &str,
+        vpc_id: &str,
+        name: &str,
+        description: &str,
+        tags: &[Tag],
+    ) -> ProviderResult<String>;
+    /// All rules in one call: one that exists already fails the whole call with
+    /// `InvalidPermission.Duplicate` (compare with the group's `ingress` first).
+    async fn security_group_authorize(&self, region: &str, group_id: &str, rules: &[IngressRule])
+    -> ProviderResult<()>;
+    /// The group of that name in the VPC, with its tags for the ownership check.
+    async fn security_group_find(
+        &self,
+        region: &str,
+        vpc_id: &str,
+        name: &str,
+    ) -> ProviderResult<Option<SecurityGroup>>;
+    /// False when it was already gone; `DependencyViolation` while an interface uses it.
+    async fn security_group_delete(&self, region: &str, group_id: &str) -> ProviderResult<bool>;
+}
+
+/// An EC2 machine. `state` is EC2's word: `pending`, `running`, `shutting-down`, `terminated`,
+/// `stopping`, `stopped`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AwsInstance {
+    pub id: String,
+    pub state: String,
+    pub image_id: String,
+    pub instance_type: String,
+    pub subnet_id: Option<String>,
+    pub vpc_id: Option<String>,
+    pub availability_zone: Option<String>,
+    pub private_ip: Option<String>,
+    pub public_ip: Option<String>,
+    pub tags: Vec<Tag>,
+}
+
+pub struct InstanceRun<'a> {
+    pub image_id: &'a str,
+    pub instance_type: &'a str,
+    pub subnet_id: &'a str,
+    pub security_group_ids: &'a [String],
+    /// The script as text; the client encodes it in base64.
+    pub user_data: Option<&'a str>,
+    /// Idempotency: the same token within a day answers the same machine (use the provider name).
+    pub client_token: &'a str,
+    pub tags: &'a [Tag],
+}
+
+/// EC2 machines, one per RunInstances.
+#[async_trait::async_trait]
+pub trait AwsInstances: Send + Sync {
+    async fn instance_run(&self, region: &str, request: &InstanceRun<'_>) -> ProviderResult<AwsInstance>;
+    /// None when EC2 has no such machine (a terminated one stays visible for a while).
+    async fn instance_get(&self, region: &str, instance_id: &str) -> ProviderResult<Option<AwsInstance>>;
+    async fn instances_find_by_name(&self, region: &str, name: &str) -> ProviderResult<Vec<AwsInstance>>;
+    /// False when it was already gone.
+    async fn instance_terminate(&self, region: &str, instance_id: &str) -> ProviderResult<bool>;
+}
+
+/// An EFS file system. `life_cycle_state`: `creating`, `available`, `updating`, `deleting`,
+/// `deleted`, `error`. `dns_name` is built from the id and region (the API does not return it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EfsFileSystem {
+    pub id: String,
+    pub creation_token: String,
+    pub life_cycle_state: String,
+    pub number_of_mount_targets: i32,
+    pub encrypted: bool,
+    pub dns_name: String,
+    pub tags: Vec<Tag>,
+}
+
+/// An EFS mount target (one per zone).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MountTarget {
+    pub id: String,
+    pub file_system_id: String,
+    pub subnet_id: String,
+    pub life_cycle_state: String,
+    pub ip_address: Option<String>,
+    pub availability_zone: Option<String>,
+    pub vpc_id: Option<String>,
+}
+
+/// The deployment of a Lustre file system.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LustreDeployment {
+    Scratch2,
+    /// With its throughput per TiB of storage (125, 250, 500 or 1000 MB/s/TiB).
+    Persistent2 {
+        per_unit_storage_throughput: i32,
+    },
+}
+
+pub struct LustreCreate<'a> {
+    /// Idempotency (≤ 63 chars `[A-Za-z0-9_.-]`): use the provider name.
+    pub client_request_token: &'a str,
+    /// GiB: 1200, or a multiple of 2400.
+    pub storage_capacity_gib: i32,
+    pub deployment: LustreDeployment,
+    pub subnet_id: &'a str,
+    pub security_group_ids: &'a [String],
+    pub tags: &'a [Tag],
+}
+
+/// An FSx for Lustre file system. `lifecycle`: `CREATING`, `AVAILABLE`, `FAILED`, `DELETING`,
+/// `MISCONFIGURED`, `UPDATING`; `mount_name` may be absent until `AVAILABLE`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LustreFileSystem {
+    pub id: String,
+    pub lifecycle: String,
+    pub dns_name: Option<String>,
+    pub mount_name: Option<String>,
+    pub storage_capacity_gib: i32,
+    pub deployment_type: Option<String>,
+    pub subnet_ids: Vec<String>,
+    pub vpc_id: Option<String>,
+    pub failure_message: Option<String>,
+    pub tags: Vec<Tag>,
+}
+
+/// Shared filesystems: EFS (NFS, with one mount target per zone) and FSx for Lustre.
+#[async_trait::async_trait]
+pub trait Filesystems: Send + Sync {
+    /// Encrypted, with `creation_token` (the provider name) as its idempotency key. A token held
+    /// already (ours after a lost answer, or anyone's) is `FileSystemAlreadyExists`, with that
+    /// file system's id in the message: look it up and check its tags.
+    async fn efs_create(&self, region: &str, creation_token: &str, tags: &[Tag]) -> ProviderResult<EfsFileSystem>;
+    /// None when EFS has no such file system.
+    async fn efs_get(&self, region: &str, file_system_id: &str) -> ProviderResult<Option<EfsFileSystem>>;
+    async fn efs_find_by_token(&self, region: &str, creation_token: &str) -> ProviderResult<Option<EfsFileSystem>>;
+    /// False when it was already gone; `FileSystemInUse` while a mount target remains.
+    async fn efs_delete(&self, region: &str, file_system_id: &str) -> ProviderResult<bool>;
+    async fn mount_target_create(
+        &self,
+        region: &str,
+        file_system_id: &str,
+        subnet_id: &str,
+        security_group_ids: &[String],
+    ) -> ProviderResult<MountTarget>;
+    /// Empty when the file system has none, or is gone.
+    async fn mount_targets_of(&self, region: &str, file_system_id: &str) -> ProviderResult<Vec<MountTarget>>;
+    /// False when it was already gone.
+    async fn mount_target_delete(&self, region: &str, mount_target_id: &str) -> ProviderResult<bool>;
+    /// A token reused with the same parameters answers the earlier file system (a success that
+    /// does not prove we made it: check the tags).
+    async fn lustre_create(&self, region: &str, request: &LustreCreate<'_>) -> ProviderResult<LustreFileSystem>;
+    /// None when FSx has no such file system.
+    async fn lustre_get(&self, region: &str, file_system_id: &str) -> ProviderResult<Option<LustreFileSystem>>;
+    /// Every Lustre file system tagged `Name=name` (FSx has no filter: this lists them all).
+    async fn lustre_find_by_name(&self, region: &str, name: &str) -> ProviderResult<Vec<LustreFileSystem>>;
+    /// Without a final backup; false when it was already gone.
+    async fn lustre_delete(&self, region: &str, file_system_id: &str) -> ProviderResult<bool>;
+}
+
 /// A provider account's client, with the capabilities it has.
 pub struct Provider {
     pub networks: Option<Arc<dyn Networks>>,
@@ -266,6 +554,10 @@ pub struct Provider {
     pub volumes: Option<Arc<dyn Volumes>>,
     pub snapshots: Option<Arc<dyn Snapshots>>,
     pub addresses: Option<Arc<dyn Addresses>>,
+    pub aws_networks: Option<Arc<dyn AwsNetworks>>,
+    pub security_groups: Option<Arc<dyn SecurityGroups>>,
+    pub aws_instances: Option<Arc<dyn AwsInstances>>,
+    pub filesystems: Option<Arc<dyn Filesystems>>,
 }
 
 /// Which capabilities a kind of account has, known without a client (to refuse before recording).
@@ -287,6 +579,11 @@ pub fn supports_addresses(kind: &str) -> bool {
 
 pub fn supports_shared_volumes(kind: &str) -> bool {
     kind == KIND_DIGITALOCEAN
+}
+
+/// Shared filesystems (EFS, FSx for Lustre) are AWS only.
+pub fn supports_filesystems(kind: &str) -> bool {
+    kind == KIND_AWS
 }
 
 /// What the provider would refuse of a shared volume's size before any request: DigitalOcean
@@ -334,15 +631,37 @@ impl Providers {
     }
 
     fn build(&self, account: &AccountRef<'_>) -> Provider {
-        if account.kind != KIND_DIGITALOCEAN {
-            return Provider {
-                networks: None,
-                actions: None,
-                instances: None,
-                volumes: None,
-                snapshots: None,
-                addresses: None,
+        let none = Provider {
+            networks: None,
+            actions: None,
+            instances: None,
+            volumes: None,
+            snapshots: None,
+            addresses: None,
+            aws_networks: None,
+            security_groups: None,
+            aws_instances: None,
+            filesystems: None,
+        };
+        if account.kind == KIND_AWS {
+            let (endpoint, credentials) = if account.sim {
+                (self.sim_url.clone(), Ok(aws::Credentials::sim(account.id)))
+            } else {
+                let endpoint = Some(account.api_url.to_owned()).filter(|url| !url.is_empty());
+                (endpoint, read_credential(account.credential_ref).and_then(|secret| aws::Credentials::parse(&secret)))
             };
+            let settings = aws::Settings { timeout: self.timeout, ..aws::Settings::default() };
+            let client = Arc::new(aws::Aws::new(endpoint, credentials, settings, self.metrics.clone()));
+            return Provider {
+                aws_networks: Some(client.clone()),
+                security_groups: Some(client.clone()),
+                aws_instances: Some(client.clone()),
+                filesystems: Some(client),
+                ..none
+            };
+        }
+        if account.kind != KIND_DIGITALOCEAN {
+            return none;
         }
         let (base, token) = if account.sim {
             (self.sim_url.clone().unwrap_or_default(), Ok(format!("sim-{}", account.id)))
@@ -358,6 +677,7 @@ impl Providers {
             volumes: Some(client.clone()),
             snapshots: Some(client.clone()),
             addresses: Some(client),
+            ..none
         }
     }
 }

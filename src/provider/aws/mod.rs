@@ -1,0 +1,349 @@
+//! The AWS clients of one account: EC2 by hand (`ec2`: VPCs, subnets, security groups,
+//! machines), EFS (`efs`) and FSx for Lustre (`fsx`) through the AWS SDK, whose configs are
+//! built here with explicit region, credentials and endpoint (no credential chain, no
+//! instance-metadata probe) over a ring-only HTTPS client. Every call names its region; one
+//! SDK client per region is kept. When the account has an API URL (the sim in tests) all three
+//! services go to it. Errors follow one table (`classify`), and every message starts with
+//! `AWS <Code>:` so callers can tell refusals apart (`ProviderError::aws_code`).
+mod ec2;
+mod efs;
+mod fsx;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use aws_smithy_http_client::tls;
+
+use super::{
+    AWS_CODE_PREFIX, EfsFileSystem, Filesystems, LustreCreate, LustreFileSystem, MountTarget, ProviderError,
+    ProviderResult, Tag,
+};
+use crate::metrics::Metrics;
+
+/// How long a throttled or unavailable service is left alone, once the retries are spent.
+const RETRY_AFTER: Duration = Duration::from_secs(30);
+
+/// The throttling codes the AWS SDKs retry (`RequestLimitExceeded` is EC2's).
+pub(super) const THROTTLING_CODES: &[&str] = &[
+    "Throttling",
+    "ThrottlingException",
+    "ThrottledException",
+    "RequestThrottledException",
+    "TooManyRequestsException",
+    "ProvisionedThroughputExceededException",
+    "TransactionInProgressException",
+    "RequestLimitExceeded",
+    "BandwidthLimitExceeded",
+    "LimitExceededException",
+    "RequestThrottled",
+    "SlowDown",
+    "PriorRequestNotComplete",
+    "EC2ThrottledException",
+];
+
+/// Codes that mean the request timed out at AWS: nothing to learn, like a 5xx.
+const TRANSIENT_CODES: &[&str] = &["RequestTimeout", "RequestTimeoutException"];
+
+/// An access key pair. The account's secret (behind `env:NAME` or `file:/path`) is either
+/// `ACCESS_KEY_ID:SECRET_ACCESS_KEY` (optionally `:SESSION_TOKEN` after it), or the JSON that
+/// `aws sts` and `credential_process` use: `{"AccessKeyId": …, "SecretAccessKey": …,
+/// "SessionToken": …}` (the token optional).
+#[derive(Clone, PartialEq, Eq)]
+pub struct Credentials {
+    pub access_key_id: String,
+    pub secret_access_key: String,
+    pub session_token: Option<String>,
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credentials").field("access_key_id", &self.access_key_id).finish_non_exhaustive()
+    }
+}
+
+impl Credentials {
+    pub fn parse(secret: &str) -> Result<Credentials, String> {
+        let secret = secret.trim();
+        if secret.starts_with('{') {
+            #[derive(serde::Deserialize)]
+            #[serde(rename_all = "PascalCase")]
+            struct Pair {
+                access_key_id: String,
+                secret_access_key: String,
+                session_token: Option<String>,
+            }
+            let pair: Pair = serde_json::from_str(secret)
+                .map_err(|e| format!("the AWS credential is not the expected JSON: {e}"))?;
+            return Credentials::checked(pair.access_key_id, pair.secret_access_key, pair.session_token);
+        }
+        let mut parts = secret.splitn(3, ':');
+        let (Some(id), Some(key)) = (parts.next(), parts.next()) else {
+            return Err("the AWS credential is not ACCESS_KEY_ID:SECRET_ACCESS_KEY".into());
+        };
+        Credentials::checked(id.to_owned(), key.to_owned(), parts.next().map(str::to_owned))
+    }
+
+    fn checked(id: String, key: String, token: Option<String>) -> Result<Credentials, String> {
+        if id.trim().is_empty() || key.trim().is_empty() {
+            return Err("the AWS credential has an empty access key id or secret".into());
+        }
+        let token = token.map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
+        Ok(Credentials {
+            access_key_id: id.trim().to_owned(),
+            secret_access_key: key.trim().to_owned(),
+            session_token: token,
+        })
+    }
+
+    /// What a `sim` account signs with (the sim checks the form, not the signature).
+    pub fn sim(account_id: &str) -> Credentials {
+        Credentials { access_key_id: format!("SIM{account_id}"), secret_access_key: "sim".into(), session_token: None }
+    }
+
+    fn sdk(&self) -> aws_credential_types::Credentials {
+        aws_credential_types::Credentials::new(
+            &self.access_key_id,
+            &self.secret_access_key,
+            self.session_token.clone(),
+            None,
+            "vps-graph",
+        )
+    }
+}
+
+/// How the clients wait and retry.
+#[derive(Clone, Copy, Debug)]
+pub struct Settings {
+    /// The whole of one call, retries included.
+    pub timeout: Duration,
+    /// Attempts per call, the first included (the SDK's standard mode: 3).
+    pub max_attempts: u32,
+    /// The first retry waits a random share of this, doubling each time up to 20 s.
+    pub initial_backoff: Duration,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings { timeout: Duration::from_secs(30), max_attempts: 3, initial_backoff: Duration::from_secs(1) }
+    }
+}
+
+/// The SDK clients of one region.
+#[derive(Clone)]
+struct Regional {
+    efs: aws_sdk_efs::Client,
+    fsx: aws_sdk_fsx::Client,
+}
+
+pub struct Aws {
+    endpoint: Option<String>,
+    credentials: Result<aws_credential_types::Credentials, String>,
+    settings: Settings,
+    http: reqwest::Client,
+    sdk_http: aws_sdk_efs::config::SharedHttpClient,
+    regions: Mutex<HashMap<String, Regional>>,
+    metrics: Arc<Metrics>,
+}
+
+impl Aws {
+    /// `endpoint`: one base URL for EC2, EFS and FSx (the sim), or None for AWS's own.
+    pub fn new(
+        endpoint: Option<String>,
+        credentials: Result<Credentials, String>,
+        settings: Settings,
+        metrics: Arc<Metrics>,
+    ) -> Self {
+        let http = reqwest::Client::builder()
+            .timeout(settings.timeout)
+            .connect_timeout(settings.timeout.min(Duration::from_secs(5)))
+            .build()
+            .unwrap_or_default();
+        let sdk_http = aws_smithy_http_client::Builder::new()
+            .tls_provider(tls::Provider::Rustls(tls::rustls_provider::CryptoMode::Ring))
+            .build_https();
+        Aws {
+            endpoint: endpoint.map(|url| url.trim_end_matches('/').to_owned()).filter(|url| !url.is_empty()),
+            credentials: credentials.map(|c| c.sdk()),
+            settings,
+            http,
+            sdk_http,
+            regions: Mutex::new(HashMap::new()),
+            metrics,
+        }
+    }
+
+    fn credentials(&self) -> ProviderResult<aws_credential_types::Credentials> {
+        self.credentials.clone().map_err(|message| ProviderError::Misconfigured { message })
+    }
+
+    /// The EFS and FSx clients of `region`, made on first use.
+    fn regional(&self, region: &str) -> ProviderResult<Regional> {
+        let credentials = self.credentials()?;
+        let mut regions = self.regions.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(regional) = regions.get(region) {
+            return Ok(regional.clone());
+        }
+        let regional =
+            Regional { efs: self.efs_client(region, &credentials), fsx: self.fsx_client(region, &credentials) };
+        regions.insert(region.to_owned(), regional.clone());
+        Ok(regional)
+    }
+
+    fn efs_client(&self, region: &str, credentials: &aws_credential_types::Credentials) -> aws_sdk_efs::Client {
+        use aws_sdk_efs::config::{BehaviorVersion, Region, retry::RetryConfig, timeout::TimeoutConfig};
+        let mut config = aws_sdk_efs::Config::builder()
+            .behavior_version(BehaviorVersion::latest())
+            .region(Region::new(region.to_owned()))
+            .credentials_provider(credentials.clone())
+            .http_client(self.sdk_http.clone())
+            .retry_config(
+                RetryConfig::standard()
+                    .with_max_attempts(self.settings.max_attempts)
+                    .with_initial_backoff(self.settings.initial_backoff),
+            )
+            .timeout_config(TimeoutConfig::builder().operation_timeout(self.settings.timeout).build());
+        if let Some(url) = &self.endpoint {
+            config = config.endpoint_url(url);
+        }
+        aws_sdk_efs::Client::from_conf(config.build())
+    }
+
+    fn fsx_client(&self, region: &str, credentials: &aws_credential_types::Credentials) -> aws_sdk_fsx::Client {
+        use aws_sdk_fsx::config::{BehaviorVersion, Region, retry::RetryConfig, timeout::TimeoutConfig};
+        let mut config = aws_sdk_fsx::Config::builder()
+            .behavior_version(BehaviorVersion::latest())
+            .region(Region::new(region.to_owned()))
+            .credentials_provider(credentials.clone())
+            .http_client(self.sdk_http.clone())
+            .retry_config(
+                RetryConfig::standard()
+                    .with_max_attempts(self.settings.max_attempts)
+                    .with_initial_backoff(self.settings.initial_backoff),
+            )
+            .timeout_config(TimeoutConfig::builder().operation_timeout(self.settings.timeout).build());
+        if let Some(url) = &self.endpoint {
+            config = config.endpoint_url(url);
+        }
+        aws_sdk_fsx::Client::from_conf(config.build())
+    }
+
+    fn count(&self, service: &str, operation: &str, status: &str) {
+        self.metrics.inc(
+            "vps_graph_provider_calls_total",
+            &[("provider", "aws"), ("endpoint", &format!("{service}.{operation}")), ("status", status)],
+        );
+    }
+}
+
+/// The one error table of the AWS clients. `status` None: no answer came.
+/// - a throttling code (or 429): nothing was done, retry later;
+/// - a 5xx or a request timeout, or no answer: retry later, unless the call acts (a create, an
+///   authorize) — then it may have acted, and the outcome is unknown;
+/// - any other answer: refused, `AWS <Code>: <message>`.
+pub(super) fn classify(status: Option<u16>, code: Option<&str>, message: &str, acts: bool) -> ProviderError {
+    let text = match code {
+        Some(code) => format!("{AWS_CODE_PREFIX}{code}: {message}"),
+        None => format!("AWS: {message}"),
+    };
+    if code.is_some_and(|c| THROTTLING_CODES.contains(&c)) || status == Some(429) {
+        return ProviderError::RetryLater { message: text, after: RETRY_AFTER };
+    }
+    let transient = code.is_some_and(|c| TRANSIENT_CODES.contains(&c));
+    match status {
+        Some(s) if s < 500 && !transient => ProviderError::Refused { status: s, message: text },
+        _ if acts => ProviderError::Unknown { message: text },
+        _ => ProviderError::RetryLater { message: text, after: RETRY_AFTER },
+    }
+}
+
+/// An answer that never came (or could not be read).
+pub(super) fn lost(acts: bool, message: &str) -> ProviderError {
+    classify(None, None, message, acts)
+}
+
+/// An SDK error in the table above; the service error's code and message when there is one.
+pub(super) fn sdk_error<E>(
+    err: &aws_sdk_efs::error::SdkError<E, aws_sdk_efs::config::http::HttpResponse>,
+    acts: bool,
+) -> ProviderError
+where
+    E: aws_sdk_efs::error::ProvideErrorMetadata + std::error::Error + 'static,
+{
+    use aws_sdk_efs::error::{DisplayErrorContext, SdkError};
+    match err {
+        SdkError::ServiceError(context) => {
+            let status = context.raw().status().as_u16();
+            let meta = context.err();
+            classify(Some(status), meta.code(), meta.message().unwrap_or_default(), acts)
+        }
+        SdkError::ConstructionFailure(_) => ProviderError::Misconfigured {
+            message: format!("cannot build the AWS request: {}", DisplayErrorContext(err)),
+        },
+        _ => lost(acts, &format!("AWS did not answer: {}", DisplayErrorContext(err))),
+    }
+}
+
+/// The service error's code, if the SDK error is one.
+pub(super) fn sdk_code<E>(
+    err: &aws_sdk_efs::error::SdkError<E, aws_sdk_efs::config::http::HttpResponse>,
+) -> Option<&str>
+where
+    E: aws_sdk_efs::error::ProvideErrorMetadata,
+{
+    err.as_service_error().and_then(|e| e.code())
+}
+
+#[async_trait::async_trait]
+impl Filesystems for Aws {
+    async fn efs_create(&self, region: &str, creation_token: &str, tags: &[Tag]) -> ProviderResult<EfsFileSystem> {
+        Aws::efs_create(self, region, creation_token, tags).await
+    }
+
+    async fn efs_get(&self, region: &str, file_system_id: &str) -> ProviderResult<Option<EfsFileSystem>> {
+        Aws::efs_get(self, region, file_system_id).await
+    }
+
+    async fn efs_find_by_token(&self, region: &str, creation_token: &str) -> ProviderResult<Option<EfsFileSystem>> {
+        Aws::efs_find_by_token(self, region, creation_token).await
+    }
+
+    async fn efs_delete(&self, region: &str, file_system_id: &str) -> ProviderResult<bool> {
+        Aws::efs_delete(self, region, file_system_id).await
+    }
+
+    async fn mount_target_create(
+        &self,
+        region: &str,
+        file_system_id: &str,
+        subnet_id: &str,
+        security_group_ids: &[String],
+    ) -> ProviderResult<MountTarget> {
+        Aws::mount_target_create(self, region, file_system_id, subnet_id, security_group_ids).await
+    }
+
+    async fn mount_targets_of(&self, region: &str, file_system_id: &str) -> ProviderResult<Vec<MountTarget>> {
+        Aws::mount_targets_of(self, region, file_system_id).await
+    }
+
+    async fn mount_target_delete(&self, region: &str, mount_target_id: &str) -> ProviderResult<bool> {
+        Aws::mount_target_delete(self, region, mount_target_id).await
+    }
+
+    async fn lustre_create(&self, region: &str, request: &LustreCreate<'_>) -> ProviderResult<LustreFileSystem> {
+        Aws::lustre_create(self, region, request).await
+    }
+
+    async fn lustre_get(&self, region: &str, file_system_id: &str) -> ProviderResult<Option<LustreFileSystem>> {
+        Aws::lustre_get(self, region, file_system_id).await
+    }
+
+    async fn lustre_find_by_name(&self, region: &str, name: &str) -> ProviderResult<Vec<LustreFileSystem>> {
+        Aws::lustre_find_by_name(self, region, name).await
+    }
+
+    async fn lustre_delete(&self, region: &str, file_system_id: &str) -> ProviderResult<bool> {
+        Aws::lustre_delete(self, region, file_system_id).await
+    }
+}
+
