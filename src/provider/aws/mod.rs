@@ -347,3 +347,6 @@ impl Filesystems for Aws {
     }
 }
 
+
+#[cfg(test)]
+mod tests;

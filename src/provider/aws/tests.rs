@@ -1,0 +1,337 @@
+//! The EC2 forms against the requests aws-sdk-ec2 itself sent (reference section 7.4), the
+//! XML answers of section 4, the error table and the credential formats.
+use std::time::Duration;
+
+use super::ec2::{self, Element, forms};
+use super::{Credentials, classify};
+use crate::provider::{IngressRule, InstanceRun, ProviderError, RuleSource, Tag};
+
+fn ours(name: &str) -> Vec<Tag> {
+    vec![Tag::new("Name", name), Tag::new("bc:managed-by", "svc")]
+}
+
+#[test]
+fn create_security_group_form_matches_the_sdk_capture() {
+    let form = forms::create_security_group("vpc-0a1b", "bc-tenant1", "bc filesystem bc-tenant1", &ours("bc-tenant1"));
+    assert_eq!(
+        form.encode(),
+        "Action=CreateSecurityGroup&Version=2016-11-15&GroupDescription=bc%20filesystem%20bc-tenant1\
+         &GroupName=bc-tenant1&VpcId=vpc-0a1b&TagSpecification.1.ResourceType=security-group\
+         &TagSpecification.1.Tag.1.Key=Name&TagSpecification.1.Tag.1.Value=bc-tenant1\
+         &TagSpecification.1.Tag.2.Key=bc%3Amanaged-by&TagSpecification.1.Tag.2.Value=svc"
+    );
+}
+
+#[test]
+fn authorize_ingress_form_numbers_permissions_and_sources_like_the_sdk() {
+    let mut rules = vec![IngressRule {
+        description: Some("tenant vpc".into()),
+        ..IngressRule::tcp(2049, 2049, RuleSource::Cidr("10.0.0.0/16".into()))
+    }];
+    rules.extend(IngressRule::lustre(RuleSource::Group("sg-0f".into())));
+    assert_eq!(
+        forms::authorize_ingress("sg-0f", &rules).encode(),
+        "Action=AuthorizeSecurityGroupIngress&Version=2016-11-15&GroupId=sg-0f\
+         &IpPermissions.1.IpProtocol=tcp&IpPermissions.1.FromPort=2049&IpPermissions.1.ToPort=2049\
+         &IpPermissions.1.IpRanges.1.Description=tenant%20vpc&IpPermissions.1.IpRanges.1.CidrIp=10.0.0.0%2F16\
+         &IpPermissions.2.IpProtocol=tcp&IpPermissions.2.FromPort=988&IpPermissions.2.ToPort=988\
+         &IpPermissions.2.Groups.1.GroupId=sg-0f\
+         &IpPermissions.3.IpProtocol=tcp&IpPermissions.3.FromPort=1018&IpPermissions.3.ToPort=1023\
+         &IpPermissions.3.Groups.1.GroupId=sg-0f"
+    );
+}
+
+#[test]
+fn describe_and_delete_security_group_forms_match_the_sdk_capture() {
+    assert_eq!(
+        forms::describe_security_groups("vpc-0a1b", "bc-tenant1").encode(),
+        "Action=DescribeSecurityGroups&Version=2016-11-15&Filter.1.Name=vpc-id&Filter.1.Value.1=vpc-0a1b\
+         &Filter.2.Name=group-name&Filter.2.Value.1=bc-tenant1"
+    );
+    assert_eq!(
+        forms::delete_security_group("sg-0f").encode(),
+        "Action=DeleteSecurityGroup&Version=2016-11-15&GroupId=sg-0f"
+    );
+}
+
+#[test]
+fn nfs_rule_is_tcp_2049_and_lustre_rules_are_988_and_1018_to_1023() {
+    let source = RuleSource::Cidr("10.0.0.0/16".into());
+    let ports = |rules: Vec<IngressRule>| rules.iter().map(|r| (r.from_port, r.to_port)).collect::<Vec<_>>();
+    assert_eq!(ports(IngressRule::nfs(source.clone())), [(2049, 2049)]);
+    assert_eq!(ports(IngressRule::lustre(source)), [(988, 988), (1018, 1023)]);
+}
+
+#[test]
+fn network_forms_carry_tags_at_create_and_one_dns_attribute_per_call() {
+    let tags = ours("bc-net1");
+    assert_eq!(
+        forms::create_vpc("10.0.0.0/16", &tags).encode(),
+        "Action=CreateVpc&Version=2016-11-15&CidrBlock=10.0.0.0%2F16&TagSpecification.1.ResourceType=vpc\
+         &TagSpecification.1.Tag.1.Key=Name&TagSpecification.1.Tag.1.Value=bc-net1\
+         &TagSpecification.1.Tag.2.Key=bc%3Amanaged-by&TagSpecification.1.Tag.2.Value=svc"
+    );
+    assert_eq!(
+        forms::modify_vpc_attribute("vpc-1", "EnableDnsHostnames").encode(),
+        "Action=ModifyVpcAttribute&Version=2016-11-15&VpcId=vpc-1&EnableDnsHostnames.Value=true"
+    );
+    assert_eq!(
+        forms::create_subnet("vpc-1", "us-east-1a", "10.0.1.0/24", &tags[..1]).encode(),
+        "Action=CreateSubnet&Version=2016-11-15&AvailabilityZone=us-east-1a&CidrBlock=10.0.1.0%2F24&VpcId=vpc-1\
+         &TagSpecification.1.ResourceType=subnet&TagSpecification.1.Tag.1.Key=Name&TagSpecification.1.Tag.1.Value=bc-net1"
+    );
+    assert_eq!(
+        forms::describe_vpcs_named("bc-net1").encode(),
+        "Action=DescribeVpcs&Version=2016-11-15&Filter.1.Name=tag%3AName&Filter.1.Value.1=bc-net1"
+    );
+    assert_eq!(
+        forms::describe_subnets_of("vpc-1").encode(),
+        "Action=DescribeSubnets&Version=2016-11-15&Filter.1.Name=vpc-id&Filter.1.Value.1=vpc-1"
+    );
+}
+
+#[test]
+fn run_instances_form_has_token_groups_base64_user_data_and_tags() {
+    let groups = vec!["sg-1".to_owned(), "sg-2".to_owned()];
+    let tags = [Tag::new("Name", "bc-inst1")];
+    let request = InstanceRun {
+        image_id: "ami-1",
+        instance_type: "t3.micro",
+        subnet_id: "subnet-1",
+        security_group_ids: &groups,
+        user_data: Some("#!/bin/sh\n"),
+        client_token: "bc-inst1",
+        tags: &tags,
+    };
+    assert_eq!(
+        forms::run_instances(&request).encode(),
+        "Action=RunInstances&Version=2016-11-15&ClientToken=bc-inst1&ImageId=ami-1&InstanceType=t3.micro\
+         &MaxCount=1&MinCount=1&SecurityGroupId.1=sg-1&SecurityGroupId.2=sg-2&SubnetId=subnet-1\
+         &UserData=IyEvYmluL3NoCg%3D%3D&TagSpecification.1.ResourceType=instance\
+         &TagSpecification.1.Tag.1.Key=Name&TagSpecification.1.Tag.1.Value=bc-inst1"
+    );
+    assert_eq!(
+        forms::describe_instances_named("bc-inst1").encode(),
+        "Action=DescribeInstances&Version=2016-11-15&Filter.1.Name=tag%3AName&Filter.1.Value.1=bc-inst1"
+    );
+    assert_eq!(
+        forms::terminate_instance("i-1").encode(),
+        "Action=TerminateInstances&Version=2016-11-15&InstanceId.1=i-1"
+    );
+}
+
+const DESCRIBE_GROUPS: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<DescribeSecurityGroupsResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/">
+    <requestId>59dbff89-35bd-4eac-99ed-be587EXAMPLE</requestId>
+    <securityGroupInfo>
+        <item>
+            <ownerId>123456789012</ownerId>
+            <groupId>sg-0123456789abcdef0</groupId>
+            <groupName>bc-tenant1</groupName>
+            <groupDescription>bc filesystem bc-tenant1 &amp; friends</groupDescription>
+            <vpcId>vpc-0a1b</vpcId>
+            <ipPermissions>
+                <item>
+                    <ipProtocol>tcp</ipProtocol>
+                    <fromPort>988</fromPort>
+                    <toPort>988</toPort>
+                    <groups>
+                        <item><userId>123456789012</userId><groupId>sg-0123456789abcdef0</groupId></item>
+                    </groups>
+                    <ipRanges>
+                        <item><cidrIp>10.0.0.0/16</cidrIp><description>tenant vpc</description></item>
+                    </ipRanges>
+                    <ipv6Ranges/>
+                    <prefixListIds/>
+                </item>
+            </ipPermissions>
+            <ipPermissionsEgress>
+                <item><ipProtocol>-1</ipProtocol><groups/><ipRanges><item><cidrIp>0.0.0.0/0</cidrIp></item></ipRanges></item>
+            </ipPermissionsEgress>
+            <tagSet>
+                <item><key>Name</key><value>bc-tenant1</value></item>
+                <item><key>bc:managed-by</key><value>svc</value></item>
+            </tagSet>
+        </item>
+    </securityGroupInfo>
+</DescribeSecurityGroupsResponse>"#;
+
+#[test]
+fn describe_security_groups_answer_gives_tags_and_tcp_rules() {
+    let root = ec2::parse_xml(DESCRIBE_GROUPS).unwrap();
+    assert_eq!(root.name, "DescribeSecurityGroupsResponse");
+    let groups: Vec<_> = root.items("securityGroupInfo").map(ec2::security_group_from).collect();
+    assert_eq!(groups.len(), 1);
+    let group = &groups[0];
+    assert_eq!(
+        (group.id.as_str(), group.name.as_str(), group.vpc_id.as_str()),
+        ("sg-0123456789abcdef0", "bc-tenant1", "vpc-0a1b")
+    );
+    assert_eq!(group.tags, ours("bc-tenant1"));
+    assert_eq!(
+        group.ingress,
+        vec![
+            IngressRule {
+                description: Some("tenant vpc".into()),
+                ..IngressRule::tcp(988, 988, RuleSource::Cidr("10.0.0.0/16".into()))
+            },
+            IngressRule::tcp(988, 988, RuleSource::Group("sg-0123456789abcdef0".into())),
+        ]
+    );
+    let item = root.child("securityGroupInfo").unwrap().child("item").unwrap();
+    assert_eq!(item.text_of("groupDescription").as_deref(), Some("bc filesystem bc-tenant1 & friends"));
+}
+
+#[test]
+fn create_answers_and_instance_answers_are_read() {
+    let created = ec2::parse_xml(
+        r#"<CreateSecurityGroupResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/">
+           <requestId>r</requestId><return>true</return><groupId>sg-0aa</groupId>
+           <tagSet><item><key>Name</key><value>bc-x</value></item></tagSet></CreateSecurityGroupResponse>"#,
+    )
+    .unwrap();
+    assert_eq!(created.text_of("groupId").as_deref(), Some("sg-0aa"));
+
+    let run = ec2::parse_xml(
+        r#"<RunInstancesResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/"><requestId>r</requestId>
+           <reservationId>r-1</reservationId><ownerId>1</ownerId><groupSet/>
+           <instancesSet><item><instanceId>i-0abc</instanceId><imageId>ami-1</imageId>
+           <instanceState><code>0</code><name>pending</name></instanceState>
+           <instanceType>t3.micro</instanceType><placement><availabilityZone>us-east-1a</availabilityZone></placement>
+           <subnetId>subnet-1</subnetId><vpcId>vpc-1</vpcId><privateIpAddress>10.0.1.5</privateIpAddress>
+           <tagSet><item><key>Name</key><value>bc-inst1</value></item></tagSet></item></instancesSet>
+           </RunInstancesResponse>"#,
+    )
+    .unwrap();
+    let instance = ec2::instance_from(run.items("instancesSet").next().unwrap());
+    assert_eq!(instance.id, "i-0abc");
+    assert_eq!(instance.state, "pending");
+    assert_eq!(instance.availability_zone.as_deref(), Some("us-east-1a"));
+    assert_eq!(instance.private_ip.as_deref(), Some("10.0.1.5"));
+    assert_eq!(instance.public_ip, None);
+    assert_eq!(instance.tags, vec![Tag::new("Name", "bc-inst1")]);
+}
+
+#[test]
+fn error_answer_gives_code_and_message() {
+    let xml = r#"<?xml version="1.0" encoding="UTF-8"?>
+<Response><Errors><Error><Code>InvalidGroup.NotFound</Code><Message>The security group 'sg-1' does not exist</Message></Error></Errors><RequestID>0f3c</RequestID></Response>"#;
+    assert_eq!(
+        ec2::parse_error(xml),
+        Some(("InvalidGroup.NotFound".into(), "The security group 'sg-1' does not exist".into()))
+    );
+    assert_eq!(ec2::parse_error("<html>bad gateway</html>"), None);
+    assert_eq!(ec2::parse_error("not xml at all <"), None);
+    assert!(ec2::parse_xml("<a><b></a>").is_err());
+    assert_eq!(
+        ec2::parse_xml("<a>x&#65;&lt;</a>").unwrap(),
+        Element { name: "a".into(), text: "xA<".into(), children: vec![] }
+    );
+}
+
+#[test]
+fn throttling_and_5xx_wait_lost_creates_are_unknown_other_4xx_are_refused_with_the_code() {
+    let retry_later = |e: &ProviderError| matches!(e, ProviderError::RetryLater { .. });
+    // Throttled: nothing was done, even on a create.
+    for code in ["RequestLimitExceeded", "ThrottlingException", "Throttling"] {
+        assert!(retry_later(&classify(Some(503), Some(code), "slow down", true)), "{code}");
+        assert!(retry_later(&classify(Some(400), Some(code), "slow down", false)), "{code}");
+    }
+    assert!(retry_later(&classify(Some(429), Some("TooManyRequests"), "", true)));
+    // 5xx: wait on a read, unknown on a create.
+    assert!(retry_later(&classify(Some(500), Some("InternalServerError"), "", false)));
+    assert!(matches!(
+        classify(Some(503), Some("InsufficientThroughputCapacity"), "", true),
+        ProviderError::Unknown { .. }
+    ));
+    assert!(matches!(classify(Some(400), Some("RequestTimeout"), "", true), ProviderError::Unknown { .. }));
+    // No answer at all.
+    assert!(retry_later(&classify(None, None, "connection reset", false)));
+    assert!(matches!(classify(None, None, "connection reset", true), ProviderError::Unknown { .. }));
+    // Refusals keep status and code.
+    for (status, code) in [
+        (409, "FileSystemAlreadyExists"),
+        (400, "InvalidGroup.Duplicate"),
+        (400, "DependencyViolation"),
+        (409, "FileSystemInUse"),
+        (404, "FileSystemNotFound"),
+        (400, "FileSystemNotFound"),
+    ] {
+        let err = classify(Some(status), Some(code), "words", true);
+        assert_eq!(err, ProviderError::Refused { status, message: format!("AWS {code}: words") });
+        assert_eq!(err.aws_code(), Some(code));
+    }
+    assert_eq!(classify(None, None, "reset", false).aws_code(), None);
+    assert_eq!(ProviderError::Refused { status: 422, message: "name: taken".into() }.aws_code(), None);
+}
+
+#[test]
+fn backoff_is_full_jitter_doubling_up_to_twenty_seconds() {
+    let initial = Duration::from_secs(1);
+    assert_eq!(ec2::backoff(initial, 0, 1.0), Duration::from_secs(1));
+    assert_eq!(ec2::backoff(initial, 3, 1.0), Duration::from_secs(8));
+    assert_eq!(ec2::backoff(initial, 10, 1.0), Duration::from_secs(20));
+    assert_eq!(ec2::backoff(initial, 3, 0.5), Duration::from_secs(4));
+    assert_eq!(ec2::backoff(initial, 3, 0.0), Duration::ZERO);
+}
+
+#[test]
+fn credential_is_a_colon_pair_with_optional_token_or_sts_json() {
+    let pair = Credentials::parse("AKIDEXAMPLE:wJalr/K7MDENG+bPxRfiCY\n").unwrap();
+    assert_eq!(pair.access_key_id, "AKIDEXAMPLE");
+    assert_eq!(pair.secret_access_key, "wJalr/K7MDENG+bPxRfiCY");
+    assert_eq!(pair.session_token, None);
+    let with_token = Credentials::parse("AKID:secret:FwoGZXIvYXdzE//token=").unwrap();
+    assert_eq!(with_token.session_token.as_deref(), Some("FwoGZXIvYXdzE//token="));
+    let json =
+        Credentials::parse(r#"{"Version": 1, "AccessKeyId": "AKID", "SecretAccessKey": "s", "SessionToken": "t"}"#)
+            .unwrap();
+    assert_eq!((json.access_key_id.as_str(), json.secret_access_key.as_str()), ("AKID", "s"));
+    assert_eq!(json.session_token.as_deref(), Some("t"));
+    assert!(Credentials::parse("AKID").is_err());
+    assert!(Credentials::parse("AKID:").is_err());
+    assert!(Credentials::parse(r#"{"AccessKeyId": "AKID"}"#).is_err());
+    assert!(!format!("{pair:?}").contains("wJalr"), "the secret never shows in logs");
+}
+
+#[test]
+fn aws_accounts_get_the_aws_capabilities_and_no_digitalocean_ones() {
+    use crate::provider::{AccountRef, KIND_AWS, KIND_DIGITALOCEAN, Providers, supports_filesystems};
+    crate::init_crypto();
+    let providers =
+        Providers::new(None, Duration::from_secs(5), std::sync::Arc::new(crate::metrics::Metrics::default()));
+    let aws = providers.for_account(&AccountRef {
+        id: "acct-aws",
+        kind: KIND_AWS,
+        api_url: "http://127.0.0.1:9",
+        credential_ref: "env:VPS_GRAPH_TEST_NO_SUCH_VARIABLE",
+        sim: false,
+    });
+    assert!(aws.filesystems.is_some() && aws.security_groups.is_some());
+    assert!(aws.aws_networks.is_some() && aws.aws_instances.is_some());
+    assert!(aws.volumes.is_none() && aws.networks.is_none() && aws.instances.is_none() && aws.addresses.is_none());
+    let digitalocean = providers.for_account(&AccountRef {
+        id: "acct-do",
+        kind: KIND_DIGITALOCEAN,
+        api_url: "http://127.0.0.1:9",
+        credential_ref: "env:VPS_GRAPH_TEST_NO_SUCH_VARIABLE",
+        sim: false,
+    });
+    assert!(digitalocean.filesystems.is_none() && digitalocean.aws_networks.is_none());
+    assert!(digitalocean.volumes.is_some());
+    assert!(supports_filesystems(KIND_AWS) && !supports_filesystems(KIND_DIGITALOCEAN));
+}
+
+#[tokio::test]
+async fn an_aws_account_without_its_credential_sends_nothing() {
+    use crate::provider::{AwsNetworks, Filesystems};
+    crate::init_crypto();
+    let aws = super::Aws::new(
+        Some("http://127.0.0.1:9".into()),
+        Err("the credential variable X is not set".into()),
+        super::Settings::default(),
+        std::sync::Arc::new(crate::metrics::Metrics::default()),
+    );
+    assert!(matches!(aws.vpc_get("us-east-1", "vpc-1").await, Err(ProviderError::Misconfigured { .. })));
+    assert!(matches!(Filesystems::efs_get(&aws, "us-east-1", "fs-1").await, Err(ProviderError::Misconfigured { .. })));
+}
