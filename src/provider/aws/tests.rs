@@ -335,3 +335,283 @@ async fn an_aws_account_without_its_credential_sends_nothing() {
     assert!(matches!(aws.vpc_get("us-east-1", "vpc-1").await, Err(ProviderError::Misconfigured { .. })));
     assert!(matches!(Filesystems::efs_get(&aws, "us-east-1", "fs-1").await, Err(ProviderError::Misconfigured { .. })));
 }
+
+/// A loopback stand-in for AWS: records each request and answers what `answer` says for it
+/// (given the request and how many came before it).
+mod wire {
+    use std::sync::{Arc, Mutex};
+
+    use axum::body::Body;
+    use axum::extract::{Request, State};
+    use axum::response::Response;
+
+    #[derive(Clone, Debug)]
+    pub struct Seen {
+        pub method: String,
+        pub uri: String,
+        pub headers: Vec<(String, String)>,
+        pub body: String,
+    }
+
+    impl Seen {
+        pub fn header(&self, name: &str) -> &str {
+            self.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str()).unwrap_or("")
+        }
+    }
+
+    pub type Answer = (u16, Vec<(&'static str, String)>, String);
+    type Answerer = Arc<dyn Fn(&Seen, usize) -> Answer + Send + Sync>;
+
+    pub async fn fake(
+        answer: impl Fn(&Seen, usize) -> Answer + Send + Sync + 'static,
+    ) -> (String, Arc<Mutex<Vec<Seen>>>) {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let state: (Answerer, Arc<Mutex<Vec<Seen>>>) = (Arc::new(answer), seen.clone());
+        let app = axum::Router::new().fallback(handle).with_state(state);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        (url, seen)
+    }
+
+    async fn handle(State((answer, seen)): State<(Answerer, Arc<Mutex<Vec<Seen>>>)>, request: Request) -> Response {
+        let (parts, body) = request.into_parts();
+        let body = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
+        let request = Seen {
+            method: parts.method.to_string(),
+            uri: parts.uri.to_string(),
+            headers: parts
+                .headers
+                .iter()
+                .map(|(k, v)| (k.as_str().to_owned(), v.to_str().unwrap_or("").to_owned()))
+                .collect(),
+            body: String::from_utf8_lossy(&body).into_owned(),
+        };
+        let before = {
+            let mut seen = seen.lock().unwrap();
+            seen.push(request.clone());
+            seen.len() - 1
+        };
+        let (status, headers, body) = answer(&request, before);
+        let mut response = Response::builder().status(status);
+        for (k, v) in headers {
+            response = response.header(k, v);
+        }
+        response.body(Body::from(body)).unwrap()
+    }
+}
+
+fn client(url: &str) -> super::Aws {
+    crate::init_crypto();
+    super::Aws::new(
+        Some(url.to_owned()),
+        Ok(Credentials { access_key_id: "AKIDTEST".into(), secret_access_key: "secret".into(), session_token: None }),
+        super::Settings { timeout: Duration::from_secs(5), max_attempts: 3, initial_backoff: Duration::from_millis(5) },
+        std::sync::Arc::new(crate::metrics::Metrics::default()),
+    )
+}
+
+fn xml() -> Vec<(&'static str, String)> {
+    vec![("content-type", "text/xml;charset=UTF-8".into())]
+}
+
+fn ec2_error(code: &str) -> String {
+    format!(
+        r#"<?xml version="1.0" encoding="UTF-8"?><Response><Errors><Error><Code>{code}</Code><Message>words</Message></Error></Errors><RequestID>r</RequestID></Response>"#
+    )
+}
+
+#[tokio::test]
+async fn ec2_calls_are_signed_for_ec2_in_the_region_and_throttling_is_retried() {
+    use crate::provider::SecurityGroups;
+    let created = r#"<CreateSecurityGroupResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/"><requestId>r</requestId><return>true</return><groupId>sg-0aa</groupId></CreateSecurityGroupResponse>"#;
+    let (url, seen) = wire::fake(move |_, n| {
+        if n == 0 { (503, xml(), ec2_error("RequestLimitExceeded")) } else { (200, xml(), created.to_owned()) }
+    })
+    .await;
+    let aws = client(&url);
+    let id = aws.security_group_create("eu-west-1", "vpc-1", "bc-x", "bc filesystem bc-x", &ours("bc-x")).await;
+    assert_eq!(id, Ok("sg-0aa".to_owned()));
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 2, "one throttled answer, one retry");
+    let first = &seen[0];
+    assert_eq!((first.method.as_str(), first.uri.as_str()), ("POST", "/"));
+    assert_eq!(first.header("content-type"), "application/x-www-form-urlencoded");
+    assert_eq!(first.body, forms::create_security_group("vpc-1", "bc-x", "bc filesystem bc-x", &ours("bc-x")).encode());
+    let authorization = first.header("authorization");
+    assert!(authorization.starts_with("AWS4-HMAC-SHA256 Credential=AKIDTEST/"), "{authorization}");
+    assert!(
+        authorization.contains("/eu-west-1/ec2/aws4_request, SignedHeaders=content-type;host;x-amz-date, Signature=")
+    );
+    assert!(!first.header("x-amz-date").is_empty());
+    assert_eq!(seen[1].body, first.body);
+}
+
+#[tokio::test]
+async fn ec2_refusals_keep_their_code_and_a_5xx_on_a_tokenless_create_is_unknown_at_once() {
+    use crate::provider::{AwsNetworks, SecurityGroups};
+    let (url, seen) = wire::fake(|request, _| {
+        if request.body.contains("Action=CreateSecurityGroup") {
+            (400, xml(), ec2_error("InvalidGroup.Duplicate"))
+        } else if request.body.contains("Action=DeleteSecurityGroup") {
+            (400, xml(), ec2_error("DependencyViolation"))
+        } else if request.body.contains("Action=DescribeVpcs") {
+            (400, xml(), ec2_error("InvalidVpcID.NotFound"))
+        } else {
+            (500, xml(), ec2_error("InternalError"))
+        }
+    })
+    .await;
+    let aws = client(&url);
+    let duplicate = aws.security_group_create("us-east-1", "vpc-1", "bc-x", "d", &[]).await.unwrap_err();
+    assert_eq!(duplicate.aws_code(), Some("InvalidGroup.Duplicate"));
+    assert!(matches!(duplicate, ProviderError::Refused { status: 400, .. }));
+    let in_use = aws.security_group_delete("us-east-1", "sg-1").await.unwrap_err();
+    assert_eq!(in_use.aws_code(), Some("DependencyViolation"));
+    assert_eq!(aws.vpc_get("us-east-1", "vpc-gone").await, Ok(None));
+    assert_eq!(seen.lock().unwrap().len(), 3, "refusals are not retried");
+    let lost = aws.vpc_create("us-east-1", "10.0.0.0/16", &[]).await.unwrap_err();
+    assert!(matches!(lost, ProviderError::Unknown { .. }), "{lost:?}");
+    assert_eq!(seen.lock().unwrap().len(), 4, "a create without a token is not sent twice");
+    // A read is retried on 5xx, then waits.
+    let subnets = aws.subnets_of_vpc("us-east-1", "vpc-1").await.unwrap_err();
+    assert!(matches!(subnets, ProviderError::RetryLater { .. }), "{subnets:?}");
+    assert_eq!(seen.lock().unwrap().len(), 7);
+}
+
+fn json(target_type: &str) -> Vec<(&'static str, String)> {
+    vec![("content-type", target_type.to_owned())]
+}
+
+fn efs_description(id: &str, token: &str, state: &str) -> String {
+    format!(
+        r#"{{"OwnerId":"123456789012","CreationToken":"{token}","FileSystemId":"{id}","CreationTime":1764590000.5,"LifeCycleState":"{state}","Name":"{token}","NumberOfMountTargets":0,"SizeInBytes":{{"Value":6144}},"PerformanceMode":"generalPurpose","Encrypted":true,"ThroughputMode":"elastic","Tags":[{{"Key":"Name","Value":"{token}"}},{{"Key":"bc:managed-by","Value":"svc"}}]}}"#
+    )
+}
+
+fn efs_error(status: u16, code: &str, extra: &str) -> wire::Answer {
+    (
+        status,
+        vec![
+            ("content-type", "application/json".into()),
+            ("x-amzn-ErrorType", format!("{code}:http://internal.amazon.com/")),
+        ],
+        format!(r#"{{"ErrorCode":"{code}","Message":"words"{extra}}}"#),
+    )
+}
+
+#[tokio::test]
+async fn efs_through_the_sdk_reads_answers_and_tells_its_errors_apart() {
+    use crate::provider::Filesystems;
+    let (url, seen) = wire::fake(|request, n| match (request.method.as_str(), request.uri.as_str()) {
+        ("POST", "/2015-02-01/file-systems") if n == 0 => {
+            (201, json("application/json"), efs_description("fs-0123456789abcdef0", "bc-fs1", "creating"))
+        }
+        ("POST", "/2015-02-01/file-systems") => {
+            efs_error(409, "FileSystemAlreadyExists", r#","FileSystemId":"fs-0123456789abcdef0""#)
+        }
+        ("GET", "/2015-02-01/file-systems?CreationToken=bc-gone") => {
+            (200, json("application/json"), r#"{"FileSystems":[]}"#.into())
+        }
+        ("GET", uri) if uri.contains("FileSystemId=fs-gone") => efs_error(404, "FileSystemNotFound", ""),
+        ("GET", _) if n == 4 => efs_error(400, "ThrottlingException", ""),
+        ("GET", _) => (
+            200,
+            json("application/json"),
+            format!(r#"{{"FileSystems":[{}]}}"#, efs_description("fs-0123456789abcdef0", "bc-fs1", "available")),
+        ),
+        ("DELETE", _) => efs_error(409, "FileSystemInUse", ""),
+        _ => (404, vec![], String::new()),
+    })
+    .await;
+    let aws = client(&url);
+    let created = Filesystems::efs_create(&aws, "us-east-1", "bc-fs1", &ours("bc-fs1")).await.unwrap();
+    assert_eq!(created.id, "fs-0123456789abcdef0");
+    assert_eq!(created.life_cycle_state, "creating");
+    assert_eq!(created.dns_name, "fs-0123456789abcdef0.efs.us-east-1.amazonaws.com");
+    assert_eq!(created.tags, ours("bc-fs1"));
+    {
+        let seen = seen.lock().unwrap();
+        let body: serde_json::Value = serde_json::from_str(&seen[0].body).unwrap();
+        assert_eq!(body["CreationToken"], "bc-fs1");
+        assert_eq!(body["Encrypted"], true);
+        assert_eq!(body["Tags"][1]["Key"], "bc:managed-by");
+        assert!(seen[0].header("authorization").contains("/us-east-1/elasticfilesystem/aws4_request"));
+    }
+    let again = Filesystems::efs_create(&aws, "us-east-1", "bc-fs1", &ours("bc-fs1")).await.unwrap_err();
+    assert_eq!(again.aws_code(), Some("FileSystemAlreadyExists"));
+    assert!(again.message().contains("fs-0123456789abcdef0"), "{again:?}");
+    assert_eq!(Filesystems::efs_find_by_token(&aws, "us-east-1", "bc-gone").await, Ok(None));
+    assert_eq!(Filesystems::efs_get(&aws, "us-east-1", "fs-gone").await, Ok(None));
+    // One throttled answer, retried by the SDK.
+    let found = Filesystems::efs_get(&aws, "us-east-1", "fs-0123456789abcdef0").await.unwrap().unwrap();
+    assert_eq!(found.life_cycle_state, "available");
+    assert!(seen.lock().unwrap()[5].header("amz-sdk-request").starts_with("attempt=2"));
+    let in_use = Filesystems::efs_delete(&aws, "us-east-1", "fs-0123456789abcdef0").await.unwrap_err();
+    assert_eq!(in_use.aws_code(), Some("FileSystemInUse"));
+    assert!(matches!(in_use, ProviderError::Refused { status: 409, .. }));
+}
+
+#[tokio::test]
+async fn fsx_through_the_sdk_sends_lustre_fields_and_reads_dns_and_mount_name() {
+    use crate::provider::{Filesystems, LustreCreate, LustreDeployment};
+    let file_system = r#"{"OwnerId":"123456789012","CreationTime":1764590000,"FileSystemId":"fs-0fedcba9876543210","FileSystemType":"LUSTRE","Lifecycle":"CREATING","StorageCapacity":1200,"StorageType":"SSD","VpcId":"vpc-1","SubnetIds":["subnet-1"],"DNSName":"fs-0fedcba9876543210.fsx.us-east-1.amazonaws.com","Tags":[{"Key":"Name","Value":"bc-fs2"}],"LustreConfiguration":{"DeploymentType":"PERSISTENT_2","PerUnitStorageThroughput":125,"MountName":"abcd1234"}}"#;
+    let (url, seen) = wire::fake(move |request, _| {
+        let target = request.header("x-amz-target").to_owned();
+        match target.as_str() {
+            "AWSSimbaAPIService_v20180301.CreateFileSystem" => {
+                (200, json("application/x-amz-json-1.1"), format!(r#"{{"FileSystem":{file_system}}}"#))
+            }
+            "AWSSimbaAPIService_v20180301.DescribeFileSystems" if request.body.contains("fs-gone") => (
+                400,
+                json("application/x-amz-json-1.1"),
+                r#"{"__type":"com.amazonaws.fsx#FileSystemNotFound","Message":"no"}"#.into(),
+            ),
+            "AWSSimbaAPIService_v20180301.DescribeFileSystems" => {
+                (200, json("application/x-amz-json-1.1"), format!(r#"{{"FileSystems":[{file_system}]}}"#))
+            }
+            "AWSSimbaAPIService_v20180301.DeleteFileSystem" => (
+                200,
+                json("application/x-amz-json-1.1"),
+                r#"{"FileSystemId":"fs-0fedcba9876543210","Lifecycle":"DELETING","LustreResponse":{}}"#.into(),
+            ),
+            _ => (400, json("application/x-amz-json-1.1"), r#"{"__type":"BadRequest"}"#.into()),
+        }
+    })
+    .await;
+    let aws = client(&url);
+    let groups = vec!["sg-1".to_owned()];
+    let tags = [Tag::new("Name", "bc-fs2")];
+    let request = LustreCreate {
+        client_request_token: "bc-fs2",
+        storage_capacity_gib: 1200,
+        deployment: LustreDeployment::Persistent2 { per_unit_storage_throughput: 125 },
+        subnet_id: "subnet-1",
+        security_group_ids: &groups,
+        tags: &tags,
+    };
+    let created = aws.lustre_create("us-east-1", &request).await.unwrap();
+    assert_eq!(created.lifecycle, "CREATING");
+    assert_eq!(created.dns_name.as_deref(), Some("fs-0fedcba9876543210.fsx.us-east-1.amazonaws.com"));
+    assert_eq!(created.mount_name.as_deref(), Some("abcd1234"));
+    assert_eq!(created.deployment_type.as_deref(), Some("PERSISTENT_2"));
+    {
+        let seen = seen.lock().unwrap();
+        let body: serde_json::Value = serde_json::from_str(&seen[0].body).unwrap();
+        assert_eq!(body["ClientRequestToken"], "bc-fs2");
+        assert_eq!(body["FileSystemType"], "LUSTRE");
+        assert_eq!(body["SubnetIds"], serde_json::json!(["subnet-1"]));
+        assert_eq!(body["SecurityGroupIds"], serde_json::json!(["sg-1"]));
+        assert_eq!(body["LustreConfiguration"]["DeploymentType"], "PERSISTENT_2");
+        assert_eq!(body["LustreConfiguration"]["PerUnitStorageThroughput"], 125);
+        assert_eq!(seen[0].header("content-type"), "application/x-amz-json-1.1");
+        assert!(seen[0].header("authorization").contains("/us-east-1/fsx/aws4_request"));
+    }
+    assert_eq!(Filesystems::lustre_get(&aws, "us-east-1", "fs-gone").await, Ok(None));
+    assert_eq!(Filesystems::lustre_find_by_name(&aws, "us-east-1", "bc-fs2").await.unwrap().len(), 1);
+    assert!(Filesystems::lustre_find_by_name(&aws, "us-east-1", "bc-other").await.unwrap().is_empty());
+    assert_eq!(Filesystems::lustre_delete(&aws, "us-east-1", "fs-0fedcba9876543210").await, Ok(true));
+    let seen = seen.lock().unwrap();
+    let delete: serde_json::Value = serde_json::from_str(&seen.last().unwrap().body).unwrap();
+    assert_eq!(delete["LustreConfiguration"]["SkipFinalBackup"], true);
+}
