@@ -54,7 +54,12 @@ fn present(file_system: EfsFileSystem) -> Option<EfsFileSystem> {
 }
 
 impl Aws {
-    pub(super) async fn efs_create(&self, region: &str, token: &str, tags: &[Tag]) -> ProviderResult<EfsFileSystem> {
+    pub(super) async fn sdk_efs_create(
+        &self,
+        region: &str,
+        token: &str,
+        tags: &[Tag],
+    ) -> ProviderResult<EfsFileSystem> {
         let efs = self.regional(region)?.efs;
         let result = efs
             .create_file_system()
@@ -94,7 +99,7 @@ impl Aws {
         }
     }
 
-    pub(super) async fn efs_get(&self, region: &str, id: &str) -> ProviderResult<Option<EfsFileSystem>> {
+    pub(super) async fn sdk_efs_get(&self, region: &str, id: &str) -> ProviderResult<Option<EfsFileSystem>> {
         let efs = self.regional(region)?.efs;
         let result = efs.describe_file_systems().file_system_id(id).send().await;
         self.count("efs", "DescribeFileSystems", status_word(&result));
@@ -110,7 +115,11 @@ impl Aws {
         }
     }
 
-    pub(super) async fn efs_find_by_token(&self, region: &str, token: &str) -> ProviderResult<Option<EfsFileSystem>> {
+    pub(super) async fn sdk_efs_find_by_token(
+        &self,
+        region: &str,
+        token: &str,
+    ) -> ProviderResult<Option<EfsFileSystem>> {
         let efs = self.regional(region)?.efs;
         let result = efs.describe_file_systems().creation_token(token).send().await;
         self.count("efs", "DescribeFileSystems", status_word(&result));
@@ -126,7 +135,7 @@ impl Aws {
         }
     }
 
-    pub(super) async fn efs_delete(&self, region: &str, id: &str) -> ProviderResult<bool> {
+    pub(super) async fn sdk_efs_delete(&self, region: &str, id: &str) -> ProviderResult<bool> {
         let efs = self.regional(region)?.efs;
         let result = efs.delete_file_system().file_system_id(id).send().await;
         self.count("efs", "DeleteFileSystem", status_word(&result));
@@ -138,7 +147,7 @@ impl Aws {
         }
     }
 
-    pub(super) async fn mount_target_create(
+    pub(super) async fn sdk_mount_target_create(
         &self,
         region: &str,
         file_system_id: &str,
@@ -168,7 +177,7 @@ impl Aws {
         }
     }
 
-    pub(super) async fn mount_targets_of(
+    pub(super) async fn sdk_mount_targets_of(
         &self,
         region: &str,
         file_system_id: &str,
@@ -193,7 +202,7 @@ impl Aws {
         }
     }
 
-    pub(super) async fn mount_target_delete(&self, region: &str, mount_target_id: &str) -> ProviderResult<bool> {
+    pub(super) async fn sdk_mount_target_delete(&self, region: &str, mount_target_id: &str) -> ProviderResult<bool> {
         let efs = self.regional(region)?.efs;
         let result = efs.delete_mount_target().mount_target_id(mount_target_id).send().await;
         self.count("efs", "DeleteMountTarget", status_word(&result));

@@ -42,7 +42,7 @@ fn lustre_configuration(deployment: LustreDeployment) -> CreateFileSystemLustreC
 }
 
 impl Aws {
-    pub(super) async fn lustre_create(
+    pub(super) async fn sdk_lustre_create(
         &self,
         region: &str,
         request: &LustreCreate<'_>,
@@ -69,7 +69,7 @@ impl Aws {
         }
     }
 
-    pub(super) async fn lustre_get(&self, region: &str, id: &str) -> ProviderResult<Option<LustreFileSystem>> {
+    pub(super) async fn sdk_lustre_get(&self, region: &str, id: &str) -> ProviderResult<Option<LustreFileSystem>> {
         let fsx = self.regional(region)?.fsx;
         let result = fsx.describe_file_systems().file_system_ids(id).send().await;
         self.count("fsx", "DescribeFileSystems", status_word(&result));
@@ -80,7 +80,11 @@ impl Aws {
         }
     }
 
-    pub(super) async fn lustre_find_by_name(&self, region: &str, name: &str) -> ProviderResult<Vec<LustreFileSystem>> {
+    pub(super) async fn sdk_lustre_find_by_name(
+        &self,
+        region: &str,
+        name: &str,
+    ) -> ProviderResult<Vec<LustreFileSystem>> {
         let fsx = self.regional(region)?.fsx;
         let mut found = Vec::new();
         let mut next: Option<String> = None;
@@ -103,7 +107,7 @@ impl Aws {
         }
     }
 
-    pub(super) async fn lustre_delete(&self, region: &str, id: &str) -> ProviderResult<bool> {
+    pub(super) async fn sdk_lustre_delete(&self, region: &str, id: &str) -> ProviderResult<bool> {
         let fsx = self.regional(region)?.fsx;
         let result = fsx
             .delete_file_system()

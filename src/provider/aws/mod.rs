@@ -297,19 +297,19 @@ where
 #[async_trait::async_trait]
 impl Filesystems for Aws {
     async fn efs_create(&self, region: &str, creation_token: &str, tags: &[Tag]) -> ProviderResult<EfsFileSystem> {
-        Aws::efs_create(self, region, creation_token, tags).await
+        self.sdk_efs_create(region, creation_token, tags).await
     }
 
     async fn efs_get(&self, region: &str, file_system_id: &str) -> ProviderResult<Option<EfsFileSystem>> {
-        Aws::efs_get(self, region, file_system_id).await
+        self.sdk_efs_get(region, file_system_id).await
     }
 
     async fn efs_find_by_token(&self, region: &str, creation_token: &str) -> ProviderResult<Option<EfsFileSystem>> {
-        Aws::efs_find_by_token(self, region, creation_token).await
+        self.sdk_efs_find_by_token(region, creation_token).await
     }
 
     async fn efs_delete(&self, region: &str, file_system_id: &str) -> ProviderResult<bool> {
-        Aws::efs_delete(self, region, file_system_id).await
+        self.sdk_efs_delete(region, file_system_id).await
     }
 
     async fn mount_target_create(
@@ -319,34 +319,33 @@ impl Filesystems for Aws {
         subnet_id: &str,
         security_group_ids: &[String],
     ) -> ProviderResult<MountTarget> {
-        Aws::mount_target_create(self, region, file_system_id, subnet_id, security_group_ids).await
+        self.sdk_mount_target_create(region, file_system_id, subnet_id, security_group_ids).await
     }
 
     async fn mount_targets_of(&self, region: &str, file_system_id: &str) -> ProviderResult<Vec<MountTarget>> {
-        Aws::mount_targets_of(self, region, file_system_id).await
+        self.sdk_mount_targets_of(region, file_system_id).await
     }
 
     async fn mount_target_delete(&self, region: &str, mount_target_id: &str) -> ProviderResult<bool> {
-        Aws::mount_target_delete(self, region, mount_target_id).await
+        self.sdk_mount_target_delete(region, mount_target_id).await
     }
 
     async fn lustre_create(&self, region: &str, request: &LustreCreate<'_>) -> ProviderResult<LustreFileSystem> {
-        Aws::lustre_create(self, region, request).await
+        self.sdk_lustre_create(region, request).await
     }
 
     async fn lustre_get(&self, region: &str, file_system_id: &str) -> ProviderResult<Option<LustreFileSystem>> {
-        Aws::lustre_get(self, region, file_system_id).await
+        self.sdk_lustre_get(region, file_system_id).await
     }
 
     async fn lustre_find_by_name(&self, region: &str, name: &str) -> ProviderResult<Vec<LustreFileSystem>> {
-        Aws::lustre_find_by_name(self, region, name).await
+        self.sdk_lustre_find_by_name(region, name).await
     }
 
     async fn lustre_delete(&self, region: &str, file_system_id: &str) -> ProviderResult<bool> {
-        Aws::lustre_delete(self, region, file_system_id).await
+        self.sdk_lustre_delete(region, file_system_id).await
     }
 }
-
 
 #[cfg(test)]
 mod tests;
