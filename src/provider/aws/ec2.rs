@@ -238,7 +238,7 @@ impl Aws {
                     self.count("ec2", &action, "transport");
                     let message = format!("EC2 did not answer: {err}");
                     // Never sent at all, or it only read: safe to send again.
-                    if !(err.is_connect() || !acts) {
+                    if acts && !err.is_connect() {
                         return Err(lost(true, &message));
                     }
                     lost(false, &message)
