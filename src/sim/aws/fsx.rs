@@ -32,8 +32,9 @@ pub(super) struct LustreRecord {
     vpc: String,
     pub(super) groups: Vec<String>,
     tags: Vec<(String, String)>,
-    /// `CREATING`, `AVAILABLE`, `DELETING`.
+    /// `CREATING`, `AVAILABLE`, `DELETING`, or `FAILED` (forced by `Sim::aws_fail_fsx`).
     pub(super) state: &'static str,
+    failure: Option<String>,
     created: f64,
     mount_name: String,
     /// The file server's network interface, `eni-…`.
@@ -66,6 +67,9 @@ impl LustreRecord {
         }
         if let Some(key) = &self.kms_key {
             b.insert("KmsKeyId".into(), json!(key));
+        }
+        if let Some(message) = &self.failure {
+            b.insert("FailureDetails".into(), json!({ "Message": message }));
         }
         b.insert("LustreConfiguration".into(), lustre);
         body
@@ -309,6 +313,7 @@ impl Model {
             groups,
             tags,
             state: "CREATING",
+            failure: None,
             created: epoch_now(),
             interface: new_id("eni"),
         };
@@ -388,6 +393,18 @@ impl Model {
 }
 
 impl Sim {
+    /// Puts an FSx file system in `FAILED` with `FailureDetails.Message` (as a create that could
+    /// not finish), its pending change dropped; false if there is no such file system.
+    pub fn aws_fail_fsx(&self, id: &str, message: &str) -> bool {
+        self.with_aws(|model| {
+            model.pending.retain(|(_, c)| !matches!(c, Change::FsxAvailable(l) if l == id));
+            let Some(record) = model.lustres.iter_mut().find(|l| l.id == id) else { return false };
+            record.state = "FAILED";
+            record.failure = Some(message.to_owned());
+            true
+        })
+    }
+
     /// Plants an `AVAILABLE` SCRATCH_2 file system the service did not make, in `subnet` of
     /// `region`, with `tags` (e.g. our `Name`, none of our ownership tags) and no security groups;
     /// returns its id, or None if the subnet does not exist.
@@ -410,6 +427,7 @@ impl Sim {
                 groups: Vec::new(),
                 tags: tags.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect(),
                 state: "AVAILABLE",
+                failure: None,
                 created: epoch_now(),
                 mount_name: mount_name(),
                 interface: new_id("eni"),
@@ -599,6 +617,19 @@ mod tests {
         let (_, body) = aws.fsx("DescribeFileSystems", json!({ "MaxResults": 1, "NextToken": next })).await;
         assert_eq!(body["FileSystems"][0]["Tags"][0]["Value"], "bc-tenant1");
         assert!(body.get("NextToken").is_none());
+    }
+
+    #[tokio::test]
+    async fn a_failed_file_system_says_why() {
+        let aws = Aws::start().await;
+        let (subnet, group) = network(&aws).await;
+        let (_, body) = aws.fsx("CreateFileSystem", create(&subnet, &group)).await;
+        let id = body["FileSystem"]["FileSystemId"].as_str().unwrap().to_owned();
+        assert!(aws.sim.aws_fail_fsx(&id, "no capacity"));
+        aws.later().await;
+        let (_, body) = aws.fsx("DescribeFileSystems", json!({ "FileSystemIds": [id] })).await;
+        assert_eq!(body["FileSystems"][0]["Lifecycle"], "FAILED");
+        assert_eq!(body["FileSystems"][0]["FailureDetails"]["Message"], "no capacity");
     }
 
     #[tokio::test]

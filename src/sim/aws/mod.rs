@@ -3,7 +3,8 @@
 //! SDKs reach an overridden endpoint:
 //!
 //! - path prefix `/2015-02-01/` → EFS (REST-JSON; errors carry `x-amzn-ErrorType` and
-//!   `{"ErrorCode", "Message"}`), in `efs.rs`;
+//!   `{"ErrorCode", "Message"}`): file systems in `efs.rs`, mount targets in
+//!   `efs_mount_targets.rs`;
 //! - `POST /` with `X-Amz-Target: AWSSimbaAPIService_v20180301.<Op>` → FSx for Lustre (JSON 1.1;
 //!   errors `{"__type", "Message"}`), in `fsx.rs`;
 //! - `POST /` with a form body `Action=<Op>&Version=2016-11-15` → EC2 (query protocol, XML answers,
@@ -37,6 +38,7 @@ mod ec2;
 mod ec2_groups;
 mod ec2_instances;
 mod efs;
+mod efs_mount_targets;
 mod fsx;
 mod xml;
 
@@ -114,7 +116,7 @@ pub struct Model {
     groups: Vec<ec2_groups::GroupRecord>,
     instances: Vec<ec2_instances::InstanceRecord>,
     file_systems: Vec<efs::FileSystemRecord>,
-    mount_targets: Vec<efs::MountTargetRecord>,
+    mount_targets: Vec<efs_mount_targets::MountTargetRecord>,
     lustres: Vec<fsx::LustreRecord>,
     /// How EFS answers a describe by a token no file system holds (see
     /// `Sim::aws_efs_unknown_token_not_found`).
@@ -501,6 +503,18 @@ mod tests {
         assert_eq!(aws.sim.calls("ec2.DescribeVpcs"), 2);
         let (endpoints, _) = aws.sim.all_calls();
         assert!(endpoints.contains_key("ec2.DescribeVpcs"));
+    }
+
+    #[tokio::test]
+    async fn the_control_endpoint_lists_aws_calls() {
+        let aws = Aws::start().await;
+        aws.ec2_ok("DescribeVpcs", &[]).await;
+        aws.efs_get("/2015-02-01/file-systems").await;
+        aws.fsx("DescribeFileSystems", json!({})).await;
+        let calls: Value = aws.http.get(format!("{}/_sim/calls", aws.url)).send().await.unwrap().json().await.unwrap();
+        assert_eq!(calls["endpoints"]["ec2.DescribeVpcs"], 1);
+        assert_eq!(calls["endpoints"]["efs.DescribeFileSystems"], 1);
+        assert_eq!(calls["endpoints"]["fsx.DescribeFileSystems"], 1);
     }
 
     #[tokio::test]
