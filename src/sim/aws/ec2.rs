@@ -71,6 +71,11 @@ impl SubnetRecord {
 pub(super) fn handle(sim: &Sim, caller: &Caller, action: &str, body: &[u8]) -> Response {
     let params = Params::parse(body);
     let region = caller.region.as_str();
+    if params.get("DryRun") == Some("true") {
+        let refusal =
+            Refusal::new(Service::Ec2, 412, "DryRunOperation", "Request would have succeeded, but DryRun flag is set.");
+        return refusal.into_response();
+    }
     let result = sim.with_aws(|model| match action {
         "CreateVpc" => model.vpc_create(region, &params),
         "DescribeVpcs" => model.vpc_describe(region, &params),
@@ -428,6 +433,15 @@ mod tests {
         let (status, text) = aws.ec2("DeleteSubnet", &[("SubnetId", &subnet)]).await;
         assert_eq!(status, 400);
         assert!(text.contains("<Code>InvalidSubnetID.NotFound</Code>"), "{text}");
+    }
+
+    #[tokio::test]
+    async fn a_dry_run_changes_nothing() {
+        let aws = Aws::start().await;
+        let (status, text) = aws.ec2("CreateVpc", &[("CidrBlock", "10.1.0.0/16"), ("DryRun", "true")]).await;
+        assert_eq!(status, 412);
+        assert!(text.contains("<Code>DryRunOperation</Code>"), "{text}");
+        assert_eq!(count(&aws.ec2_ok("DescribeVpcs", &[]).await, "<vpcId>"), 0);
     }
 
     #[tokio::test]
