@@ -85,7 +85,7 @@ impl InstanceRecord {
 /// Whether `text` is base64 (standard alphabet, padded).
 fn is_base64(text: &str) -> bool {
     let body = text.trim_end_matches('=');
-    text.len() % 4 == 0
+    text.len().is_multiple_of(4)
         && text.len() - body.len() <= 2
         && body.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/')
 }
@@ -114,18 +114,17 @@ impl Model {
 
     pub(super) fn instance_run(&mut self, region: &str, params: &Params) -> Result<String, Refusal> {
         let signature = params.signature();
-        if let Some(token) = params.get("ClientToken").filter(|t| !t.is_empty()) {
-            if let Some(earlier) =
+        if let Some(token) = params.get("ClientToken").filter(|t| !t.is_empty())
+            && let Some(earlier) =
                 self.instances.iter().find(|i| i.region == region && i.client_token.as_deref() == Some(token))
-            {
-                if earlier.signature != signature {
-                    return Err(refuse(
-                        "IdempotentParameterMismatch",
-                        "The client token you have provided is associated with a resource that is already deleted or has different parameters.",
-                    ));
-                }
-                return Ok(self.reservation_xml(&[earlier]));
+        {
+            if earlier.signature != signature {
+                return Err(refuse(
+                    "IdempotentParameterMismatch",
+                    "The client token you have provided is associated with a resource that is already deleted or has different parameters.",
+                ));
             }
+            return Ok(self.reservation_xml(&[earlier]));
         }
         let image = required(params, "ImageId")?.to_owned();
         let instance_type = params.get("InstanceType").unwrap_or("m1.small").to_owned();

@@ -326,12 +326,11 @@ impl Model {
     fn lustre_describe(&self, region: &str, body: &Value) -> Result<Value, Refusal> {
         let ids: Option<Vec<&str>> =
             body.get("FileSystemIds").and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_str).collect());
-        if let Some(ids) = &ids {
-            if let Some(missing) =
+        if let Some(ids) = &ids
+            && let Some(missing) =
                 ids.iter().find(|id| !self.lustres.iter().any(|l| l.region == region && l.id == **id))
-            {
-                return Err(not_found(missing));
-            }
+        {
+            return Err(not_found(missing));
         }
         let found: Vec<Value> = self
             .lustres
