@@ -16,8 +16,8 @@
 //! SignedHeaders=…, Signature=…` whose service is the protocol's signing name (`ec2`,
 //! `elasticfilesystem`, `fsx`); the signature is not verified. A missing header answers
 //! `MissingAuthenticationToken` (EC2: `AuthFailure`, 401), a malformed one
-//! `IncompleteSignatureException` (400), a wrong service `InvalidSignatureException` (403)
-//! (EC2: `AuthFailure`, 401, for both). It then counts the call as `<service>.<Op>` (e.g.
+//! `IncompleteSignatureException` (400), a wrong service or a region not in `REGIONS`
+//! `InvalidSignatureException` (403) (EC2: `AuthFailure`, 401, for all three). It then counts the call as `<service>.<Op>` (e.g.
 //! `ec2.CreateSecurityGroup`, `efs.CreateMountTarget`, `fsx.CreateFileSystem`), takes a fault of
 //! that name, and settles the model. A `Fault::Status` answers in the service's own shape:
 //!
@@ -57,6 +57,46 @@ use super::{Fault, Sim, SimConfig};
 
 /// The simulated account's id, the owner of everything made through the face.
 pub const ACCOUNT: &str = "123456789012";
+/// The regions a credential scope may name (the commercial ones, GovCloud and China).
+pub const REGIONS: &[&str] = &[
+    "us-east-1",
+    "us-east-2",
+    "us-west-1",
+    "us-west-2",
+    "af-south-1",
+    "ap-east-1",
+    "ap-east-2",
+    "ap-south-1",
+    "ap-south-2",
+    "ap-southeast-1",
+    "ap-southeast-2",
+    "ap-southeast-3",
+    "ap-southeast-4",
+    "ap-southeast-5",
+    "ap-southeast-7",
+    "ap-northeast-1",
+    "ap-northeast-2",
+    "ap-northeast-3",
+    "ca-central-1",
+    "ca-west-1",
+    "eu-central-1",
+    "eu-central-2",
+    "eu-west-1",
+    "eu-west-2",
+    "eu-west-3",
+    "eu-north-1",
+    "eu-south-1",
+    "eu-south-2",
+    "il-central-1",
+    "me-south-1",
+    "me-central-1",
+    "mx-central-1",
+    "sa-east-1",
+    "us-gov-west-1",
+    "us-gov-east-1",
+    "cn-north-1",
+    "cn-northwest-1",
+];
 const STALL: Duration = Duration::from_secs(120);
 const BODY_LIMIT: usize = 1 << 20;
 
@@ -332,6 +372,9 @@ fn authenticate(service: Service, headers: &HeaderMap) -> Result<String, Refusal
     if !well_formed {
         return Err(malformed());
     }
+    if !REGIONS.contains(&scope[2]) {
+        return Err(refuse(403, "InvalidSignatureException", "Credential should be scoped to a valid region.".into()));
+    }
     if scope[3] != service.signing_name() {
         return Err(refuse(
             403,
@@ -373,9 +416,19 @@ async fn face(State(sim): State<Sim>, request: Request, next: Next) -> Response 
         return (StatusCode::PAYLOAD_TOO_LARGE, "request body too large").into_response();
     };
     let Some((service, operation)) = classify(&parts.headers, parts.uri.path(), &parts.method, &bytes) else {
-        // A `POST /` that speaks none of the three protocols: EC2's answer for a missing action.
-        return Refusal::new(Service::Ec2, 400, "MissingAction", "The request must contain the parameter Action")
-            .into_response();
+        // A `POST /` that speaks none of the three protocols: EC2's answers for a missing action
+        // or another API version.
+        let form = xml::form(&bytes);
+        let refusal = match form.iter().find(|(k, _)| k == "Version") {
+            Some((_, version)) if form.iter().any(|(k, _)| k == "Action") => Refusal::new(
+                Service::Ec2,
+                400,
+                "NoSuchVersion",
+                format!("The requested version ({version}) of service AmazonEC2 does not exist"),
+            ),
+            _ => Refusal::new(Service::Ec2, 400, "MissingAction", "The request must contain the parameter Action"),
+        };
+        return refusal.into_response();
     };
     let region = match authenticate(service, &parts.headers) {
         Ok(region) => region,
@@ -478,6 +531,10 @@ mod tests {
         let (status, text) = aws.raw_ec2("Action=DescribeVpcs&Version=2016-11-15", Some(&auth)).await;
         assert_eq!(status, 401);
         assert!(text.contains("<Code>AuthFailure</Code>"), "{text}");
+        // A DigitalOcean region is no AWS region.
+        let auth = super::testing::authorization("elasticfilesystem", "nyc1");
+        let (status, _, body) = aws.raw_efs_get("/2015-02-01/file-systems", Some(&auth)).await;
+        assert_eq!((status, body["Message"].as_str()), (403, Some("Credential should be scoped to a valid region.")));
     }
 
     #[tokio::test]
@@ -503,6 +560,17 @@ mod tests {
         assert_eq!(aws.sim.calls("ec2.DescribeVpcs"), 2);
         let (endpoints, _) = aws.sim.all_calls();
         assert!(endpoints.contains_key("ec2.DescribeVpcs"));
+    }
+
+    #[tokio::test]
+    async fn a_post_that_speaks_no_protocol_is_refused_as_ec2_would() {
+        let aws = Aws::start().await;
+        let auth = super::testing::authorization("ec2", "us-east-1");
+        let (status, text) = aws.raw_ec2("Version=2016-11-15", Some(&auth)).await;
+        assert_eq!(status, 400);
+        assert!(text.contains("<Code>MissingAction</Code>"), "{text}");
+        let (_, text) = aws.raw_ec2("Action=DescribeVpcs&Version=2014-01-01", Some(&auth)).await;
+        assert!(text.contains("<Code>NoSuchVersion</Code>"), "{text}");
     }
 
     #[tokio::test]
