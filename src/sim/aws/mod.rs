@@ -14,26 +14,34 @@
 //! Every AWS call first passes `face`: it requires a well-formed
 //! `Authorization: AWS4-HMAC-SHA256 Credential=<akid>/<date>/<region>/<service>/aws4_request,
 //! SignedHeaders=…, Signature=…` whose service is the protocol's signing name (`ec2`,
-//! `elasticfilesystem`, `fsx`); the signature is not verified. A missing header answers
-//! `MissingAuthenticationToken` (EC2: `AuthFailure`, 401), a malformed one
-//! `IncompleteSignatureException` (400), a wrong service or a region not in `REGIONS`
-//! `InvalidSignatureException` (403) (EC2: `AuthFailure`, 401, for all three). It then counts the call as `<service>.<Op>` (e.g.
-//! `ec2.CreateSecurityGroup`, `efs.CreateMountTarget`, `fsx.CreateFileSystem`), takes a fault of
-//! that name, and settles the model. A `Fault::Status` answers in the service's own shape:
+//! `elasticfilesystem`, `fsx`) and whose region is in `REGIONS`; the signature is not verified.
+//! EFS and FSx answer a missing header 403 `MissingAuthenticationTokenException`, a malformed one
+//! 400 `IncompleteSignatureException`, a wrong service or region 403 `InvalidSignatureException`;
+//! EC2 answers all three 401 `AuthFailure`. Refused calls are not counted. Then `face` counts the
+//! call as `<service>.<Op>` (e.g. `ec2.CreateSecurityGroup`, `efs.CreateMountTarget`,
+//! `fsx.CreateFileSystem`; `efs.Unknown` for an unrouted EFS path), takes a fault of that name
+//! (`Sim::inject`), and settles the model. A `Fault::Status { status }` answers, doing nothing:
 //!
-//! | status | EC2 | EFS | FSx |
+//! | asked | EC2 | EFS | FSx |
 //! |---|---|---|---|
-//! | 400, 429 | `RequestLimitExceeded` (with 503) | `ThrottlingException` | `ThrottlingException` |
-//! | 503 | `RequestLimitExceeded` | `ThrottlingException` | `ThrottlingException` |
-//! | 504 | `Unavailable` | `DependencyTimeout` | `InternalServerError` (500) |
-//! | other | `InternalError` | `InternalServerError` | `InternalServerError` (500) |
+//! | 400, 429, 503 | 503 `RequestLimitExceeded` | that status, `ThrottlingException` | 400 `ThrottlingException` |
+//! | 504 | 503 `Unavailable` | 504 `DependencyTimeout` | 500 `InternalServerError` |
+//! | other | 500 `InternalError` | 500 `InternalServerError` | 500 `InternalServerError` |
 //!
-//! (FSx answers every fault with 400 or 500 only, as its model has no other statuses.)
+//! (FSx answers only 400 or 500, as its model has no other statuses.) `Fault::Drop` acts and then
+//! never answers; `Fault::Stall` neither acts nor answers, as on the DigitalOcean face.
 //!
 //! Time: asynchronous work (an EFS file system or mount target becoming `available` or gone, an
 //! FSx file system `AVAILABLE` or gone, an instance `running` or `terminated`) is a pending change
 //! with its due time, `SimConfig::action_time` after the start; `Model::settle` applies what is
 //! due at the start of every request. This face never touches the DigitalOcean model.
+//!
+//! Shortcuts, each refused rather than faked: no default VPC (so `GroupName.N` lookups and
+//! RunInstances without `SubnetId` fail as they do in an account without one); one instance per
+//! RunInstances; no One Zone EFS; FSx serves `LUSTRE` only; EC2 filters take exact values (no `*`
+//! wildcards). Terminated instances stay described for the sim's lifetime; FSx remembers a
+//! `ClientRequestToken` while its file system exists. There is no per-credential rate limit: use
+//! faults for throttling.
 mod ec2;
 mod ec2_groups;
 mod ec2_instances;
