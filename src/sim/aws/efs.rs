@@ -4,7 +4,8 @@
 //! create with a held token answers 409 `FileSystemAlreadyExists` with the holder's
 //! `FileSystemId`, whoever made it. Delete (204) is refused with 409 `FileSystemInUse` while any
 //! mount target (even a `deleting` one) exists, else `deleting`, then gone (404
-//! `FileSystemNotFound`). Timestamps are JSON numbers (epoch seconds).
+//! `FileSystemNotFound`). TagResource adds or replaces a file system's tags. Timestamps are JSON
+//! numbers (epoch seconds).
 use std::collections::HashMap;
 
 use axum::Router;
@@ -16,7 +17,7 @@ use axum::routing::{delete, get, post};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::efs_mount_targets::{mount_create, mount_describe, mount_groups, mount_remove};
+use super::efs_mount_targets::{mount_create, mount_describe, mount_groups, mount_groups_modify, mount_remove};
 use super::{ACCOUNT, Caller, Change, Model, Refusal, Service, epoch_now, new_id, request_id};
 use crate::sim::Sim;
 
@@ -84,6 +85,8 @@ pub(super) fn operation(method: &Method, path: &str) -> String {
         ("GET", ["mount-targets"]) => "DescribeMountTargets",
         ("DELETE", ["mount-targets", _]) => "DeleteMountTarget",
         ("GET", ["mount-targets", _, "security-groups"]) => "DescribeMountTargetSecurityGroups",
+        ("PUT", ["mount-targets", _, "security-groups"]) => "ModifyMountTargetSecurityGroups",
+        ("POST", ["resource-tags", _]) => "TagResource",
         _ => "Unknown",
     };
     name.to_owned()
@@ -95,7 +98,8 @@ pub(super) fn routes(router: Router<Sim>) -> Router<Sim> {
         .route("/2015-02-01/file-systems/{id}", delete(remove))
         .route("/2015-02-01/mount-targets", post(mount_create).get(mount_describe))
         .route("/2015-02-01/mount-targets/{id}", delete(mount_remove))
-        .route("/2015-02-01/mount-targets/{id}/security-groups", get(mount_groups))
+        .route("/2015-02-01/mount-targets/{id}/security-groups", get(mount_groups).put(mount_groups_modify))
+        .route("/2015-02-01/resource-tags/{id}", post(tag))
         .route("/2015-02-01/{*rest}", axum::routing::any(unknown))
 }
 
@@ -120,6 +124,43 @@ pub(super) fn ok(status: StatusCode, body: Value) -> Response {
 struct Tag {
     key: String,
     value: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct Tagging {
+    #[serde(default)]
+    tags: Vec<Tag>,
+}
+
+/// TagResource on a file system (200, empty): a key given again takes the new value.
+async fn tag(
+    State(sim): State<Sim>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<Response, Refusal> {
+    let body: Tagging = parse(&body)?;
+    if body.tags.is_empty() {
+        return Err(bad_request("Tags must not be empty."));
+    }
+    if let Some(tag) = body.tags.iter().find(|t| t.key.is_empty() || t.key.len() > 128 || t.key.starts_with("aws:")) {
+        return Err(bad_request(format!("Invalid tag key: '{}'", tag.key)));
+    }
+    sim.with_aws(|model| {
+        let fs = model
+            .file_systems
+            .iter_mut()
+            .find(|f| f.region == caller.region && f.id == id)
+            .ok_or_else(|| file_system_not_found(&id))?;
+        for tag in body.tags {
+            match fs.tags.iter_mut().find(|(k, _)| *k == tag.key) {
+                Some(existing) => existing.1 = tag.value,
+                None => fs.tags.push((tag.key, tag.value)),
+            }
+        }
+        Ok(ok(StatusCode::OK, json!({})))
+    })
 }
 
 #[derive(Deserialize)]
@@ -461,6 +502,25 @@ mod tests {
         let (_, _, found) = aws.efs_get(&format!("{CREATE}?CreationToken=bc-tenant1")).await;
         assert_eq!(found["FileSystems"][0]["FileSystemId"], body["FileSystemId"]);
         assert_eq!(aws.sim.name_calls("efs.made", "bc-tenant1"), 1);
+    }
+
+    #[tokio::test]
+    async fn tag_resource_adds_and_replaces_tags() {
+        let aws = Aws::start().await;
+        let id = aws.efs("bc-t").await;
+        let tags = json!({ "Tags": [{ "Key": "Name", "Value": "bc-t" }, { "Key": "bc:managed-by", "Value": "svc" }] });
+        let (status, _, _) = aws.efs_post(&format!("/2015-02-01/resource-tags/{id}"), tags).await;
+        assert_eq!(status, 200);
+        let again = json!({ "Tags": [{ "Key": "Name", "Value": "bc-u" }] });
+        aws.efs_post(&format!("/2015-02-01/resource-tags/{id}"), again).await;
+        let (_, _, body) = aws.efs_get(&format!("{CREATE}?FileSystemId={id}")).await;
+        let fs = &body["FileSystems"][0];
+        assert_eq!(fs["Name"], "bc-u");
+        assert_eq!(fs["Tags"].as_array().unwrap().len(), 2);
+        assert_eq!(aws.sim.calls("efs.TagResource"), 2);
+        let bad = json!({ "Tags": [{ "Key": "aws:x", "Value": "y" }] });
+        let (status, _, body) = aws.efs_post(&format!("/2015-02-01/resource-tags/{id}"), bad).await;
+        assert_eq!((status, body["ErrorCode"].as_str()), (400, Some("BadRequest")));
     }
 
     #[tokio::test]

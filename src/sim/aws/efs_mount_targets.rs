@@ -3,7 +3,8 @@
 //! `IncorrectFileSystemLifeCycleState`); the subnet must exist (400 `SubnetNotFound`) and the
 //! groups be in its VPC (400 `SecurityGroupNotFound`; none given: the VPC's default group).
 //! Made `creating` (200), `available` after the action time; delete (204) `deleting`, then gone
-//! (404 `MountTargetNotFound`). A mount target holds its file system (`FileSystemInUse`) and its
+//! (404 `MountTargetNotFound`). Its groups are read at `…/security-groups` and replaced there
+//! (PUT, 204) once it is `available` (else 409 `IncorrectMountTargetState`). A mount target holds its file system (`FileSystemInUse`) and its
 //! security groups (EC2 `DependencyViolation`) until it is gone.
 use std::collections::HashMap;
 
@@ -222,6 +223,48 @@ pub(super) async fn mount_groups(
     Ok(ok(StatusCode::OK, json!({ "SecurityGroups": groups })))
 }
 
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct GroupsModify {
+    #[serde(default)]
+    security_groups: Vec<String>,
+}
+
+/// ModifyMountTargetSecurityGroups (204): only on an `available` mount target, with groups of its
+/// VPC.
+pub(super) async fn mount_groups_modify(
+    State(sim): State<Sim>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<Response, Refusal> {
+    let body: GroupsModify = parse(&body)?;
+    if body.security_groups.len() > 5 {
+        return Err(refuse(400, "SecurityGroupLimitExceeded", "A mount target takes at most 5 security groups."));
+    }
+    sim.with_aws(|model| {
+        let target = model
+            .mount_targets
+            .iter()
+            .find(|m| m.region == caller.region && m.id == id)
+            .ok_or_else(|| mount_target_not_found(&id))?;
+        if target.state != "available" {
+            let message = format!("Mount target '{id}' is in the '{}' state, not 'available'.", target.state);
+            return Err(refuse(409, "IncorrectMountTargetState", message));
+        }
+        let vpc = target.vpc.clone();
+        if let Some(missing) =
+            body.security_groups.iter().find(|g| !model.groups.iter().any(|r| &&r.id == g && r.vpc == vpc))
+        {
+            let message = format!("The security group '{missing}' does not exist in VPC '{vpc}'");
+            return Err(refuse(400, "SecurityGroupNotFound", message));
+        }
+        let target = model.mount_targets.iter_mut().find(|m| m.id == id).expect("found above");
+        target.groups = body.security_groups;
+        Ok(StatusCode::NO_CONTENT.into_response())
+    })
+}
+
 impl Model {
     pub(super) fn mount_target_available(&mut self, id: &str) {
         if let Some(m) = self.mount_targets.iter_mut().find(|m| m.id == id && m.state == "creating") {
@@ -328,6 +371,29 @@ mod tests {
         assert_eq!(status, 404);
         let (status, _, body) = aws.efs_delete(&format!("{CREATE}/{fs}")).await;
         assert_eq!((status, body["ErrorCode"].as_str()), (404, Some("FileSystemNotFound")));
+    }
+
+    #[tokio::test]
+    async fn a_mount_targets_groups_change_only_once_it_is_available() {
+        let aws = Aws::start().await;
+        let (vpc, a, _, group) = network(&aws).await;
+        let other = aws.group(&vpc, "bc-other").await;
+        let fs = aws.efs("bc-t").await;
+        let mount = json!({ "FileSystemId": fs, "SecurityGroups": [group], "SubnetId": a });
+        let (_, _, body) = aws.efs_post("/2015-02-01/mount-targets", mount).await;
+        let target = body["MountTargetId"].as_str().unwrap().to_owned();
+        let path = format!("/2015-02-01/mount-targets/{target}/security-groups");
+        let (status, _, body) = aws.efs_put(&path, json!({ "SecurityGroups": [other] })).await;
+        assert_eq!((status, body["ErrorCode"].as_str()), (409, Some("IncorrectMountTargetState")));
+        aws.later().await;
+        let (status, _, _) = aws.efs_put(&path, json!({ "SecurityGroups": [other] })).await;
+        assert_eq!(status, 204);
+        let (_, _, body) = aws.efs_get(&path).await;
+        assert_eq!(body, json!({ "SecurityGroups": [other] }));
+        // The first group is free again; the second is held.
+        aws.ec2_ok("DeleteSecurityGroup", &[("GroupId", &group)]).await;
+        let (_, text) = aws.ec2("DeleteSecurityGroup", &[("GroupId", &other)]).await;
+        assert!(text.contains("<Code>DependencyViolation</Code>"), "{text}");
     }
 
     #[tokio::test]

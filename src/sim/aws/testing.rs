@@ -71,6 +71,11 @@ impl Aws {
         self.efs_send(request.body(body.to_string())).await
     }
 
+    pub(super) async fn efs_put(&self, path: &str, body: Value) -> (u16, reqwest::header::HeaderMap, Value) {
+        let request = self.http.put(format!("{}{path}", self.url)).header("content-type", "application/json");
+        self.efs_send(request.body(body.to_string())).await
+    }
+
     pub(super) async fn efs_delete(&self, path: &str) -> (u16, reqwest::header::HeaderMap, Value) {
         self.efs_send(self.http.delete(format!("{}{path}", self.url))).await
     }
