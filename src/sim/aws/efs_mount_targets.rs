@@ -4,8 +4,9 @@
 //! groups be in its VPC (400 `SecurityGroupNotFound`; none given: the VPC's default group).
 //! Made `creating` (200), `available` after the action time; delete (204) `deleting`, then gone
 //! (404 `MountTargetNotFound`). Its groups are read at `…/security-groups` and replaced there
-//! (PUT, 204) once it is `available` (else 409 `IncorrectMountTargetState`). A mount target holds its file system (`FileSystemInUse`) and its
-//! security groups (EC2 `DependencyViolation`) until it is gone.
+//! (PUT, 204) once it is `available` (else 409 `IncorrectMountTargetState`). A mount target holds
+//! its file system (`FileSystemInUse`) and its security groups (EC2 `DependencyViolation`) until
+//! it is gone.
 use std::collections::HashMap;
 
 use axum::body::Bytes;
