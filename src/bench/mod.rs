@@ -2,7 +2,9 @@
 //! child server process (so memory is the server's own), driven over HTTP and WebSocket:
 //! operator mutations per second, events per second delivered to many subscribers with the
 //! append-to-delivery latency, and resident memory per idle subscriber; networks and volumes
-//! converging against the simulated cloud; and reading pages of volumes (`volumes`).
+//! converging against the simulated cloud; reading pages of volumes (`volumes`); and the usage
+//! pass metering many volumes (`usage`).
+mod usage;
 mod volumes;
 use std::net::TcpListener;
 use std::process::Stdio;
@@ -63,6 +65,9 @@ pub struct BenchArgs {
     /// `providerVolumes(first: 100)` requests to time.
     #[arg(long, default_value_t = 1000)]
     pub page_requests: usize,
+    /// Ready volumes (a day of closed hours each) the usage pass meters (0 skips it).
+    #[arg(long, default_value_t = 10_000)]
+    pub usage_volumes: usize,
 }
 
 pub(crate) type BenchResult<T> = Result<T, String>;
@@ -111,6 +116,20 @@ pub async fn run(args: BenchArgs) -> BenchResult<()> {
             println!(
                 "[{label}] providerVolumes(first: 100) with attachments, their instances and snapshots over {} volumes (seeded in {:.0} s): {:.0} requests/s from 8 clients, p50 {:.1} ms, p99 {:.1} ms, {} SQL statements per request",
                 args.page_volumes, figures.seed_secs, figures.rate, figures.p50_ms, figures.p99_ms, figures.statements
+            );
+        }
+        if args.usage_volumes > 0 {
+            let figures = usage::pass_figures(url, &args).await?;
+            println!(
+                "[{label}] usage pass over {} volumes ready {} h (seeded in {:.1} s): {} windows in {:.2} s ({:.0} windows/s); a second pass wrote {} in {:.2} s",
+                args.usage_volumes,
+                usage::HOURS,
+                figures.seed_secs,
+                figures.windows,
+                figures.first_secs,
+                figures.windows as f64 / figures.first_secs,
+                figures.second_windows,
+                figures.second_secs
             );
         }
         if args.only_networks {

@@ -159,7 +159,7 @@ pub async fn converge(database_url: &str, args: &BenchArgs) -> BenchResult<Conve
 }
 
 /// A fresh tenant with a pool on an account at `api_url`, offered with room for everything.
-async fn tenant_with_pool(client: &Client, api_url: &str, prefix: &str) -> BenchResult<(String, String)> {
+pub(super) async fn tenant_with_pool(client: &Client, api_url: &str, prefix: &str) -> BenchResult<(String, String)> {
     let tenant = format!("{prefix}-{}", ulid::Ulid::generate().to_string().to_lowercase());
     client.ensure_tenant(&tenant).await?;
     let suffix = &tenant[tenant.len() - 10..];

@@ -3,6 +3,9 @@
 //! - `POST /_sim/faults` `{"endpoint": "vpcs.create", "count": 1, "fault": "status", "status": 429}`
 //!   (or `"fault": "drop"` / `"stall"`); `DELETE /_sim/faults` clears them.
 //! - `GET /_sim/calls` → `{"endpoints": {"vpcs.create": 3, …}, "names": {"vpcs.create:bc-…": 1, …}}`.
+//!
+//! DigitalOcean endpoints are named by path and verb (`vpcs.create`), AWS ones by service and
+//! operation (`ec2.CreateSecurityGroup`, `efs.CreateMountTarget`, `fsx.CreateFileSystem`).
 use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;

@@ -3,6 +3,7 @@
 //! name), rate-limited per token with the real headers, and can be made to fail: the next N calls
 //! of an endpoint answer a status, act but drop the answer, or stall. It is not a provider: the
 //! real clients talk to it over HTTP.
+pub mod aws;
 mod control;
 pub mod digitalocean;
 
@@ -59,6 +60,7 @@ pub struct Sim {
 struct Inner {
     config: SimConfig,
     digitalocean: Mutex<digitalocean::Model>,
+    aws: Mutex<aws::Model>,
     control: Mutex<Control>,
 }
 
@@ -84,6 +86,7 @@ impl Sim {
         Sim {
             inner: Arc::new(Inner {
                 digitalocean: Mutex::new(digitalocean::Model::new(&config)),
+                aws: Mutex::new(aws::Model::new(&config)),
                 config,
                 control: Mutex::new(Control::default()),
             }),
@@ -94,9 +97,10 @@ impl Sim {
         &self.inner.config
     }
 
-    /// The DigitalOcean face at `/`, and the control endpoints at `/_sim/`.
+    /// The DigitalOcean face at `/v2/`, the AWS face (EC2, EFS, FSx) at `POST /` and
+    /// `/2015-02-01/`, and the control endpoints at `/_sim/`.
     pub fn router(&self) -> Router {
-        digitalocean::router(self.clone()).merge(control::router(self.clone()))
+        digitalocean::router(self.clone()).merge(aws::router(self.clone())).merge(control::router(self.clone()))
     }
 
     /// Serves the sim on `listener` until the process ends.
@@ -132,7 +136,8 @@ impl Sim {
         self.with_digitalocean(|model| model.selective_destroys())
     }
 
-    /// Makes the next `count` calls of `endpoint` (e.g. `vpcs.create`) end in `fault`.
+    /// Makes the next `count` calls of `endpoint` (e.g. `vpcs.create`, `efs.CreateFileSystem`) end
+    /// in `fault`.
     pub fn inject(&self, endpoint: &str, fault: Fault, count: usize) {
         self.control(|c| c.faults.entry(endpoint.to_owned()).or_default().extend(std::iter::repeat_n(fault, count)));
     }

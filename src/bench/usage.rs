@@ -1,0 +1,105 @@
+//! The usage pass's figures: how long `vps.ancillary-usage` takes over a tenant of many ready
+//! volumes with a day of closed hours each (the windows it writes per second), and how long a
+//! second pass takes that finds everything written already.
+use std::time::Instant;
+
+use chrono::Duration;
+use sea_orm::{EntityTrait, Set};
+
+use super::{ADMIN, BenchArgs, BenchResult, Server};
+use crate::app::{App, AppConfig};
+use crate::clock::Clock;
+use crate::config::LimitArgs;
+use crate::reconcile::RuntimeConfig;
+use crate::reconcile::usage;
+use crate::store::entity::provider_volume as volume;
+
+pub struct UsageFigures {
+    pub windows: u64,
+    pub first_secs: f64,
+    pub second_secs: f64,
+    pub second_windows: u64,
+    pub seed_secs: f64,
+}
+
+/// Hours each seeded volume has been ready.
+pub const HOURS: i64 = 24;
+
+/// Seeds `args.usage_volumes` volumes ready `HOURS` hours ago in a metered pool, then runs the
+/// pass twice in this process (reconcile workers off, so nothing else writes).
+pub async fn pass_figures(database_url: &str, args: &BenchArgs) -> BenchResult<UsageFigures> {
+    let (tenant, pool) = {
+        let server = Server::start_with(database_url, &["--no-sim", "--reconcile-workers", "0"]).await?;
+        super::volumes::tenant_with_pool(&server.client, "http://127.0.0.1:9", "bench-usage").await?
+    };
+    let app = App::start(AppConfig {
+        database_url: database_url.to_owned(),
+        db_max_connections: 16,
+        admin_token: Some(ADMIN.into()),
+        demo: false,
+        limits: LimitArgs::default(),
+        sim: None,
+        runtime: RuntimeConfig { workers: 0, ..RuntimeConfig::default() },
+        provider_timeout: std::time::Duration::from_secs(5),
+        clock: Clock::system(),
+    })
+    .await
+    .map_err(|e| e.describe())?;
+    let services = &app.services;
+    let now = services.clock.now();
+    let ready = now - Duration::hours(HOURS) - Duration::minutes(30);
+    let account = crate::store::entity::pool::Entity::find_by_id(pool.clone())
+        .one(&services.db)
+        .await
+        .map_err(|e| e.to_string())?
+        .ok_or("the pool vanished")?
+        .provider_account_id;
+    let seeding = Instant::now();
+    for chunk in (0..args.usage_volumes).collect::<Vec<_>>().chunks(500) {
+        let rows = chunk.iter().map(|i| {
+            let id = crate::ids::new_id(crate::ids::VOLUME);
+            volume::ActiveModel {
+                provider_name: Set(crate::service::volumes::provider_name(&id)),
+                id: Set(id),
+                tenant_id: Set(tenant.clone()),
+                project_id: Set(None),
+                pool_id: Set(pool.clone()),
+                provider_account_id: Set(account.clone()),
+                name: Set(format!("v-{i}")),
+                description: Set(None),
+                region: Set("nyc3".into()),
+                kind: Set("block".into()),
+                network_id: Set(None),
+                filesystem: Set(None),
+                delete_with_instance: Set(false),
+                source_snapshot_id: Set(None),
+                size_gib: Set(10),
+                observed_size_gib: Set(Some(10)),
+                state: Set("ready".into()),
+                desired_state: Set("present".into()),
+                provider_id: Set(None),
+                device: Set(None),
+                mount_source: Set(None),
+                create_attempts: Set(1),
+                lost: Set(false),
+                action_id: Set(None),
+                message: Set(None),
+                version: Set(1),
+                created_at: Set(ready),
+                updated_at: Set(ready),
+                ready_at: Set(Some(ready)),
+                deleted_at: Set(None),
+            }
+        });
+        volume::Entity::insert_many(rows).exec(&services.db).await.map_err(|e| e.to_string())?;
+    }
+    let seed_secs = seeding.elapsed().as_secs_f64();
+    let first = Instant::now();
+    let windows = usage::pass(services, now).await.map_err(|e| e.describe())?;
+    let first_secs = first.elapsed().as_secs_f64();
+    let second = Instant::now();
+    let second_windows = usage::pass(services, now).await.map_err(|e| e.describe())?;
+    let second_secs = second.elapsed().as_secs_f64();
+    app.shutdown(std::time::Duration::from_secs(5)).await;
+    Ok(UsageFigures { windows, first_secs, second_secs, second_windows, seed_secs })
+}
