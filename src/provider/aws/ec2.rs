@@ -207,7 +207,7 @@ impl Aws {
     fn ec2_url(&self, region: &str) -> String {
         match &self.endpoint {
             Some(url) => format!("{}/", url.trim_end_matches('/')),
-            None => format!("https://ec2.{region}.amazonaws.com/"),
+            None => format!("https://ec2.{region}.{}/", super::dns_suffix(region)),
         }
     }
 

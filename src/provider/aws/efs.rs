@@ -8,8 +8,7 @@ use crate::provider::{EfsFileSystem, MountTarget, ProviderError, ProviderResult,
 
 /// The name EFS file systems answer to inside a VPC with DNS on (not returned by the API).
 pub(super) fn efs_dns_name(file_system_id: &str, region: &str) -> String {
-    let suffix = if region.starts_with("cn-") { "amazonaws.com.cn" } else { "amazonaws.com" };
-    format!("{file_system_id}.efs.{region}.{suffix}")
+    format!("{file_system_id}.efs.{region}.{}", super::dns_suffix(region))
 }
 
 fn file_system_from(description: &FileSystemDescription, region: &str) -> EfsFileSystem {

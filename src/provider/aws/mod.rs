@@ -45,6 +45,11 @@ pub(super) const THROTTLING_CODES: &[&str] = &[
 /// Codes that mean the request timed out at AWS: nothing to learn, like a 5xx.
 const TRANSIENT_CODES: &[&str] = &["RequestTimeout", "RequestTimeoutException"];
 
+/// The DNS suffix of a region's partition (China has its own).
+pub(super) fn dns_suffix(region: &str) -> &'static str {
+    if region.starts_with("cn-") { "amazonaws.com.cn" } else { "amazonaws.com" }
+}
+
 /// An access key pair. The account's secret (behind `env:NAME` or `file:/path`) is either
 /// `ACCESS_KEY_ID:SECRET_ACCESS_KEY` (optionally `:SESSION_TOKEN` after it), or the JSON that
 /// `aws sts` and `credential_process` use: `{"AccessKeyId": …, "SecretAccessKey": …,

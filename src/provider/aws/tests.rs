@@ -266,6 +266,12 @@ fn throttling_and_5xx_wait_lost_creates_are_unknown_other_4xx_are_refused_with_t
 }
 
 #[test]
+fn efs_names_follow_the_partition() {
+    assert_eq!(super::efs::efs_dns_name("fs-1", "eu-west-1"), "fs-1.efs.eu-west-1.amazonaws.com");
+    assert_eq!(super::efs::efs_dns_name("fs-1", "cn-north-1"), "fs-1.efs.cn-north-1.amazonaws.com.cn");
+}
+
+#[test]
 fn backoff_is_full_jitter_doubling_up_to_twenty_seconds() {
     let initial = Duration::from_secs(1);
     assert_eq!(ec2::backoff(initial, 0, 1.0), Duration::from_secs(1));
