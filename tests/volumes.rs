@@ -61,22 +61,13 @@ impl Setup {
         self.gql(VOLUME, json!({ "v": id })).await["providerVolume"].clone()
     }
 
-    /// Reads with `read` until `check` holds, moving the clock a second at a time (so a look
-    /// "5 s later" comes round) while the sim's 50 ms actions finish in real time.
+    /// `common::until` on the test's clock.
     async fn until<F, Fut>(&self, what: &str, read: F, check: impl Fn(&Value) -> bool) -> Value
     where
         F: Fn() -> Fut,
         Fut: std::future::Future<Output = Value>,
     {
-        for _ in 0..600 {
-            let seen = read().await;
-            if check(&seen) {
-                return seen;
-            }
-            self.clock.advance(1_000);
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        panic!("never {what}: {}", read().await);
+        common::until(&self.clock, what, read, check).await
     }
 
     /// `until` without moving the clock: for what happens before any wait is up.

@@ -266,6 +266,24 @@ impl TestServer {
     }
 }
 
+/// Reads with `read` until `check` holds, moving `clock` a second at a time (so a look "5 s
+/// later" comes round) while the sim's actions finish in real time.
+pub async fn until<F, Fut>(clock: &Clock, what: &str, read: F, check: impl Fn(&Value) -> bool) -> Value
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Value>,
+{
+    for _ in 0..600 {
+        let seen = read().await;
+        if check(&seen) {
+            return seen;
+        }
+        clock.advance(1_000);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("never {what}: {}", read().await);
+}
+
 pub fn first_code(body: &Value) -> Option<String> {
     body["errors"][0]["extensions"]["code"].as_str().map(str::to_owned)
 }
