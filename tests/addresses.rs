@@ -513,24 +513,8 @@ db_test!(create_refuses_bad_input_and_pools_without_addresses, |backend: Backend
         "a region the account does not use"
     );
     assert_eq!(s.create_refused("x", json!({ "poolId": "pool_nope" })).await.0, "INVALID_INPUT");
-    let account = s
-        .server
-        .ok(
-            Some(ADMIN),
-            "mutation { providerAccountCreate(input: { name: \"aws\", kind: AWS, credentialRef: \"env:X\", regions: [\"us-east-1\"], zones: [\"us-east-1a\"] }) { id } }",
-            json!({}),
-        )
-        .await;
-    let pool = s
-        .server
-        .ok(
-            Some(ADMIN),
-            "mutation($a: String!) { poolCreate(input: { name: \"aws\", providerAccountId: $a, billing: METERED }) { id } }",
-            json!({ "a": account["providerAccountCreate"]["id"] }),
-        )
-        .await["poolCreate"]["id"]
-        .clone();
-    s.server.offer(pool.as_str().unwrap(), "acme", json!([{ "resource": "addresses", "max": 5 }])).await;
+    let pool = s.server.aws_pool("aws").await;
+    s.server.offer(&pool, "acme", json!([{ "resource": "addresses", "max": 5 }])).await;
     let (got, details) = s.create_refused("on-aws", json!({ "poolId": pool, "region": "us-east-1" })).await;
     assert_eq!((got.as_str(), &details["reason"]), ("UNSUPPORTED", &json!("addresses")));
     assert_eq!(s.used("addresses").await, 0, "nothing booked");

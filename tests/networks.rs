@@ -4,7 +4,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{ADMIN, Backend, TestDb, TestServer};
+use common::{Backend, TestDb, TestServer};
 use serde_json::{Value, json};
 use vps_graph::clock::Clock;
 use vps_graph::sim::Fault;
@@ -287,17 +287,7 @@ db_test!(network_create_rules, |backend: Backend| async move {
 
 db_test!(networks_on_a_provider_without_them_are_unsupported_and_nothing_is_recorded, |backend: Backend| async move {
     let s = setup(backend).await;
-    let account = s
-        .server
-        .ok(Some(ADMIN), "mutation { providerAccountCreate(input: { name: \"aws\", kind: AWS, credentialRef: \"env:AWS\", regions: [\"us-east-1\"], zones: [\"us-east-1a\"] }) { id } }", json!({}))
-        .await;
-    let pool = s
-        .server
-        .ok(Some(ADMIN), "mutation($a: String!) { poolCreate(input: { name: \"aws\", providerAccountId: $a, billing: METERED }) { id } }", json!({ "a": account["providerAccountCreate"]["id"] }))
-        .await["poolCreate"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let pool = s.server.aws_pool("aws").await;
     s.server.offer(&pool, "acme", json!([])).await;
     let body = s
         .server

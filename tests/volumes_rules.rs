@@ -528,24 +528,8 @@ db_test!(a_page_of_volumes_costs_the_same_sql_statements_whatever_its_size, |bac
 
 db_test!(a_pool_whose_provider_offers_no_volumes_is_unsupported, |backend: Backend| async move {
     let s = setup(backend).await;
-    let account = s
-        .server
-        .ok(
-            Some(ADMIN),
-            "mutation { providerAccountCreate(input: { name: \"aws\", kind: AWS, credentialRef: \"env:X\", regions: [\"us-east-1\"], zones: [\"us-east-1a\"] }) { id } }",
-            json!({}),
-        )
-        .await;
-    let pool = s
-        .server
-        .ok(
-            Some(ADMIN),
-            "mutation($a: String!) { poolCreate(input: { name: \"aws\", providerAccountId: $a, billing: METERED }) { id } }",
-            json!({ "a": account["providerAccountCreate"]["id"] }),
-        )
-        .await["poolCreate"]["id"]
-        .clone();
-    s.server.offer(pool.as_str().unwrap(), "acme", json!([{ "resource": "diskGiB", "max": 100 }])).await;
+    let pool = s.server.aws_pool("aws").await;
+    s.server.offer(&pool, "acme", json!([{ "resource": "diskGiB", "max": 100 }])).await;
     let (got, details) = s.create_code("on-aws", json!({ "poolId": pool, "region": "us-east-1" })).await;
     assert_eq!(got, "UNSUPPORTED");
     assert_eq!(details["reason"], "volumes");

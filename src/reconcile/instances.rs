@@ -296,10 +296,10 @@ async fn finish_delete(run: &Run<'_>, current: &instance::Model, finish: Finish)
     for a in &attached {
         rows::lock(&txn, "provider_volumes", &a.volume_id).await?;
     }
-    // Addresses before the instance too, as an assign takes them. None can be added meanwhile:
-    // an assign to an instance being deleted is refused.
-    let assigned = addresses::on_instance(&txn, &current.id).await?;
-    for a in &assigned {
+    // Addresses before the instance too, as an assign takes them. None can be added meanwhile
+    // (an assign to an instance being deleted is refused), but one may have let go of it before
+    // its lock was taken: read them again once locked.
+    for a in addresses::on_instance(&txn, &current.id).await? {
         rows::lock(&txn, "provider_addresses", &a.id).await?;
     }
     let assigned = addresses::on_instance(&txn, &current.id).await?;

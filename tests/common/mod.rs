@@ -246,6 +246,26 @@ impl TestServer {
         pool["poolCreate"]["id"].as_str().expect("pool id").to_owned()
     }
 
+    /// A platform AWS account (us-east-1, zone us-east-1a) and a METERED pool on it; returns the
+    /// pool id. Nothing is ever sent to it: for the calls an AWS pool refuses.
+    pub async fn aws_pool(&self, name: &str) -> String {
+        let account = self
+            .ok(
+                Some(ADMIN),
+                "mutation($i: ProviderAccountCreateInput!) { providerAccountCreate(input: $i) { id } }",
+                json!({ "i": { "name": name, "kind": "AWS", "credentialRef": "env:X", "regions": ["us-east-1"], "zones": ["us-east-1a"] } }),
+            )
+            .await;
+        let pool = self
+            .ok(
+                Some(ADMIN),
+                "mutation($i: PoolCreateInput!) { poolCreate(input: $i) { id } }",
+                json!({ "i": { "name": name, "providerAccountId": account["providerAccountCreate"]["id"], "billing": "METERED" } }),
+            )
+            .await;
+        pool["poolCreate"]["id"].as_str().expect("pool id").to_owned()
+    }
+
     pub async fn offer(&self, pool: &str, tenant: &str, quotas: Value) -> Value {
         self.ok(
             Some(ADMIN),
