@@ -18,6 +18,12 @@ pub fn text((addr, prefix): (u32, u8)) -> String {
     format!("{}/{prefix}", std::net::Ipv4Addr::from(addr))
 }
 
+/// Whether `inner` lies wholly inside `outer`.
+pub fn contains(outer: (u32, u8), inner: (u32, u8)) -> bool {
+    let mask = |prefix: u8| if prefix == 0 { 0 } else { u32::MAX << (32 - u32::from(prefix)) };
+    inner.1 >= outer.1 && (inner.0 & mask(outer.1)) == (outer.0 & mask(outer.1))
+}
+
 pub fn overlaps(a: (u32, u8), b: (u32, u8)) -> bool {
     let span = |(addr, prefix): (u32, u8)| (addr, addr | (u32::MAX >> prefix));
     let ((a0, a1), (b0, b1)) = (span(a), span(b));

@@ -14,6 +14,7 @@ pub const VOLUME: &str = "pvol";
 pub const SNAPSHOT: &str = "psnap";
 pub const ATTACHMENT: &str = "patt";
 pub const ADDRESS: &str = "paddr";
+pub const FILESYSTEM: &str = "fs";
 
 pub fn new_id(prefix: &str) -> String {
     format!("{prefix}_{}", Ulid::generate().to_string().to_lowercase())

@@ -9,6 +9,7 @@ mod m20261129_000002_networks;
 mod m20261129_000003_volumes;
 mod m20261201_000004_addresses;
 mod m20261201_000005_usage;
+mod m20261201_000006_filesystems;
 
 pub struct Migrator;
 
@@ -21,6 +22,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261129_000003_volumes::Migration),
             Box::new(m20261201_000004_addresses::Migration),
             Box::new(m20261201_000005_usage::Migration),
+            Box::new(m20261201_000006_filesystems::Migration),
         ]
     }
 }

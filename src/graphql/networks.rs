@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use futures_util::{Stream, StreamExt};
 
 use super::{actor, services};
-use crate::service::networks::{NetworkCreate, NetworkView, SubnetInput, SubnetView};
+use crate::service::networks::{NetworkAdopt, NetworkCreate, NetworkView, SubnetInput, SubnetView};
 use crate::service::rows::ListFilter;
 
 /// Where a resource is, as the reconciler last saw it.
@@ -53,6 +53,10 @@ impl Subnet {
     }
     async fn region(&self) -> &str {
         &self.0.region
+    }
+    /// AWS: the subnet's availability zone.
+    async fn zone(&self) -> Option<&str> {
+        self.0.zone.as_deref()
     }
     async fn ip_range(&self) -> &str {
         &self.0.ip_range
@@ -114,6 +118,22 @@ impl Network {
     async fn version(&self) -> i64 {
         self.0.version
     }
+    /// AWS: the region of the network's VPC.
+    async fn region(&self) -> Option<&str> {
+        self.0.region.as_deref()
+    }
+    /// AWS: the VPC's CIDR block.
+    async fn ip_range(&self) -> Option<&str> {
+        self.0.ip_range.as_deref()
+    }
+    /// AWS: the VPC's id, once made (or the one adopted).
+    async fn provider_id(&self) -> Option<&str> {
+        self.0.provider_id.as_deref()
+    }
+    /// Recorded from an existing VPC (`networkAdopt`): only read, never changed at the provider.
+    async fn adopted(&self) -> bool {
+        self.0.adopted
+    }
     async fn subnets(&self) -> Vec<Subnet> {
         self.0.subnets.iter().cloned().map(Subnet).collect()
     }
@@ -146,17 +166,22 @@ pub struct NetworkConnection {
     pub page_info: PageInfo,
 }
 
+/// A subnet: on DigitalOcean in a `region` (a VPC of its own), on AWS in a `zone` of the
+/// network's region, inside the network's `ipRange`.
 #[derive(InputObject)]
 pub struct SubnetSpec {
-    /// One of the pool's regions; one subnet per region.
-    pub region: String,
+    /// DigitalOcean: one of the pool's regions; one subnet per region. AWS: optional, the
+    /// zone's region.
+    pub region: Option<String>,
+    /// AWS: one of the account's zones; one subnet per zone.
+    pub zone: Option<String>,
     /// A private IPv4 block, /16 to /28, not overlapping the network's other subnets.
     pub ip_range: String,
 }
 
 impl From<SubnetSpec> for SubnetInput {
     fn from(spec: SubnetSpec) -> Self {
-        SubnetInput { region: spec.region, ip_range: spec.ip_range }
+        SubnetInput { region: spec.region, zone: spec.zone, ip_range: spec.ip_range }
     }
 }
 
@@ -168,7 +193,24 @@ pub struct NetworkCreateInput {
     /// Unique in the tenant among networks not deleted.
     pub name: String,
     pub description: Option<String>,
+    /// AWS: the VPC's CIDR block (private, /16 to /28), holding every subnet's.
+    pub ip_range: Option<String>,
     pub subnets: Vec<SubnetSpec>,
+    pub idempotency_key: String,
+}
+
+/// An existing AWS VPC to record as a network.
+#[derive(InputObject)]
+pub struct NetworkAdoptInput {
+    pub tenant_id: String,
+    pub pool_id: String,
+    pub project_id: Option<String>,
+    /// Unique in the tenant among networks not deleted.
+    pub name: String,
+    pub description: Option<String>,
+    pub vpc_id: String,
+    /// The VPC's region; the account's first when absent.
+    pub region: Option<String>,
     pub idempotency_key: String,
 }
 
@@ -238,10 +280,28 @@ impl NetworkMutation {
             project_id: input.project_id,
             name: input.name,
             description: input.description,
+            ip_range: input.ip_range,
             subnets: input.subnets.into_iter().map(Into::into).collect(),
             idempotency_key: input.idempotency_key,
         };
         Ok(Network(services(ctx).network_create(actor(ctx)?, create).await?))
+    }
+
+    /// Records an existing AWS VPC as a network and returns it PENDING; the reconciler reads the
+    /// VPC and its subnets (READY) and never changes them. An adopted network takes instances
+    /// but no filesystems; deleting it only forgets it. UNSUPPORTED on another provider.
+    async fn network_adopt(&self, ctx: &Context<'_>, input: NetworkAdoptInput) -> Result<Network> {
+        let adopt = NetworkAdopt {
+            tenant_id: input.tenant_id,
+            pool_id: input.pool_id,
+            project_id: input.project_id,
+            name: input.name,
+            description: input.description,
+            vpc_id: input.vpc_id,
+            region: input.region,
+            idempotency_key: input.idempotency_key,
+        };
+        Ok(Network(services(ctx).network_adopt(actor(ctx)?, adopt).await?))
     }
 
     /// Adds a subnet (INVALID_STATE while the network is being deleted).
@@ -272,7 +332,8 @@ pub struct NetworkSubscription;
 
 #[Subscription]
 impl NetworkSubscription {
-    /// The network's new view on every change.
+    /// The network's new view on every change (its filesystems' events have their own
+    /// subscription, `filesystemChanged`).
     async fn network_changed(
         &self,
         ctx: &Context<'_>,
@@ -281,7 +342,11 @@ impl NetworkSubscription {
     ) -> Result<impl Stream<Item = Result<Network>> + use<>> {
         let svc = services(ctx).clone();
         let filter = svc.network_watch(actor(ctx)?, &tenant_id, &network_id).await?;
-        Ok(svc.feed.subscribe(filter, None).map(|item| {
+        let own = |item: &crate::error::Result<std::sync::Arc<crate::store::outbox::Event>>| {
+            let part = item.as_ref().is_ok_and(|e| e.event_type.starts_with("network.filesystem."));
+            std::future::ready(!part)
+        };
+        Ok(svc.feed.subscribe(filter, None).filter(own).map(|item| {
             let event = item?;
             let view: NetworkView =
                 serde_json::from_value(event.data.clone()).map_err(|e| async_graphql::Error::new(e.to_string()))?;

@@ -562,11 +562,11 @@ pub struct Provider {
 
 /// Which capabilities a kind of account has, known without a client (to refuse before recording).
 pub fn supports_networks(kind: &str) -> bool {
-    kind == KIND_DIGITALOCEAN
+    kind == KIND_DIGITALOCEAN || kind == KIND_AWS
 }
 
 pub fn supports_instances(kind: &str) -> bool {
-    kind == KIND_DIGITALOCEAN
+    kind == KIND_DIGITALOCEAN || kind == KIND_AWS
 }
 
 pub fn supports_volumes(kind: &str) -> bool {
@@ -595,6 +595,21 @@ pub fn min_share_gib(kind: &str) -> i64 {
 /// The tag that marks what this deployment made at DigitalOcean (Droplets, volumes, snapshots).
 pub fn ownership_tag(deployment: &str) -> String {
     format!("vps-graph:{deployment}")
+}
+
+/// The tag key that marks what this deployment made at AWS; its value is the deployment.
+pub const AWS_OWNER_TAG: &str = "vps-graph:deployment";
+
+/// The tags every AWS create of this deployment writes in the create call itself: the `Name`
+/// (the provider name, derived from the resource id) and the ownership tag, since at AWS a
+/// name proves nothing (EFS tokens, FSx names and group names can all be held by others).
+pub fn aws_tags(name: &str, deployment: &str) -> Vec<Tag> {
+    vec![Tag::new("Name", name), Tag::new(AWS_OWNER_TAG, deployment)]
+}
+
+/// Whether something found at AWS carries this deployment's ownership tag.
+pub fn aws_owned(tags: &[Tag], deployment: &str) -> bool {
+    tag_value(tags, AWS_OWNER_TAG) == Some(deployment)
 }
 
 /// What the registry needs to know of an account.

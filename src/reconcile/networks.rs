@@ -455,6 +455,7 @@ mod tests {
             updated_at: now,
             ready_at: None,
             deleted_at: None,
+            zone: None,
         }
     }
 

@@ -159,6 +159,8 @@ impl Services {
             updated_at: Set(now),
             ready_at: Set(None),
             deleted_at: Set(None),
+            zone: Set(None),
+            user_data: Set(None),
         }
         .insert(&txn)
         .await

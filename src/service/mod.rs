@@ -6,6 +6,7 @@ pub mod authz;
 pub mod bootstrap;
 pub mod events;
 pub mod feed;
+pub mod filesystems;
 pub mod instances;
 pub mod mounts;
 pub mod networks;

@@ -39,9 +39,12 @@ pub mod state {
     pub const ABSENT: &str = "absent";
 }
 
+/// A subnet asked for: on DigitalOcean in a `region`, on AWS in a `zone` (the region follows
+/// from it).
 #[derive(Clone, Debug, Serialize)]
 pub struct SubnetInput {
-    pub region: String,
+    pub region: Option<String>,
+    pub zone: Option<String>,
     pub ip_range: String,
 }
 
@@ -52,7 +55,23 @@ pub struct NetworkCreate {
     pub project_id: Option<String>,
     pub name: String,
     pub description: Option<String>,
+    /// AWS: the VPC's CIDR block, which holds every subnet's.
+    pub ip_range: Option<String>,
     pub subnets: Vec<SubnetInput>,
+    #[serde(skip)]
+    pub idempotency_key: String,
+}
+
+/// `networkAdopt`: an existing AWS VPC recorded as a network, with the subnets it has.
+#[derive(Serialize)]
+pub struct NetworkAdopt {
+    pub tenant_id: String,
+    pub pool_id: String,
+    pub project_id: Option<String>,
+    pub name: String,
+    pub description: Option<String>,
+    pub vpc_id: String,
+    pub region: Option<String>,
     #[serde(skip)]
     pub idempotency_key: String,
 }
@@ -62,6 +81,7 @@ pub struct NetworkCreate {
 pub struct SubnetView {
     pub id: String,
     pub region: String,
+    pub zone: Option<String>,
     pub ip_range: String,
     pub state: String,
     pub desired_state: String,
@@ -89,6 +109,11 @@ pub struct NetworkView {
     pub created_at: DateTime<Utc>,
     pub ready_at: Option<DateTime<Utc>>,
     pub deleted_at: Option<DateTime<Utc>>,
+    /// AWS: the VPC's region, CIDR block and id.
+    pub region: Option<String>,
+    pub ip_range: Option<String>,
+    pub provider_id: Option<String>,
+    pub adopted: bool,
     pub subnets: Vec<SubnetView>,
 }
 
@@ -108,12 +133,17 @@ pub fn view(n: &network::Model, subnets: &[network_subnet::Model]) -> NetworkVie
         created_at: n.created_at,
         ready_at: n.ready_at,
         deleted_at: n.deleted_at,
+        region: n.region.clone(),
+        ip_range: n.ip_range.clone(),
+        provider_id: n.provider_id.clone(),
+        adopted: n.adopted,
         subnets: subnets
             .iter()
             .filter(|s| s.network_id == n.id)
             .map(|s| SubnetView {
                 id: s.id.clone(),
                 region: s.region.clone(),
+                zone: s.zone.clone(),
                 ip_range: s.ip_range.clone(),
                 state: s.state.clone(),
                 desired_state: s.desired_state.clone(),
@@ -165,8 +195,9 @@ impl Services {
             return Err(unsupported("networks", &pool.account.kind));
         }
         super::rows::check_project(&txn, &input.tenant_id, input.project_id.as_deref()).await?;
-        let regions = super::pools::strings(&pool.account.regions);
-        check_subnets(&input.subnets, &[], &regions)?;
+        let place = Place::of(&pool.account, None);
+        let vpc = place.check_vpc(input.ip_range.as_deref())?;
+        let subnets = place.check_subnets(&input.subnets, &[], vpc)?;
         let key =
             idempotency::Key { tenant_id: &input.tenant_id, operation: "networkCreate", key: &input.idempotency_key };
         if let Claim::Existing(existing) =
@@ -186,35 +217,79 @@ impl Services {
                 .with_details(json!({ "field": "name" })));
         }
         let now = self.clock.now();
-        let created = network::ActiveModel {
-            id: Set(id.clone()),
-            tenant_id: Set(input.tenant_id.clone()),
-            project_id: Set(input.project_id.clone()),
-            pool_id: Set(input.pool_id.clone()),
-            provider_account_id: Set(pool.account.id.clone()),
-            name: Set(input.name.clone()),
-            description: Set(input.description.clone()),
-            state: Set(state::PENDING.into()),
-            desired_state: Set(state::PRESENT.into()),
-            message: Set(None),
-            version: Set(1),
-            generation: Set(1),
-            created_at: Set(now),
-            updated_at: Set(now),
-            ready_at: Set(None),
-            deleted_at: Set(None),
+        let row = NewNetwork {
+            id: &id,
+            tenant_id: &input.tenant_id,
+            project_id: input.project_id.as_deref(),
+            pool: &pool,
+            name: &input.name,
+            description: input.description.as_deref(),
+            region: place.vpc_region(&subnets),
+        };
+        let created =
+            row.insert(&txn, now, |row| network::ActiveModel { ip_range: Set(input.ip_range.clone()), ..row }).await?;
+        let mut rows = Vec::new();
+        for subnet in &subnets {
+            rows.push(insert_subnet(&txn, &id, subnet, now).await?);
         }
-        .insert(&txn)
-        .await
-        .map_err(|err| match crate::store::is_unique_violation(&err) {
-            true => name_taken(&input.name),
-            false => err.into(),
-        })?;
-        let mut subnets = Vec::new();
-        for subnet in &input.subnets {
-            subnets.push(insert_subnet(&txn, &id, subnet, now).await?);
+        let view = view(&created, &rows);
+        queue::wake(&txn, RECONCILER, &id, self.clock.now_ms()).await?;
+        self.commit_and_wake(txn, vec![event("created", &view)]).await?;
+        Ok(view)
+    }
+
+    /// Records an existing AWS VPC as a network. The reconciler reads the VPC and records its
+    /// subnets; nothing is ever made or deleted at the provider for it, and it takes no
+    /// filesystems.
+    pub async fn network_adopt(&self, actor: &Actor, input: NetworkAdopt) -> Result<NetworkView> {
+        check_adopt(&input)?;
+        let id = ids::new_id(ids::NETWORK);
+        actor.decide(UPDATE, &Target::resource(&input.tenant_id, input.project_id.as_deref(), KIND, &id))?;
+        let txn = self.begin().await?;
+        let pool = offered_pool(&txn, &input.tenant_id, &input.pool_id).await?;
+        if pool.account.kind != provider::KIND_AWS {
+            return Err(unsupported("networkAdopt", &pool.account.kind));
         }
-        let view = view(&created, &subnets);
+        super::rows::check_project(&txn, &input.tenant_id, input.project_id.as_deref()).await?;
+        let regions = super::pools::strings(&pool.account.regions);
+        let region = input.region.clone().or_else(|| regions.first().cloned()).unwrap_or_default();
+        super::rows::check_region(&pool, &region)?;
+        let key =
+            idempotency::Key { tenant_id: &input.tenant_id, operation: "networkAdopt", key: &input.idempotency_key };
+        if let Claim::Existing(existing) =
+            idempotency::claim(&txn, &key, &idempotency::request_hash(&input), &id).await?
+        {
+            drop(txn);
+            return self.network_load(&self.db, &input.tenant_id, &existing).await;
+        }
+        let recorded = network::Entity::find()
+            .filter(network::Column::ProviderAccountId.eq(pool.account.id.clone()))
+            .filter(network::Column::ProviderId.eq(input.vpc_id.clone()))
+            .filter(network::Column::State.ne(state::DELETED))
+            .one(&txn)
+            .await?;
+        if let Some(other) = recorded {
+            return Err(Error::conflict(format!("VPC {} is network {} already", input.vpc_id, other.id))
+                .with_details(json!({ "field": "vpcId" })));
+        }
+        let now = self.clock.now();
+        let row = NewNetwork {
+            id: &id,
+            tenant_id: &input.tenant_id,
+            project_id: input.project_id.as_deref(),
+            pool: &pool,
+            name: &input.name,
+            description: input.description.as_deref(),
+            region: Some(region),
+        };
+        let created = row
+            .insert(&txn, now, |row| network::ActiveModel {
+                provider_id: Set(Some(input.vpc_id.clone())),
+                adopted: Set(true),
+                ..row
+            })
+            .await?;
+        let view = view(&created, &[]);
         queue::wake(&txn, RECONCILER, &id, self.clock.now_ms()).await?;
         self.commit_and_wake(txn, vec![event("created", &view)]).await?;
         Ok(view)
@@ -232,10 +307,15 @@ impl Services {
         if current.desired_state == state::ABSENT {
             return Err(being_deleted(network_id));
         }
+        if current.adopted {
+            return Err(adopted_is_read_only());
+        }
         let pool = find_pool(&txn, &current.pool_id).await?;
-        check_subnets(std::slice::from_ref(&subnet), &subnets, &super::pools::strings(&pool.account.regions))?;
+        let place = Place::of(&pool.account, current.region.as_deref());
+        let vpc = current.ip_range.as_deref().and_then(crate::cidr::parse_private);
+        let placed = place.check_subnets(std::slice::from_ref(&subnet), &subnets, vpc)?;
         let now = self.clock.now();
-        let added = insert_subnet(&txn, network_id, &subnet, now).await?;
+        let added = insert_subnet(&txn, network_id, &placed[0], now).await?;
         let updated =
             bump(&txn, current, |u| u.col_expr(network::Column::State, Expr::value(state::PENDING)), now).await?;
         let mut all = subnets;
@@ -265,13 +345,16 @@ impl Services {
         if current.desired_state == state::ABSENT {
             return Err(being_deleted(network_id));
         }
+        if current.adopted {
+            return Err(adopted_is_read_only());
+        }
         if subnets.iter().filter(|s| s.desired_state == state::PRESENT).count() == 1 {
             return Err(Error::invalid_input(
                 "subnetId",
                 "a network keeps at least one subnet: delete the network instead",
             ));
         }
-        refuse_if_used(&txn, network_id, Some(&subnets[position].region)).await?;
+        refuse_if_used(&txn, network_id, Some(&subnets[position])).await?;
         let now = self.clock.now();
         subnets[position] = mark_removed(&txn, &subnets[position], now).await?;
         let updated = bump(&txn, current, |u| u, now).await?;
@@ -376,6 +459,18 @@ impl Services {
         Ok(view(&found, &subnets))
     }
 
+    /// The network for a change of one of its parts (locked on PostgreSQL), after deciding
+    /// `compute:networks:update`; a deleted one is NOT_FOUND.
+    pub(crate) async fn network_for_change(
+        &self,
+        conn: &impl ConnectionTrait,
+        actor: &Actor,
+        tenant_id: &str,
+        network_id: &str,
+    ) -> Result<network::Model> {
+        Ok(self.network_for_update(conn, actor, tenant_id, network_id).await?.0)
+    }
+
     /// The network and its subnets for a change, after deciding `compute:networks:update`.
     async fn network_for_update(
         &self,
@@ -425,62 +520,271 @@ fn check_create(input: &NetworkCreate) -> Result<()> {
     validate::idempotency_key(&input.idempotency_key)
 }
 
-/// Checks new subnets against the account's regions and the network's live subnets.
-fn check_subnets(new: &[SubnetInput], existing: &[network_subnet::Model], regions: &[String]) -> Result<()> {
-    let mut taken: Vec<(String, (u32, u8))> = existing
-        .iter()
-        .filter(|s| s.desired_state == state::PRESENT)
-        .filter_map(|s| crate::cidr::parse_private(&s.ip_range).map(|r| (s.region.clone(), r)))
-        .collect();
-    for subnet in new {
-        validate::region("subnets.region", &subnet.region)?;
-        if !regions.contains(&subnet.region) {
-            return Err(Error::invalid_input(
-                "subnets.region",
-                format!("the pool's account does not use region {}", subnet.region),
-            )
-            .with_details(json!({ "field": "subnets.region", "regions": regions })));
-        }
-        let Some(range) = crate::cidr::parse_private(&subnet.ip_range) else {
-            return Err(Error::invalid_input(
-                "subnets.ipRange",
-                format!("{:?} is not a private CIDR block from /16 to /28", subnet.ip_range),
-            ));
-        };
-        if taken.iter().any(|(region, _)| *region == subnet.region) {
-            return Err(Error::invalid_input(
-                "subnets.region",
-                format!("the network has a subnet in {} already", subnet.region),
-            ));
-        }
-        if taken.iter().any(|(_, other)| crate::cidr::overlaps(*other, range)) {
-            return Err(Error::invalid_input(
-                "subnets.ipRange",
-                format!("{} overlaps another subnet of the network", subnet.ip_range),
-            ));
-        }
-        taken.push((subnet.region.clone(), range));
-    }
-    Ok(())
+/// A network row about to be written, with what creating and adopting share.
+struct NewNetwork<'a> {
+    id: &'a str,
+    tenant_id: &'a str,
+    project_id: Option<&'a str>,
+    pool: &'a super::pools::PoolView,
+    name: &'a str,
+    description: Option<&'a str>,
+    region: Option<String>,
 }
 
-/// The resources that keep a network (or its subnet in `region`) from being removed: shared
-/// volumes that are not deleted (`volumeIds`); filesystems register here as they arrive.
-async fn refuse_if_used(conn: &impl ConnectionTrait, network_id: &str, region: Option<&str>) -> Result<()> {
-    use crate::store::entity::provider_volume as volume;
-    let mut query = volume::Entity::find()
+impl NewNetwork<'_> {
+    async fn insert(
+        self,
+        conn: &impl ConnectionTrait,
+        now: DateTime<Utc>,
+        finish: impl FnOnce(network::ActiveModel) -> network::ActiveModel,
+    ) -> Result<network::Model> {
+        let row = network::ActiveModel {
+            id: Set(self.id.to_owned()),
+            tenant_id: Set(self.tenant_id.to_owned()),
+            project_id: Set(self.project_id.map(str::to_owned)),
+            pool_id: Set(self.pool.pool.id.clone()),
+            provider_account_id: Set(self.pool.account.id.clone()),
+            name: Set(self.name.to_owned()),
+            description: Set(self.description.map(str::to_owned)),
+            state: Set(state::PENDING.into()),
+            desired_state: Set(state::PRESENT.into()),
+            message: Set(None),
+            version: Set(1),
+            generation: Set(1),
+            created_at: Set(now),
+            updated_at: Set(now),
+            ready_at: Set(None),
+            deleted_at: Set(None),
+            region: Set(self.region),
+            ip_range: Set(None),
+            provider_id: Set(None),
+            create_attempts: Set(0),
+            lost: Set(false),
+            adopted: Set(false),
+        };
+        finish(row).insert(conn).await.map_err(|err| match crate::store::is_unique_violation(&err) {
+            true => name_taken(self.name),
+            false => err.into(),
+        })
+    }
+}
+
+/// The input rules of `networkAdopt` that need no database.
+fn check_adopt(input: &NetworkAdopt) -> Result<()> {
+    validate::tenant_id("tenantId", &input.tenant_id)?;
+    validate::id("poolId", ids::POOL, &input.pool_id)?;
+    if let Some(project_id) = &input.project_id {
+        validate::id("projectId", ids::PROJECT, project_id)?;
+    }
+    validate::name("name", &input.name)?;
+    if let Some(description) = &input.description {
+        validate::max_len("description", description, 256)?;
+    }
+    if let Some(region) = &input.region {
+        validate::region("region", region)?;
+    }
+    validate::vpc_id("vpcId", &input.vpc_id)?;
+    validate::idempotency_key(&input.idempotency_key)
+}
+
+/// A subnet checked and placed: its region, and on AWS its zone.
+pub(crate) struct PlacedSubnet {
+    pub region: String,
+    pub zone: Option<String>,
+    pub ip_range: String,
+}
+
+/// Where an account puts a network's subnets: on DigitalOcean one VPC per subnet, in its
+/// regions; on AWS one VPC in one region (the network's, once known) with a subnet per zone,
+/// inside the VPC's CIDR block.
+struct Place {
+    aws: bool,
+    regions: Vec<String>,
+    zones: Vec<String>,
+    region: Option<String>,
+}
+
+impl Place {
+    fn of(account: &crate::store::entity::provider_account::Model, region: Option<&str>) -> Self {
+        Place {
+            aws: account.kind == provider::KIND_AWS,
+            regions: super::pools::strings(&account.regions),
+            zones: super::pools::strings(&account.zones),
+            region: region.map(str::to_owned),
+        }
+    }
+
+    /// The network's own CIDR block: an AWS network's VPC has one, a DigitalOcean one none.
+    fn check_vpc(&self, ip_range: Option<&str>) -> Result<Option<(u32, u8)>> {
+        match (self.aws, ip_range) {
+            (false, None) => Ok(None),
+            (false, Some(_)) => Err(Error::invalid_input(
+                "ipRange",
+                "a DigitalOcean network has no CIDR block of its own: each subnet is a VPC",
+            )),
+            (true, None) => Err(Error::invalid_input("ipRange", "an AWS network names its VPC's CIDR block")),
+            (true, Some(text)) => crate::cidr::parse_private(text).map(Some).ok_or_else(|| {
+                Error::invalid_input("ipRange", format!("{text:?} is not a private CIDR block from /16 to /28"))
+            }),
+        }
+    }
+
+    /// The region of an AWS network: its subnets'.
+    fn vpc_region(&self, subnets: &[PlacedSubnet]) -> Option<String> {
+        if !self.aws {
+            return None;
+        }
+        self.region.clone().or_else(|| subnets.first().map(|s| s.region.clone()))
+    }
+
+    /// Checks new subnets against the account's places and the network's live subnets: one per
+    /// region (DigitalOcean) or zone (AWS), none overlapping, each inside the VPC's block.
+    fn check_subnets(
+        &self,
+        new: &[SubnetInput],
+        existing: &[network_subnet::Model],
+        vpc: Option<(u32, u8)>,
+    ) -> Result<Vec<PlacedSubnet>> {
+        let live = existing.iter().filter(|s| s.desired_state == state::PRESENT);
+        let mut taken: Vec<(String, (u32, u8))> = live
+            .filter_map(|s| {
+                let place = if self.aws { s.zone.clone().unwrap_or_default() } else { s.region.clone() };
+                crate::cidr::parse_private(&s.ip_range).map(|r| (place, r))
+            })
+            .collect();
+        let mut region = self.region.clone();
+        let mut placed = Vec::new();
+        for subnet in new {
+            let (subnet_region, zone) = self.place(subnet, region.as_deref())?;
+            region = Some(subnet_region.clone());
+            let place = zone.clone().unwrap_or_else(|| subnet_region.clone());
+            let Some(range) = crate::cidr::parse_private(&subnet.ip_range) else {
+                return Err(Error::invalid_input(
+                    "subnets.ipRange",
+                    format!("{:?} is not a private CIDR block from /16 to /28", subnet.ip_range),
+                ));
+            };
+            if vpc.is_some_and(|vpc| !crate::cidr::contains(vpc, range)) {
+                return Err(Error::invalid_input(
+                    "subnets.ipRange",
+                    format!("{} is not inside the network's CIDR block", subnet.ip_range),
+                ));
+            }
+            if taken.iter().any(|(other, _)| *other == place) {
+                return Err(Error::invalid_input(
+                    if self.aws { "subnets.zone" } else { "subnets.region" },
+                    format!("the network has a subnet in {place} already"),
+                ));
+            }
+            if taken.iter().any(|(_, other)| crate::cidr::overlaps(*other, range)) {
+                return Err(Error::invalid_input(
+                    "subnets.ipRange",
+                    format!("{} overlaps another subnet of the network", subnet.ip_range),
+                ));
+            }
+            taken.push((place, range));
+            placed.push(PlacedSubnet { region: subnet_region, zone, ip_range: subnet.ip_range.clone() });
+        }
+        Ok(placed)
+    }
+
+    /// The region and zone of one new subnet; on AWS every subnet is in the network's region.
+    fn place(&self, subnet: &SubnetInput, network_region: Option<&str>) -> Result<(String, Option<String>)> {
+        let unknown_region = |region: &str| {
+            Error::invalid_input("subnets.region", format!("the pool's account does not use region {region}"))
+                .with_details(json!({ "field": "subnets.region", "regions": self.regions }))
+        };
+        if !self.aws {
+            if subnet.zone.is_some() {
+                return Err(Error::invalid_input("subnets.zone", "a DigitalOcean subnet is in a region, not a zone"));
+            }
+            let Some(region) = &subnet.region else {
+                return Err(Error::invalid_input("subnets.region", "a DigitalOcean subnet names its region"));
+            };
+            validate::region("subnets.region", region)?;
+            return match self.regions.contains(region) {
+                true => Ok((region.clone(), None)),
+                false => Err(unknown_region(region)),
+            };
+        }
+        let Some(zone) = &subnet.zone else {
+            return Err(Error::invalid_input("subnets.zone", "an AWS subnet names its zone"));
+        };
+        validate::zone("subnets.zone", zone)?;
+        if !self.zones.contains(zone) {
+            return Err(Error::invalid_input("subnets.zone", format!("the pool's account does not use zone {zone}"))
+                .with_details(json!({ "field": "subnets.zone", "zones": self.zones })));
+        }
+        let Some(region) = self.regions.iter().filter(|r| zone.starts_with(r.as_str())).max_by_key(|r| r.len()) else {
+            return Err(Error::invalid_input(
+                "subnets.zone",
+                format!("zone {zone} is in none of the account's regions"),
+            ));
+        };
+        if let Some(asked) = &subnet.region
+            && asked != region
+        {
+            return Err(Error::invalid_input("subnets.region", format!("zone {zone} is in {region}, not {asked}")));
+        }
+        if let Some(network_region) = network_region
+            && network_region != region
+        {
+            return Err(Error::invalid_input(
+                "subnets.zone",
+                format!("an AWS network is one VPC in one region ({network_region}); zone {zone} is in {region}"),
+            ));
+        }
+        Ok((region.clone(), Some(zone.clone())))
+    }
+}
+
+/// The resources that keep a network (or `subnet` of it) from being removed, each refused with
+/// its ids: shared volumes in the subnet's region (`volumeIds`), filesystems (`filesystemIds`:
+/// an nfs one has a mount target in every subnet, a lustre one lives in its zone's), and
+/// instances that are not deleted (`instanceIds`: a VPC cannot go while machines are in it).
+async fn refuse_if_used(
+    conn: &impl ConnectionTrait,
+    network_id: &str,
+    subnet: Option<&network_subnet::Model>,
+) -> Result<()> {
+    use crate::store::entity::{instance, provider_volume as volume};
+    let mut volumes = volume::Entity::find()
         .filter(volume::Column::NetworkId.eq(network_id))
         .filter(volume::Column::State.ne(state::DELETED));
-    if let Some(region) = region {
-        query = query.filter(volume::Column::Region.eq(region));
+    if let Some(subnet) = subnet {
+        volumes = volumes.filter(volume::Column::Region.eq(subnet.region.clone()));
     }
     let users: Vec<String> =
-        query.order_by_asc(volume::Column::Id).all(conn).await?.into_iter().map(|v| v.id).collect();
-    if users.is_empty() {
-        return Ok(());
+        volumes.order_by_asc(volume::Column::Id).all(conn).await?.into_iter().map(|v| v.id).collect();
+    if !users.is_empty() {
+        return Err(Error::new(Code::InvalidState, "shared volumes are on the network: delete them first")
+            .with_details(json!({ "reason": "inUse", "volumeIds": users })));
     }
-    Err(Error::new(Code::InvalidState, "shared volumes are on the network: delete them first")
-        .with_details(json!({ "reason": "inUse", "volumeIds": users })))
+    let filesystems: Vec<String> = super::filesystems::live_of(conn, network_id)
+        .await?
+        .into_iter()
+        .filter(|f| subnet.is_none_or(|s| f.kind == super::filesystems::NFS || f.zone == s.zone))
+        .map(|f| f.id)
+        .collect();
+    if !filesystems.is_empty() {
+        return Err(Error::new(Code::InvalidState, "filesystems are on the network: delete them first")
+            .with_details(json!({ "reason": "inUse", "filesystemIds": filesystems })));
+    }
+    let instances: Vec<String> = instance::Entity::find()
+        .filter(instance::Column::NetworkId.eq(network_id))
+        .filter(instance::Column::State.ne(state::DELETED))
+        .order_by_asc(instance::Column::Id)
+        .all(conn)
+        .await?
+        .into_iter()
+        .filter(|i| subnet.is_none_or(|s| i.region == s.region && (s.zone.is_none() || i.zone == s.zone)))
+        .map(|i| i.id)
+        .collect();
+    if !instances.is_empty() {
+        return Err(Error::new(Code::InvalidState, "instances are on the network: delete them first")
+            .with_details(json!({ "reason": "inUse", "instanceIds": instances })));
+    }
+    Ok(())
 }
 
 /// A pool whose provider lacks a capability: refused before anything is recorded.
@@ -489,11 +793,16 @@ pub(crate) fn unsupported(capability: &str, kind: &str) -> Error {
         .with_details(json!({ "reason": capability }))
 }
 
+fn adopted_is_read_only() -> Error {
+    Error::invalid_input("networkId", "an adopted network's subnets are the VPC's own: change them at the provider")
+        .with_details(json!({ "field": "networkId", "reason": "adopted" }))
+}
+
 fn name_taken(name: &str) -> Error {
     Error::conflict(format!("a network named {name} exists in the tenant")).with_details(json!({ "field": "name" }))
 }
 
-fn being_deleted(network_id: &str) -> Error {
+pub(crate) fn being_deleted(network_id: &str) -> Error {
     Error::new(Code::InvalidState, format!("network {network_id} is being deleted"))
         .with_details(json!({ "reason": "deleting" }))
 }
@@ -501,7 +810,7 @@ fn being_deleted(network_id: &str) -> Error {
 async fn insert_subnet(
     conn: &impl ConnectionTrait,
     network_id: &str,
-    subnet: &SubnetInput,
+    subnet: &PlacedSubnet,
     now: DateTime<Utc>,
 ) -> Result<network_subnet::Model> {
     let id = ids::new_id(ids::SUBNET);
@@ -522,6 +831,7 @@ async fn insert_subnet(
         updated_at: Set(now),
         ready_at: Set(None),
         deleted_at: Set(None),
+        zone: Set(subnet.zone.clone()),
     }
     .insert(conn)
     .await?)

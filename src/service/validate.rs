@@ -20,6 +20,7 @@ pattern!(REGION, r"^[a-z][a-z0-9-]{0,38}[a-z0-9]$");
 pattern!(ZONE, r"^[a-z][a-z0-9-]{0,38}[a-z0-9]$");
 pattern!(QUOTA_RESOURCE, r"^[a-z][A-Za-z0-9]{0,63}$");
 pattern!(PERMISSION, r"^(\*|[a-z][a-z-]*)(:(\*|[a-z][a-z-]*)){0,3}$");
+pattern!(VPC_ID, r"^vpc-[0-9a-f]{8,17}$");
 pattern!(SLUG, r"^[a-z0-9][a-z0-9._-]{0,63}$");
 pattern!(CREDENTIAL_REF, r"^(env:[A-Za-z_][A-Za-z0-9_]{0,127}|file:/[^\x00]{1,1023})$");
 
@@ -61,6 +62,10 @@ pub fn permission(field: &str, value: &str) -> Result<()> {
 }
 
 /// A provider's size or image slug, e.g. `s-1vcpu-1gb`, `ubuntu-24-04-x64`.
+pub fn vpc_id(field: &str, value: &str) -> Result<()> {
+    matches(&VPC_ID, field, value, "is not an AWS VPC id (vpc- and 8 or 17 hex digits)")
+}
+
 pub fn slug(field: &str, value: &str) -> Result<()> {
     matches(&SLUG, field, value, "must be 1 to 64 of a-z 0-9 . _ - starting with a letter or digit")
 }

@@ -32,6 +32,10 @@ pub struct Model {
     pub updated_at: DateTimeUtc,
     pub ready_at: Option<DateTimeUtc>,
     pub deleted_at: Option<DateTimeUtc>,
+    /// AWS: the zone of the network's subnet the machine runs in.
+    pub zone: Option<String>,
+    /// The tenant's own part of the user data (the mounts are rendered before it).
+    pub user_data: Option<String>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -1,7 +1,9 @@
 //! One SeaORM entity per table (see `migrations/`).
 pub mod api_token;
+pub mod filesystem;
 pub mod idempotency_record;
 pub mod instance;
+pub mod instance_filesystem;
 pub mod meta;
 pub mod network;
 pub mod network_subnet;

@@ -22,6 +22,17 @@ pub struct Model {
     pub updated_at: DateTimeUtc,
     pub ready_at: Option<DateTimeUtc>,
     pub deleted_at: Option<DateTimeUtc>,
+    /// AWS: the VPC's region and CIDR block, and its id once made (DigitalOcean keeps one VPC
+    /// per subnet, on the subnet rows, and leaves these empty).
+    pub region: Option<String>,
+    pub ip_range: Option<String>,
+    pub provider_id: Option<String>,
+    /// VPC creates whose answer may be lost (the VPC is then looked up by its `Name` tag).
+    pub create_attempts: i32,
+    /// The VPC was deleted outside vps-graph: never made again.
+    pub lost: bool,
+    /// Recorded from an existing VPC (`networkAdopt`): read only, never created or deleted.
+    pub adopted: bool,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -1,6 +1,7 @@
 use sea_orm::entity::prelude::*;
 
-/// One subnet of a network: on DigitalOcean, one VPC named `provider_name`. `create_attempts`
+/// One subnet of a network: on DigitalOcean, one VPC named `provider_name`; on AWS, one EC2
+/// subnet of the network's VPC in `zone` (tagged `Name=provider_name`), in the network's region. `create_attempts`
 /// counts creates whose outcome may have reached the provider, so a lost answer is looked up by
 /// name instead of created again; `lost` marks a VPC deleted outside, never made again.
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
@@ -23,6 +24,7 @@ pub struct Model {
     pub updated_at: DateTimeUtc,
     pub ready_at: Option<DateTimeUtc>,
     pub deleted_at: Option<DateTimeUtc>,
+    pub zone: Option<String>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -1,0 +1,446 @@
+//! Shared filesystems on a tenant network: `nfs` (EFS, a mount target in every zone of the
+//! network) or `lustre` (FSx for Lustre in one zone). Like the network's other parts they are
+//! decided on the network (`compute:networks:read` to read, `…:update` to change), and their
+//! events are the network's (`network.filesystem.*`, subject the network, with `networkId` and
+//! `filesystemId`). Calls record what the tenant wants and wake `vps.filesystems`.
+use chrono::{DateTime, Utc};
+use sea_orm::sea_query::{Expr, ExprTrait};
+use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, Set};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::authz::Actor;
+use super::networks::{self, state};
+use super::pools::{find_pool, strings};
+use super::{Services, validate};
+use crate::error::{Code, Error, Result};
+use crate::ids;
+use crate::provider;
+use crate::store::entity::{filesystem, instance, instance_filesystem, network};
+use crate::store::idempotency::{self, Claim};
+use crate::store::outbox::NewEvent;
+use crate::store::queue;
+
+pub const RECONCILER: &str = "vps.filesystems";
+pub const KIND: &str = "filesystem";
+pub const NFS: &str = "nfs";
+pub const LUSTRE: &str = "lustre";
+pub const SCRATCH: &str = "scratch";
+pub const PERSISTENT: &str = "persistent";
+/// Filesystems a network holds that are not deleted.
+pub const MAX_PER_NETWORK: u64 = 8;
+/// The Lustre size FSx makes when none is asked, and the step above it.
+pub const LUSTRE_DEFAULT_GIB: i64 = 1200;
+const LUSTRE_STEP_GIB: i64 = 2400;
+const MAX_GIB: i64 = 1_000_000;
+
+#[derive(Serialize)]
+pub struct FilesystemCreate {
+    pub tenant_id: String,
+    pub network_id: String,
+    pub name: String,
+    /// `nfs` or `lustre`.
+    pub kind: String,
+    pub size_gib: Option<i64>,
+    /// `scratch` or `persistent`.
+    pub deployment: Option<String>,
+    pub zone: Option<String>,
+    #[serde(skip)]
+    pub idempotency_key: String,
+}
+
+/// How a machine mounts a ready filesystem: DNS names and mount names, never a secret.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Mount {
+    pub fstype: String,
+    pub source: String,
+    pub options: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FilesystemView {
+    pub id: String,
+    /// The same id, under the name the events' data carries it.
+    pub filesystem_id: String,
+    pub tenant_id: String,
+    pub project_id: Option<String>,
+    pub network_id: String,
+    pub name: String,
+    pub kind: String,
+    pub size_gib: Option<i64>,
+    pub deployment: Option<String>,
+    pub zone: Option<String>,
+    pub region: String,
+    pub state: String,
+    pub desired_state: String,
+    pub message: Option<String>,
+    pub mount: Option<Mount>,
+    pub version: i64,
+    pub created_at: DateTime<Utc>,
+    pub ready_at: Option<DateTime<Utc>>,
+    pub deleted_at: Option<DateTime<Utc>>,
+}
+
+pub fn view(f: &filesystem::Model) -> FilesystemView {
+    FilesystemView {
+        id: f.id.clone(),
+        filesystem_id: f.id.clone(),
+        tenant_id: f.tenant_id.clone(),
+        project_id: f.project_id.clone(),
+        network_id: f.network_id.clone(),
+        name: f.name.clone(),
+        kind: f.kind.clone(),
+        size_gib: f.size_gib,
+        deployment: f.deployment.clone(),
+        zone: f.zone.clone(),
+        region: f.region.clone(),
+        state: f.state.clone(),
+        desired_state: f.desired_state.clone(),
+        message: f.message.clone(),
+        mount: mount(f),
+        version: f.version,
+        created_at: f.created_at,
+        ready_at: f.ready_at,
+        deleted_at: f.deleted_at,
+    }
+}
+
+/// The mount of a ready filesystem, from the names the provider gave it. The options are what
+/// AWS recommends for each client, with `_netdev` so a mount waits for the network.
+pub fn mount(f: &filesystem::Model) -> Option<Mount> {
+    if f.state != state::READY {
+        return None;
+    }
+    let dns = f.dns_name.as_deref()?;
+    Some(match f.kind.as_str() {
+        LUSTRE => Mount {
+            fstype: "lustre".into(),
+            source: format!("{dns}@tcp:/{}", f.mount_name.as_deref()?),
+            options: "relatime,flock,_netdev".into(),
+        },
+        _ => Mount {
+            fstype: "nfs4".into(),
+            source: format!("{dns}:/"),
+            options: "nfsvers=4.1,rsize=1048576,wsize=1048576,hard,timeo=600,retrans=2,noresvport,_netdev".into(),
+        },
+    })
+}
+
+/// The `network.filesystem.*` event of a change to `f`: published on its network.
+pub fn event(event_type: &str, f: &filesystem::Model) -> NewEvent {
+    NewEvent {
+        event_type: format!("network.filesystem.{event_type}"),
+        subject_kind: networks::KIND,
+        subject: f.network_id.clone(),
+        tenant_id: Some(f.tenant_id.clone()),
+        project_id: f.project_id.clone(),
+        version: f.version,
+        data: serde_json::to_value(view(f)).unwrap_or_default(),
+    }
+}
+
+/// The provider-side name: `bc-` and the id, lower-cased. It is the EFS creation token, the FSx
+/// client request token, the security group's name and the `Name` tag.
+pub fn provider_name(filesystem_id: &str) -> String {
+    format!("bc-{}", filesystem_id.to_lowercase())
+}
+
+impl Services {
+    pub async fn filesystem_create(&self, actor: &Actor, input: FilesystemCreate) -> Result<FilesystemView> {
+        check_create(&input)?;
+        let (size_gib, deployment) = lustre_shape(&input)?;
+        let txn = self.begin().await?;
+        let network = self.network_for_change(&txn, actor, &input.tenant_id, &input.network_id).await?;
+        let pool = find_pool(&txn, &network.pool_id).await?;
+        if !provider::supports_filesystems(&pool.account.kind) {
+            return Err(networks::unsupported("filesystems", &pool.account.kind));
+        }
+        if network.adopted {
+            return Err(Error::invalid_input(
+                "networkId",
+                "an adopted network takes no filesystems: mount targets need subnets vps-graph made",
+            )
+            .with_details(json!({ "field": "networkId", "reason": "adopted" })));
+        }
+        if network.desired_state == state::ABSENT {
+            return Err(networks::being_deleted(&network.id));
+        }
+        let zone = match input.kind.as_str() {
+            LUSTRE => {
+                Some(self.lustre_zone(&txn, &network, &strings(&pool.account.zones), input.zone.as_deref()).await?)
+            }
+            _ => None,
+        };
+        let id = ids::new_id(ids::FILESYSTEM);
+        let key = idempotency::Key {
+            tenant_id: &input.tenant_id,
+            operation: "filesystemCreate",
+            key: &input.idempotency_key,
+        };
+        if let Claim::Existing(existing) =
+            idempotency::claim(&txn, &key, &idempotency::request_hash(&input), &id).await?
+        {
+            drop(txn);
+            return load(&self.db, &input.tenant_id, &input.network_id, &existing).await.map(|f| view(&f));
+        }
+        let live = live_of(&txn, &network.id).await?;
+        if live.iter().any(|f| f.name == input.name) {
+            return Err(name_taken(&input.name));
+        }
+        if live.len() as u64 >= MAX_PER_NETWORK {
+            return Err(Error::new(
+                Code::QuotaExceeded,
+                format!("a network has at most {MAX_PER_NETWORK} filesystems that are not deleted"),
+            )
+            .with_details(json!({ "limit": MAX_PER_NETWORK, "used": live.len() })));
+        }
+        let now = self.clock.now();
+        let created = filesystem::ActiveModel {
+            id: Set(id.clone()),
+            tenant_id: Set(input.tenant_id.clone()),
+            project_id: Set(network.project_id.clone()),
+            network_id: Set(network.id.clone()),
+            pool_id: Set(network.pool_id.clone()),
+            provider_account_id: Set(network.provider_account_id.clone()),
+            name: Set(input.name.clone()),
+            kind: Set(input.kind.clone()),
+            size_gib: Set(size_gib),
+            deployment: Set(deployment),
+            zone: Set(zone),
+            region: Set(network.region.clone().unwrap_or_default()),
+            state: Set(state::PENDING.into()),
+            desired_state: Set(state::PRESENT.into()),
+            message: Set(None),
+            provider_name: Set(provider_name(&id)),
+            security_group_id: Set(None),
+            group_attempts: Set(0),
+            provider_id: Set(None),
+            create_attempts: Set(0),
+            dns_name: Set(None),
+            mount_name: Set(None),
+            lost: Set(false),
+            version: Set(1),
+            created_at: Set(now),
+            updated_at: Set(now),
+            ready_at: Set(None),
+            deleted_at: Set(None),
+        }
+        .insert(&txn)
+        .await
+        .map_err(|err| match crate::store::is_unique_violation(&err) {
+            true => name_taken(&input.name),
+            false => err.into(),
+        })?;
+        queue::wake(&txn, RECONCILER, &id, self.clock.now_ms()).await?;
+        self.commit_and_wake(txn, vec![event("created", &created)]).await?;
+        Ok(view(&created))
+    }
+
+    /// Marks the filesystem for deletion; deleting one being deleted returns it unchanged.
+    pub async fn filesystem_delete(
+        &self,
+        actor: &Actor,
+        tenant_id: &str,
+        network_id: &str,
+        filesystem_id: &str,
+    ) -> Result<FilesystemView> {
+        validate::id("filesystemId", ids::FILESYSTEM, filesystem_id)?;
+        let txn = self.begin().await?;
+        self.network_for_change(&txn, actor, tenant_id, network_id).await?;
+        let current = load(&txn, tenant_id, network_id, filesystem_id).await?;
+        if current.state == state::DELETED {
+            return Err(Error::not_found(KIND, filesystem_id));
+        }
+        if current.desired_state == state::ABSENT {
+            return Ok(view(&current));
+        }
+        let mounting = mounted_by(&txn, &[current.id.clone()]).await?;
+        if !mounting.is_empty() {
+            return Err(Error::new(Code::InvalidState, "instances mount the filesystem: delete them first")
+                .with_details(json!({ "reason": "inUse", "instanceIds": mounting })));
+        }
+        let now = self.clock.now();
+        filesystem::Entity::update_many()
+            .col_expr(filesystem::Column::DesiredState, Expr::value(state::ABSENT))
+            .col_expr(filesystem::Column::State, Expr::value(state::DELETING))
+            .col_expr(filesystem::Column::Version, Expr::col(filesystem::Column::Version).add(1))
+            .col_expr(filesystem::Column::UpdatedAt, Expr::value(now))
+            .filter(filesystem::Column::Id.eq(filesystem_id))
+            .exec(&txn)
+            .await?;
+        let updated = load(&txn, tenant_id, network_id, filesystem_id).await?;
+        queue::wake(&txn, RECONCILER, filesystem_id, self.clock.now_ms()).await?;
+        self.commit_and_wake(txn, vec![event("deleting", &updated)]).await?;
+        Ok(view(&updated))
+    }
+
+    pub async fn filesystem_get(
+        &self,
+        actor: &Actor,
+        tenant_id: &str,
+        network_id: &str,
+        filesystem_id: &str,
+    ) -> Result<FilesystemView> {
+        validate::id("filesystemId", ids::FILESYSTEM, filesystem_id)?;
+        self.network_get(actor, tenant_id, network_id).await?;
+        load(&self.db, tenant_id, network_id, filesystem_id).await.map(|f| view(&f))
+    }
+
+    /// The network's filesystems that are not deleted, sorted by name.
+    pub async fn filesystem_list(
+        &self,
+        actor: &Actor,
+        tenant_id: &str,
+        network_id: &str,
+    ) -> Result<Vec<FilesystemView>> {
+        self.network_get(actor, tenant_id, network_id).await?;
+        Ok(live_of(&self.db, network_id).await?.iter().map(view).collect())
+    }
+
+    /// Checks the caller may watch the filesystem; the subscription follows its network's
+    /// `network.filesystem.*` events about it.
+    pub async fn filesystem_watch(
+        &self,
+        actor: &Actor,
+        tenant_id: &str,
+        network_id: &str,
+        filesystem_id: &str,
+    ) -> Result<super::feed::Filter> {
+        let found = self.filesystem_get(actor, tenant_id, network_id, filesystem_id).await?;
+        Ok(super::feed::Filter::resource(actor, found.tenant_id, "network.filesystem.*", found.network_id))
+    }
+
+    /// The zone a Lustre filesystem goes in: the one asked, or the account's first; one of the
+    /// account's zones where the network has a subnet.
+    async fn lustre_zone(
+        &self,
+        conn: &impl ConnectionTrait,
+        network: &network::Model,
+        zones: &[String],
+        asked: Option<&str>,
+    ) -> Result<String> {
+        let zone = match asked {
+            Some(zone) => zone.to_owned(),
+            None => zones.first().cloned().ok_or_else(|| Error::invalid_input("zone", "the account names no zones"))?,
+        };
+        if !zones.contains(&zone) {
+            return Err(Error::invalid_input("zone", format!("the pool's account does not use zone {zone}"))
+                .with_details(json!({ "field": "zone", "zones": zones })));
+        }
+        let subnets = networks::subnets_of(conn, &network.id).await?;
+        if !subnets.iter().any(|s| s.desired_state == state::PRESENT && s.zone.as_deref() == Some(zone.as_str())) {
+            return Err(Error::invalid_input("zone", format!("the network has no subnet in zone {zone}"))
+                .with_details(json!({ "field": "zone" })));
+        }
+        Ok(zone)
+    }
+}
+
+/// The input rules that need no database.
+fn check_create(input: &FilesystemCreate) -> Result<()> {
+    validate::tenant_id("tenantId", &input.tenant_id)?;
+    validate::id("networkId", ids::NETWORK, &input.network_id)?;
+    validate::name("name", &input.name)?;
+    validate::idempotency_key(&input.idempotency_key)?;
+    if ![NFS, LUSTRE].contains(&input.kind.as_str()) {
+        return Err(Error::invalid_input("kind", "kind is nfs or lustre"));
+    }
+    if let Some(deployment) = &input.deployment
+        && ![SCRATCH, PERSISTENT].contains(&deployment.as_str())
+    {
+        return Err(Error::invalid_input("deployment", "deployment is scratch or persistent"));
+    }
+    if let Some(zone) = &input.zone {
+        validate::max_len("zone", zone, 64)?;
+        validate::zone("zone", zone)?;
+    }
+    if let Some(size) = input.size_gib {
+        validate::range("sizeGiB", size, 1, MAX_GIB)?;
+    }
+    Ok(())
+}
+
+/// The size and deployment of a Lustre filesystem (with their defaults); an NFS one takes none.
+fn lustre_shape(input: &FilesystemCreate) -> Result<(Option<i64>, Option<String>)> {
+    if input.kind == NFS {
+        for (field, given) in [
+            ("sizeGiB", input.size_gib.is_some()),
+            ("deployment", input.deployment.is_some()),
+            ("zone", input.zone.is_some()),
+        ] {
+            if given {
+                return Err(Error::invalid_input(
+                    field,
+                    format!("an nfs filesystem is elastic and spans every zone of the network: it takes no {field}"),
+                ));
+            }
+        }
+        return Ok((None, None));
+    }
+    let size = input.size_gib.unwrap_or(LUSTRE_DEFAULT_GIB);
+    if size != LUSTRE_DEFAULT_GIB && size % LUSTRE_STEP_GIB != 0 {
+        return Err(Error::invalid_input(
+            "sizeGiB",
+            format!(
+                "a lustre filesystem is {LUSTRE_DEFAULT_GIB} GiB or a multiple of {LUSTRE_STEP_GIB} GiB, not {size}"
+            ),
+        )
+        .with_details(json!({ "field": "sizeGiB", "reason": "size" })));
+    }
+    let deployment = input.deployment.clone().unwrap_or_else(|| SCRATCH.to_owned());
+    Ok((Some(size), Some(deployment)))
+}
+
+pub(crate) async fn load(
+    conn: &impl ConnectionTrait,
+    tenant_id: &str,
+    network_id: &str,
+    filesystem_id: &str,
+) -> Result<filesystem::Model> {
+    filesystem::Entity::find_by_id(filesystem_id.to_owned())
+        .filter(filesystem::Column::TenantId.eq(tenant_id))
+        .filter(filesystem::Column::NetworkId.eq(network_id))
+        .one(conn)
+        .await?
+        .ok_or_else(|| Error::not_found(KIND, filesystem_id))
+}
+
+/// The network's filesystems that are not deleted, by name.
+pub(crate) async fn live_of(conn: &impl ConnectionTrait, network_id: &str) -> Result<Vec<filesystem::Model>> {
+    Ok(filesystem::Entity::find()
+        .filter(filesystem::Column::NetworkId.eq(network_id))
+        .filter(filesystem::Column::State.ne(state::DELETED))
+        .order_by_asc(filesystem::Column::Name)
+        .all(conn)
+        .await?)
+}
+
+/// The instances (not deleted) that mount any of `filesystem_ids`, by id.
+pub(crate) async fn mounted_by(conn: &impl ConnectionTrait, filesystem_ids: &[String]) -> Result<Vec<String>> {
+    let instance_ids: Vec<String> = instance_filesystem::Entity::find()
+        .filter(instance_filesystem::Column::FilesystemId.is_in(filesystem_ids.to_vec()))
+        .all(conn)
+        .await?
+        .into_iter()
+        .map(|m| m.instance_id)
+        .collect();
+    if instance_ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut live: Vec<String> = instance::Entity::find()
+        .filter(instance::Column::Id.is_in(instance_ids))
+        .filter(instance::Column::State.ne(state::DELETED))
+        .order_by_asc(instance::Column::Id)
+        .all(conn)
+        .await?
+        .into_iter()
+        .map(|i| i.id)
+        .collect();
+    live.dedup();
+    Ok(live)
+}
+
+fn name_taken(name: &str) -> Error {
+    Error::conflict(format!("a filesystem named {name} exists on the network")).with_details(json!({ "field": "name" }))
+}
