@@ -23,6 +23,10 @@ struct Ids {
     token: String,
 }
 
+/// A filesystem id: the tenant's network is on DigitalOcean, which has none, and every
+/// filesystem call is decided on the network first, so a stranger is refused before it matters.
+const FILESYSTEM: &str = "fs_01jz0000000000000000000000";
+
 /// Each root field with a document that calls it on tenant `acme`'s resources.
 fn table(ids: &Ids) -> Vec<(&'static str, &'static str, String)> {
     let t = "tenantId: \"acme\"";
@@ -49,6 +53,12 @@ fn table(ids: &Ids) -> Vec<(&'static str, &'static str, String)> {
         ("Query", "providerSnapshots", q(format!("providerSnapshots({t}) {{ edges {{ cursor }} }}"))),
         ("Query", "providerAddress", q(format!("providerAddress({t}, addressId: \"{}\") {{ id }}", ids.address))),
         ("Query", "providerAddresses", q(format!("providerAddresses({t}) {{ edges {{ cursor }} }}"))),
+        (
+            "Query",
+            "filesystem",
+            q(format!("filesystem({t}, networkId: \"{}\", filesystemId: \"{FILESYSTEM}\") {{ id }}", ids.network)),
+        ),
+        ("Query", "filesystems", q(format!("filesystems({t}, networkId: \"{}\") {{ id }}", ids.network))),
         ("Query", "events", q(format!("events({t}) {{ edges {{ cursor }} }}"))),
         (
             "Query",
@@ -113,6 +123,27 @@ fn table(ids: &Ids) -> Vec<(&'static str, &'static str, String)> {
             m("networkRemoveSubnet", format!("{t}, networkId: \"{}\", subnetId: \"{}\"", ids.network, ids.subnet)),
         ),
         ("Mutation", "networkDelete", m("networkDelete", format!("{t}, networkId: \"{}\"", ids.network))),
+        (
+            "Mutation",
+            "networkAdopt",
+            m(
+                "networkAdopt",
+                format!("{t}, poolId: \"{}\", name: \"x\", vpcId: \"vpc-0123abcd\", idempotencyKey: \"x\"", ids.pool),
+            ),
+        ),
+        (
+            "Mutation",
+            "filesystemCreate",
+            m(
+                "filesystemCreate",
+                format!("{t}, networkId: \"{}\", name: \"x\", kind: NFS, idempotencyKey: \"x\"", ids.network),
+            ),
+        ),
+        (
+            "Mutation",
+            "filesystemDelete",
+            m("filesystemDelete", format!("{t}, networkId: \"{}\", filesystemId: \"{FILESYSTEM}\"", ids.network)),
+        ),
         (
             "Mutation",
             "instanceCreate",
@@ -211,6 +242,14 @@ fn table(ids: &Ids) -> Vec<(&'static str, &'static str, String)> {
             "Subscription",
             "providerSnapshotChanged",
             s(format!("providerSnapshotChanged({t}, snapshotId: \"{}\") {{ id }}", ids.snapshot)),
+        ),
+        (
+            "Subscription",
+            "filesystemChanged",
+            s(format!(
+                "filesystemChanged({t}, networkId: \"{}\", filesystemId: \"{FILESYSTEM}\") {{ id }}",
+                ids.network
+            )),
         ),
         (
             "Subscription",

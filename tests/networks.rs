@@ -285,16 +285,26 @@ db_test!(network_create_rules, |backend: Backend| async move {
     assert_eq!(code(same_name).await, "CONFLICT", "name unique in the tenant");
 });
 
-db_test!(networks_on_a_provider_without_them_are_unsupported_and_nothing_is_recorded, |backend: Backend| async move {
+db_test!(an_aws_network_names_zones_and_a_vpc_block_and_nothing_is_recorded_otherwise, |backend: Backend| async move {
     let s = setup(backend).await;
     let pool = s.server.aws_pool("aws").await;
     s.server.offer(&pool, "acme", json!([])).await;
-    let body = s
-        .server
-        .gql(Some(&s.token), CREATE, input(&pool, "a", json!([{ "region": "us-east-1", "ipRange": "10.1.0.0/24" }])))
-        .await;
-    assert_eq!(body["errors"][0]["extensions"]["code"], "UNSUPPORTED", "{body}");
-    assert_eq!(body["errors"][0]["extensions"]["details"]["reason"], "networks");
+    let refused = |body: &Value, field: &str| {
+        assert_eq!(body["errors"][0]["extensions"]["code"], "INVALID_INPUT", "{body}");
+        assert_eq!(body["errors"][0]["extensions"]["details"]["field"], field, "{body}");
+    };
+    // A DigitalOcean-shaped network (a region, no VPC block) is not an AWS one.
+    let region_only = input(&pool, "a", json!([{ "region": "us-east-1", "ipRange": "10.1.0.0/24" }]));
+    refused(&s.server.gql(Some(&s.token), CREATE, region_only).await, "ipRange");
+    let mut no_zone = input(&pool, "a", json!([{ "region": "us-east-1", "ipRange": "10.1.0.0/24" }]));
+    no_zone["i"]["ipRange"] = json!("10.1.0.0/16");
+    refused(&s.server.gql(Some(&s.token), CREATE, no_zone).await, "subnets.zone");
+    let mut outside = input(&pool, "a", json!([{ "zone": "us-east-1a", "ipRange": "10.2.0.0/24" }]));
+    outside["i"]["ipRange"] = json!("10.1.0.0/16");
+    refused(&s.server.gql(Some(&s.token), CREATE, outside).await, "subnets.ipRange");
+    let mut unknown_zone = input(&pool, "a", json!([{ "zone": "us-west-2a", "ipRange": "10.1.1.0/24" }]));
+    unknown_zone["i"]["ipRange"] = json!("10.1.0.0/16");
+    refused(&s.server.gql(Some(&s.token), CREATE, unknown_zone).await, "subnets.zone");
     let listed = s
         .server
         .ok(

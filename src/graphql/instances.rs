@@ -5,7 +5,7 @@ use futures_util::{Stream, StreamExt};
 
 use super::networks::{DesiredState, PageInfo, ResourceState};
 use super::{actor, services};
-use crate::service::instances::{InstanceCreate, InstanceView};
+use crate::service::instances::{FilesystemMountInput, InstanceCreate, InstanceView};
 use crate::service::rows::ListFilter;
 
 /// What deleting an instance does to its machine.
@@ -50,6 +50,16 @@ impl Instance {
     }
     async fn region(&self) -> &str {
         &self.0.region
+    }
+    /// AWS: the zone of the network's subnet it runs in.
+    async fn zone(&self) -> Option<&str> {
+        self.0.zone.as_deref()
+    }
+    /// The filesystems it mounts at boot, in the order asked.
+    async fn filesystems(&self, ctx: &Context<'_>) -> Result<Vec<InstanceFilesystem>> {
+        let loaders = super::volumes::loaders(ctx)?;
+        let mounts = loaders.mounts.load_one(self.0.id.clone()).await?.unwrap_or_default();
+        Ok(mounts.into_iter().map(|m| InstanceFilesystem { filesystem_id: m.filesystem_id, path: m.path }).collect())
     }
     /// The provider's size slug.
     async fn size(&self) -> &str {
@@ -116,11 +126,35 @@ pub struct InstanceCreateInput {
     pub image: String,
     /// A network of the tenant with a subnet in the region: the machine goes in that subnet.
     pub network_id: Option<String>,
+    /// AWS: the zone of the network's subnet the machine runs in (default: the account's first
+    /// zone where the network has a subnet).
+    pub zone: Option<String>,
+    /// The tenant's own user data; the filesystems' mounts are rendered before it.
+    pub user_data: Option<String>,
+    /// Ready filesystems of the instance's network to mount at boot, at most 16.
+    #[graphql(default)]
+    pub filesystems: Vec<InstanceFilesystemInput>,
     /// DELETE (the default) deletes the machine when the instance is deleted; DETACH leaves it
     /// running and only lets its volumes and addresses go.
     #[graphql(default_with = "InstanceOnDelete::Delete")]
     pub on_delete: InstanceOnDelete,
     pub idempotency_key: String,
+}
+
+/// A filesystem to mount, at an absolute path of plain segments outside the system directories
+/// (`/etc`, `/usr`, `/var` and the like).
+#[derive(InputObject)]
+pub struct InstanceFilesystemInput {
+    /// The filesystem's id.
+    pub filesystem: String,
+    pub path: String,
+}
+
+/// A filesystem the instance mounts at boot.
+#[derive(SimpleObject)]
+pub struct InstanceFilesystem {
+    pub filesystem_id: String,
+    pub path: String,
 }
 
 #[derive(InputObject)]
@@ -179,6 +213,13 @@ impl InstanceMutation {
             image: input.image,
             network_id: input.network_id,
             on_delete: input.on_delete.word().to_owned(),
+            zone: input.zone,
+            user_data: input.user_data,
+            filesystems: input
+                .filesystems
+                .into_iter()
+                .map(|f| FilesystemMountInput { filesystem_id: f.filesystem, path: f.path })
+                .collect(),
             idempotency_key: input.idempotency_key,
         };
         Ok(Instance(services(ctx).instance_create(actor(ctx)?, create).await?))

@@ -20,6 +20,7 @@ pub struct Loaders {
     pub attachments: DataLoader<AttachmentLoader, HashMapCache>,
     pub snapshots: DataLoader<SnapshotLoader, HashMapCache>,
     pub instances: DataLoader<InstanceLoader, HashMapCache>,
+    pub mounts: DataLoader<MountLoader, HashMapCache>,
 }
 
 impl Loaders {
@@ -38,7 +39,8 @@ impl Loaders {
         Loaders {
             attachments: DataLoader::with_cache(AttachmentLoader(context()), spawner.clone(), HashMapCache::default()),
             snapshots: DataLoader::with_cache(SnapshotLoader(context()), spawner.clone(), HashMapCache::default()),
-            instances: DataLoader::with_cache(InstanceLoader(context()), spawner, HashMapCache::default()),
+            instances: DataLoader::with_cache(InstanceLoader(context()), spawner.clone(), HashMapCache::default()),
+            mounts: DataLoader::with_cache(MountLoader(context()), spawner, HashMapCache::default()),
         }
     }
 }
@@ -82,6 +84,18 @@ impl Loader<String> for InstanceLoader {
     async fn load(&self, keys: &[String]) -> Result<HashMap<String, Self::Value>, Self::Error> {
         let mut found = self.0.services.instances_by_id(&self.0.actor, keys).await?;
         Ok(keys.iter().map(|k| (k.clone(), found.remove(k))).collect())
+    }
+}
+
+/// The filesystems an instance mounts (the instance itself was read already: no decision here).
+pub struct MountLoader(Context);
+
+impl Loader<String> for MountLoader {
+    type Value = Vec<crate::service::instances::FilesystemMountInput>;
+    type Error = Error;
+
+    async fn load(&self, keys: &[String]) -> Result<HashMap<String, Self::Value>, Self::Error> {
+        Ok(every_key(keys, self.0.services.instance_mounts(keys).await?))
     }
 }
 

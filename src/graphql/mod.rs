@@ -3,6 +3,7 @@
 mod addresses;
 pub mod error;
 mod events;
+mod filesystems;
 mod instances;
 mod limits;
 pub mod loaders;
@@ -33,6 +34,7 @@ pub struct Query(
     volumes::VolumeQuery,
     snapshots::SnapshotQuery,
     addresses::AddressQuery,
+    filesystems::FilesystemQuery,
     usage::UsageQuery,
     events::EventQuery,
 );
@@ -47,6 +49,7 @@ pub struct Mutation(
     volumes::VolumeMutation,
     snapshots::SnapshotMutation,
     addresses::AddressMutation,
+    filesystems::FilesystemMutation,
 );
 
 #[derive(MergedSubscription, Default)]
@@ -57,6 +60,7 @@ pub struct Subscription(
     volumes::VolumeSubscription,
     snapshots::SnapshotSubscription,
     addresses::AddressSubscription,
+    filesystems::FilesystemSubscription,
 );
 
 pub fn build(services: Services, limits: Limits) -> AppSchema {

@@ -108,6 +108,8 @@ pub struct DropletCreate<'a> {
     pub image: &'a str,
     pub vpc_id: Option<&'a str>,
     pub tags: &'a [String],
+    /// The tenant's user data, as text.
+    pub user_data: Option<&'a str>,
 }
 
 /// Machines, and the tags that mark them.

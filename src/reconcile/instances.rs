@@ -21,20 +21,20 @@ use crate::store::queue;
 pub struct InstanceReconciler;
 
 /// The message of an instance whose machine's delete was sent.
-const DELETE_ASKED: &str = "the machine is being deleted";
+pub(super) const DELETE_ASKED: &str = "the machine is being deleted";
 
 /// The instance fields a run writes.
 #[derive(Clone, Debug, PartialEq, Eq)]
-struct Observed {
-    state: String,
-    provider_id: Option<String>,
-    create_attempts: i32,
-    lost: bool,
-    message: Option<String>,
+pub(super) struct Observed {
+    pub(super) state: String,
+    pub(super) provider_id: Option<String>,
+    pub(super) create_attempts: i32,
+    pub(super) lost: bool,
+    pub(super) message: Option<String>,
 }
 
 impl Observed {
-    fn of(i: &instance::Model) -> Self {
+    pub(super) fn of(i: &instance::Model) -> Self {
         Observed {
             state: i.state.clone(),
             provider_id: i.provider_id.clone(),
@@ -44,7 +44,7 @@ impl Observed {
         }
     }
 
-    fn state(mut self, state: &str, message: Option<String>) -> Self {
+    pub(super) fn state(mut self, state: &str, message: Option<String>) -> Self {
         self.state = state.to_owned();
         self.message = message;
         self
@@ -66,6 +66,9 @@ impl Reconciler for InstanceReconciler {
             return Ok(Next::Done);
         }
         let provider = run.provider(&current.provider_account_id).await?;
+        if let Some(api) = provider.aws_instances.clone() {
+            return super::aws_instances::run(run, api.as_ref(), &current).await;
+        }
         let Some(api) = provider.instances.clone() else {
             return Err(Error::internal(format!("account {} offers no instances", current.provider_account_id)));
         };
@@ -95,7 +98,7 @@ impl Reconciler for InstanceReconciler {
 }
 
 /// A provider error while looking: wait, or show it as an error.
-fn waiting(current: &instance::Model, err: ProviderError) -> (Observed, Next) {
+pub(super) fn waiting(current: &instance::Model, err: ProviderError) -> (Observed, Next) {
     let now = Observed::of(current);
     if err.message().contains("pending event") {
         // The machine runs another action: look again shortly.
@@ -148,6 +151,7 @@ async fn make(run: &Run<'_>, api: &dyn Instances, current: &instance::Model, tag
         image: &marked.image,
         vpc_id: vpc_id.as_deref(),
         tags: &tags,
+        user_data: marked.user_data.as_deref(),
     };
     let now = Observed::of(&marked);
     let (observed, next) = match api.droplet_create(&request).await {
@@ -236,7 +240,7 @@ async fn delete(
 
 /// How an instance's delete ends.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Finish {
+pub(super) enum Finish {
     /// The machine is gone: deleteWithInstance volumes go with it.
     Deleted,
     /// The machine is left running: every volume is only detached.
@@ -283,7 +287,7 @@ async fn going_with(
 /// The instance's delete is done: it is deleted, its attachments are no longer wanted, and every
 /// volume it had is woken. When its machine is gone, its deleteWithInstance volumes (not detached
 /// before) go to deleting; a machine left running (`AsDetach`) only lets its volumes go.
-async fn finish_delete(run: &Run<'_>, current: &instance::Model, finish: Finish) -> Result<Next> {
+pub(super) async fn finish_delete(run: &Run<'_>, current: &instance::Model, finish: Finish) -> Result<Next> {
     let services = run.services;
     let txn = services.begin().await?;
     let attached = attachment::Entity::find()
@@ -359,7 +363,7 @@ async fn finish_delete(run: &Run<'_>, current: &instance::Model, finish: Finish)
 
 /// Records a create attempt before the call (fenced, version-checked), so a lost answer leaves a
 /// trace and the Droplet is looked up by name instead of made twice.
-async fn mark_create_attempt(run: &Run<'_>, current: &instance::Model) -> Result<Option<instance::Model>> {
+pub(super) async fn mark_create_attempt(run: &Run<'_>, current: &instance::Model) -> Result<Option<instance::Model>> {
     let txn = run.services.begin().await?;
     let changed = instance::Entity::update_many()
         .col_expr(instance::Column::CreateAttempts, Expr::col(instance::Column::CreateAttempts).add(1))
@@ -379,7 +383,7 @@ async fn mark_create_attempt(run: &Run<'_>, current: &instance::Model) -> Result
 
 /// Writes what was observed, with its event, if the run still holds its lease and the row did
 /// not change meanwhile; a newly ready instance wakes its volumes (their attachments wait on it).
-async fn write(run: &Run<'_>, current: &instance::Model, observed: Observed, next: Next) -> Result<Next> {
+pub(super) async fn write(run: &Run<'_>, current: &instance::Model, observed: Observed, next: Next) -> Result<Next> {
     if observed == Observed::of(current) {
         return Ok(next);
     }

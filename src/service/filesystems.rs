@@ -255,7 +255,7 @@ impl Services {
         if current.desired_state == state::ABSENT {
             return Ok(view(&current));
         }
-        let mounting = mounted_by(&txn, &[current.id.clone()]).await?;
+        let mounting = mounted_by(&txn, std::slice::from_ref(&current.id)).await?;
         if !mounting.is_empty() {
             return Err(Error::new(Code::InvalidState, "instances mount the filesystem: delete them first")
                 .with_details(json!({ "reason": "inUse", "instanceIds": mounting })));

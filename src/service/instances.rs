@@ -5,7 +5,7 @@
 //! `…:update`.
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait};
-use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, Set};
+use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, Set};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -16,7 +16,7 @@ use super::{Services, validate};
 use crate::error::{Code, Error, Result};
 use crate::ids;
 use crate::provider;
-use crate::store::entity::{instance, network, network_subnet};
+use crate::store::entity::{filesystem, instance, instance_filesystem, network, network_subnet};
 use crate::store::idempotency::{self, Claim};
 use crate::store::outbox::NewEvent;
 use crate::store::queue;
@@ -43,9 +43,27 @@ pub struct InstanceCreate {
     pub network_id: Option<String>,
     /// `delete` or `detach`.
     pub on_delete: String,
+    /// AWS: the zone of the network's subnet to run in (default: the account's first zone with
+    /// a subnet of the network).
+    pub zone: Option<String>,
+    /// The tenant's own part of the user data.
+    pub user_data: Option<String>,
+    /// Ready filesystems of the instance's network, mounted at boot.
+    pub filesystems: Vec<FilesystemMountInput>,
     #[serde(skip)]
     pub idempotency_key: String,
 }
+
+/// A filesystem to mount at `path` (absolute, plain segments, outside the system directories).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FilesystemMountInput {
+    pub filesystem_id: String,
+    pub path: String,
+}
+
+/// Filesystems one instance mounts at most.
+pub const MAX_FILESYSTEMS: usize = 16;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -60,9 +78,10 @@ pub struct InstanceView {
     pub size: String,
     pub image: String,
     pub on_delete: String,
+    pub zone: Option<String>,
     pub state: String,
     pub desired_state: String,
-    /// The Droplet's id, once made.
+    /// The machine's id (a Droplet's, an EC2 instance's), once made.
     pub provider_id: Option<String>,
     pub message: Option<String>,
     pub version: i64,
@@ -83,6 +102,7 @@ pub fn view(i: &instance::Model) -> InstanceView {
         size: i.size.clone(),
         image: i.image.clone(),
         on_delete: i.on_delete.clone(),
+        zone: i.zone.clone(),
         state: i.state.clone(),
         desired_state: i.desired_state.clone(),
         provider_id: i.provider_id.clone(),
@@ -123,8 +143,28 @@ impl Services {
         }
         rows::check_project(&txn, &input.tenant_id, input.project_id.as_deref()).await?;
         rows::check_region(&pool, &input.region)?;
-        if let Some(network_id) = &input.network_id {
-            check_network(&txn, &input.tenant_id, network_id, &pool.account.id, &input.region).await?;
+        let aws = pool.account.kind == provider::KIND_AWS;
+        if !input.filesystems.is_empty() && !provider::supports_filesystems(&pool.account.kind) {
+            return Err(networks::unsupported("filesystems", &pool.account.kind));
+        }
+        let zone = match (&input.network_id, aws) {
+            (None, true) => {
+                return Err(Error::invalid_input("networkId", "an AWS instance runs in a subnet of a tenant network"));
+            }
+            (None, false) => None,
+            (Some(network_id), _) => {
+                let zones = super::pools::strings(&pool.account.zones);
+                let place = Placement { account_id: &pool.account.id, region: &input.region, zones: &zones, aws };
+                check_network(&txn, &input.tenant_id, network_id, &place, input.zone.as_deref()).await?
+            }
+        };
+        let mounts = check_filesystems(&txn, &input).await?;
+        let rendered = super::boot::user_data(&mounts, input.user_data.as_deref());
+        if rendered.as_ref().is_some_and(|d| d.len() > super::boot::MAX_USER_DATA_BYTES) {
+            return Err(Error::invalid_input(
+                "userData",
+                format!("the user data with its mounts is over {} bytes", super::boot::MAX_USER_DATA_BYTES),
+            ));
         }
         let key =
             idempotency::Key { tenant_id: &input.tenant_id, operation: "instanceCreate", key: &input.idempotency_key };
@@ -159,8 +199,8 @@ impl Services {
             updated_at: Set(now),
             ready_at: Set(None),
             deleted_at: Set(None),
-            zone: Set(None),
-            user_data: Set(None),
+            zone: Set(zone),
+            user_data: Set(input.user_data.clone()),
         }
         .insert(&txn)
         .await
@@ -169,6 +209,16 @@ impl Services {
                 .with_details(json!({ "field": "name" })),
             false => err.into(),
         })?;
+        for (position, asked) in input.filesystems.iter().enumerate() {
+            instance_filesystem::ActiveModel {
+                instance_id: Set(id.clone()),
+                filesystem_id: Set(asked.filesystem_id.clone()),
+                path: Set(asked.path.clone()),
+                position: Set(position as i32),
+            }
+            .insert(&txn)
+            .await?;
+        }
         queue::wake(&txn, RECONCILER, &id, self.clock.now_ms()).await?;
         self.commit_and_wake(txn, vec![event("created", &created)]).await?;
         Ok(view(&created))
@@ -239,6 +289,14 @@ impl Services {
         Ok(super::feed::Filter::resource(actor, found.tenant_id, "instance.*", found.id))
     }
 
+    /// The filesystems each of `instance_ids` mounts (for the instances' readers).
+    pub async fn instance_mounts(
+        &self,
+        instance_ids: &[String],
+    ) -> Result<std::collections::HashMap<String, Vec<FilesystemMountInput>>> {
+        mounts_of(&self.db, instance_ids).await
+    }
+
     pub(crate) async fn instance_load(
         &self,
         conn: &impl ConnectionTrait,
@@ -266,39 +324,172 @@ fn check_create(input: &InstanceCreate) -> Result<()> {
     validate::region("region", &input.region)?;
     validate::slug("size", &input.size)?;
     validate::slug("image", &input.image)?;
+    if let Some(zone) = &input.zone {
+        validate::zone("zone", zone)?;
+    }
+    if let Some(user_data) = &input.user_data {
+        validate::max_len("userData", user_data, super::boot::MAX_USER_DATA_BYTES)?;
+    }
+    check_mount_list(&input.filesystems)?;
     validate::idempotency_key(&input.idempotency_key)
 }
 
+/// At most 16 filesystems, each once, each at its own absolute path of plain segments outside
+/// the system directories.
+fn check_mount_list(asked: &[FilesystemMountInput]) -> Result<()> {
+    if asked.len() > MAX_FILESYSTEMS {
+        return Err(Error::invalid_input(
+            "filesystems",
+            format!("an instance mounts at most {MAX_FILESYSTEMS} filesystems"),
+        )
+        .with_details(json!({ "field": "filesystems", "limit": MAX_FILESYSTEMS })));
+    }
+    for (n, m) in asked.iter().enumerate() {
+        validate::id("filesystems.filesystem", ids::FILESYSTEM, &m.filesystem_id)?;
+        check_path(&m.path)?;
+        if asked[..n].iter().any(|other| other.filesystem_id == m.filesystem_id) {
+            return Err(Error::invalid_input("filesystems.filesystem", format!("{} is asked twice", m.filesystem_id)));
+        }
+        if asked[..n].iter().any(|other| other.path == m.path) {
+            return Err(Error::invalid_input("filesystems.path", format!("two filesystems at {}", m.path)));
+        }
+    }
+    Ok(())
+}
+
+/// A mount path: absolute, outside the system, and of plain segments (letters, digits, `.`, `_`,
+/// `-`), since it is written into the boot script and `/etc/fstab` as it is.
+fn check_path(path: &str) -> Result<()> {
+    let plain = path.len() <= 255
+        && path.split('/').skip(1).all(|s| s.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)));
+    if !plain {
+        return Err(Error::invalid_input(
+            "filesystems.path",
+            format!("mount path {path:?} must be segments of letters, digits, . _ and -, at most 255 characters"),
+        )
+        .with_details(json!({ "field": "filesystems.path" })));
+    }
+    super::mounts::check_mount_path(path).map_err(|err| err.with_details(json!({ "field": "filesystems.path" })))
+}
+
+/// The filesystems an instance asks to mount: each the tenant's, on the instance's network,
+/// ready and not being deleted. The network's row is locked already (see `check_network`), as a
+/// filesystem's delete locks it, so none can start deleting before this instance is recorded.
+async fn check_filesystems(conn: &impl ConnectionTrait, input: &InstanceCreate) -> Result<Vec<super::boot::BootMount>> {
+    let Some(network_id) = input.network_id.as_deref().filter(|_| !input.filesystems.is_empty()) else {
+        if input.filesystems.is_empty() {
+            return Ok(Vec::new());
+        }
+        return Err(Error::invalid_input(
+            "filesystems",
+            "filesystems are mounted from the instance's network: name it",
+        ));
+    };
+    let mut mounts = Vec::new();
+    for asked in &input.filesystems {
+        let found = filesystem::Entity::find_by_id(asked.filesystem_id.clone())
+            .filter(filesystem::Column::TenantId.eq(input.tenant_id.clone()))
+            .filter(filesystem::Column::State.ne(state::DELETED))
+            .one(conn)
+            .await?
+            .ok_or_else(|| Error::not_found(super::filesystems::KIND, &asked.filesystem_id))?;
+        if found.network_id != network_id {
+            return Err(Error::invalid_input(
+                "filesystems.filesystem",
+                format!("{} is on another network than the instance", found.id),
+            ));
+        }
+        if found.desired_state == state::ABSENT {
+            return Err(Error::new(Code::InvalidState, format!("filesystem {} is being deleted", found.id))
+                .with_details(json!({ "reason": "deleting", "filesystemId": found.id })));
+        }
+        let Some(mount) = super::filesystems::mount(&found) else {
+            return Err(Error::new(Code::InvalidState, format!("filesystem {} is not ready", found.id))
+                .with_details(json!({ "reason": "notReady", "filesystemId": found.id })));
+        };
+        mounts.push(super::boot::BootMount { mount, path: asked.path.clone() });
+    }
+    Ok(mounts)
+}
+
+/// Where an instance may run: its account, region and (AWS) the account's zones.
+struct Placement<'a> {
+    account_id: &'a str,
+    region: &'a str,
+    zones: &'a [String],
+    aws: bool,
+}
+
 /// An instance's network: the tenant's, on the pool's account, not being deleted, with a subnet
-/// in the instance's region (the Droplet goes in that subnet's VPC).
+/// in the instance's region (the Droplet goes in that subnet's VPC) and, on AWS, in its zone:
+/// the one asked, or the account's first zone where the network has a subnet. Returns the zone.
 async fn check_network(
     conn: &impl ConnectionTrait,
     tenant_id: &str,
     network_id: &str,
-    account_id: &str,
-    region: &str,
-) -> Result<()> {
+    place: &Placement<'_>,
+    zone: Option<&str>,
+) -> Result<Option<String>> {
+    // The network's row lock (PostgreSQL), as its delete and its filesystems' deletes take it:
+    // neither can start while this instance is being recorded on it.
+    rows::lock(conn, "networks", network_id).await?;
     let found = network::Entity::find_by_id(network_id.to_owned())
         .filter(network::Column::TenantId.eq(tenant_id))
         .filter(network::Column::State.ne(state::DELETED))
         .one(conn)
         .await?
         .ok_or_else(|| Error::not_found("network", network_id))?;
-    if found.provider_account_id != account_id {
+    if found.provider_account_id != place.account_id {
         return Err(Error::invalid_input("networkId", "the network is on another provider account than the pool"));
     }
     if found.desired_state == state::ABSENT {
         return Err(Error::new(Code::InvalidState, format!("network {network_id} is being deleted"))
             .with_details(json!({ "reason": "deleting" })));
     }
-    let subnet = network_subnet::Entity::find()
+    let subnets: Vec<network_subnet::Model> = network_subnet::Entity::find()
         .filter(network_subnet::Column::NetworkId.eq(network_id))
-        .filter(network_subnet::Column::Region.eq(region))
+        .filter(network_subnet::Column::Region.eq(place.region))
         .filter(network_subnet::Column::DesiredState.eq(state::PRESENT))
-        .one(conn)
+        .all(conn)
         .await?;
-    if subnet.is_none() {
-        return Err(Error::invalid_input("networkId", format!("the network has no subnet in {region}")));
+    if subnets.is_empty() {
+        return Err(Error::invalid_input("networkId", format!("the network has no subnet in {}", place.region)));
     }
-    Ok(())
+    if !place.aws {
+        return match zone {
+            Some(_) => Err(Error::invalid_input("zone", "a DigitalOcean instance is placed by its region alone")),
+            None => Ok(None),
+        };
+    }
+    let has = |z: &str| subnets.iter().any(|s| s.zone.as_deref() == Some(z));
+    match zone {
+        Some(z) if has(z) => Ok(Some(z.to_owned())),
+        Some(z) => Err(Error::invalid_input("zone", format!("the network has no subnet in zone {z}"))),
+        None => {
+            let first =
+                place.zones.iter().find(|z| has(z)).cloned().or_else(|| subnets.iter().find_map(|s| s.zone.clone()));
+            first.map(Some).ok_or_else(|| Error::invalid_input("zone", "the network has no subnet in a zone"))
+        }
+    }
+}
+
+/// The filesystems each of `instance_ids` mounts, in the order asked.
+pub(crate) async fn mounts_of(
+    conn: &impl ConnectionTrait,
+    instance_ids: &[String],
+) -> Result<std::collections::HashMap<String, Vec<FilesystemMountInput>>> {
+    let rows = instance_filesystem::Entity::find()
+        .filter(instance_filesystem::Column::InstanceId.is_in(instance_ids.to_vec()))
+        .order_by_asc(instance_filesystem::Column::InstanceId)
+        .order_by_asc(instance_filesystem::Column::Position)
+        .all(conn)
+        .await?;
+    let mut by_instance: std::collections::HashMap<String, Vec<FilesystemMountInput>> = Default::default();
+    for m in rows {
+        by_instance
+            .entry(m.instance_id)
+            .or_default()
+            .push(FilesystemMountInput { filesystem_id: m.filesystem_id, path: m.path });
+    }
+    Ok(by_instance)
 }

@@ -23,10 +23,13 @@ fn droplet_from(body: &Value) -> ProviderResult<Droplet> {
 #[async_trait::async_trait]
 impl Instances for DigitalOcean {
     async fn droplet_create(&self, request: &DropletCreate<'_>) -> ProviderResult<Droplet> {
-        let body = json!({
+        let mut body = json!({
             "name": request.name, "region": request.region, "size": request.size, "image": request.image,
             "vpc_uuid": request.vpc_id, "tags": request.tags,
         });
+        if let Some(user_data) = request.user_data {
+            body["user_data"] = json!(user_data);
+        }
         let answer = self.call("droplets.create", Method::POST, "/v2/droplets", Some(body)).await?;
         droplet_from(&answer.body["droplet"])
     }

@@ -1,0 +1,227 @@
+//! Shared filesystems on a tenant network (EFS and FSx for Lustre on AWS).
+use async_graphql::{Context, Enum, InputObject, Object, Result, SimpleObject, Subscription};
+use chrono::{DateTime, Utc};
+use futures_util::{Stream, StreamExt};
+
+use super::networks::{DesiredState, ResourceState};
+use super::{actor, services};
+use crate::service::filesystems::{self as svc, FilesystemCreate, FilesystemView};
+
+#[derive(Enum, Clone, Copy, PartialEq, Eq)]
+pub enum FilesystemKind {
+    /// An elastic NFS filesystem across every zone of the network (Amazon EFS on AWS).
+    Nfs,
+    /// A Lustre filesystem in one zone, for scratch and checkpoints (Amazon FSx for Lustre).
+    Lustre,
+}
+
+impl FilesystemKind {
+    fn word(self) -> &'static str {
+        match self {
+            FilesystemKind::Nfs => svc::NFS,
+            FilesystemKind::Lustre => svc::LUSTRE,
+        }
+    }
+}
+
+#[derive(Enum, Clone, Copy, PartialEq, Eq)]
+pub enum FilesystemDeployment {
+    /// Not replicated: for data that can be made again (the default).
+    Scratch,
+    /// Replicated within its zone, for longer-lived data.
+    Persistent,
+}
+
+impl FilesystemDeployment {
+    fn word(self) -> &'static str {
+        match self {
+            FilesystemDeployment::Scratch => svc::SCRATCH,
+            FilesystemDeployment::Persistent => svc::PERSISTENT,
+        }
+    }
+}
+
+/// How a machine mounts the filesystem: `mount -t <fstype> -o <options> <source> <path>`.
+#[derive(SimpleObject)]
+pub struct FilesystemMount {
+    pub fstype: String,
+    pub source: String,
+    pub options: String,
+}
+
+pub struct Filesystem(pub FilesystemView);
+
+#[Object]
+impl Filesystem {
+    async fn id(&self) -> &str {
+        &self.0.id
+    }
+    async fn tenant_id(&self) -> &str {
+        &self.0.tenant_id
+    }
+    async fn project_id(&self) -> Option<&str> {
+        self.0.project_id.as_deref()
+    }
+    async fn network_id(&self) -> &str {
+        &self.0.network_id
+    }
+    async fn name(&self) -> &str {
+        &self.0.name
+    }
+    async fn kind(&self) -> FilesystemKind {
+        if self.0.kind == svc::LUSTRE { FilesystemKind::Lustre } else { FilesystemKind::Nfs }
+    }
+    /// Lustre: its storage capacity; an NFS filesystem is elastic.
+    #[graphql(name = "sizeGiB")]
+    async fn size_gib(&self) -> Option<i64> {
+        self.0.size_gib
+    }
+    async fn deployment(&self) -> Option<FilesystemDeployment> {
+        self.0.deployment.as_deref().map(|d| match d {
+            svc::PERSISTENT => FilesystemDeployment::Persistent,
+            _ => FilesystemDeployment::Scratch,
+        })
+    }
+    /// Lustre: the zone it lives in; an NFS filesystem has a mount target in every zone.
+    async fn zone(&self) -> Option<&str> {
+        self.0.zone.as_deref()
+    }
+    async fn region(&self) -> &str {
+        &self.0.region
+    }
+    async fn state(&self) -> ResourceState {
+        ResourceState::parse(&self.0.state)
+    }
+    async fn desired_state(&self) -> DesiredState {
+        DesiredState::parse(&self.0.desired_state)
+    }
+    async fn message(&self) -> Option<&str> {
+        self.0.message.as_deref()
+    }
+    /// Once READY: how a machine mounts it (DNS names and mount names, never a secret).
+    async fn mount(&self) -> Option<FilesystemMount> {
+        self.0.mount.clone().map(|m| FilesystemMount { fstype: m.fstype, source: m.source, options: m.options })
+    }
+    async fn version(&self) -> i64 {
+        self.0.version
+    }
+    async fn created_at(&self) -> DateTime<Utc> {
+        self.0.created_at
+    }
+    async fn ready_at(&self) -> Option<DateTime<Utc>> {
+        self.0.ready_at
+    }
+    async fn deleted_at(&self) -> Option<DateTime<Utc>> {
+        self.0.deleted_at
+    }
+}
+
+#[derive(InputObject)]
+pub struct FilesystemCreateInput {
+    pub tenant_id: String,
+    pub network_id: String,
+    /// Unique in the network among filesystems not deleted.
+    pub name: String,
+    pub kind: FilesystemKind,
+    /// Lustre: 1200, or a multiple of 2400 (default 1200). NFS takes none.
+    #[graphql(name = "sizeGiB")]
+    pub size_gib: Option<i64>,
+    /// Lustre: SCRATCH (the default) or PERSISTENT. NFS takes none.
+    pub deployment: Option<FilesystemDeployment>,
+    /// Lustre: one of the account's zones with a subnet of the network (default the account's
+    /// first). NFS takes none.
+    pub zone: Option<String>,
+    pub idempotency_key: String,
+}
+
+#[derive(InputObject)]
+pub struct FilesystemDeleteInput {
+    pub tenant_id: String,
+    pub network_id: String,
+    pub filesystem_id: String,
+}
+
+#[derive(Default)]
+pub struct FilesystemQuery;
+
+#[Object]
+impl FilesystemQuery {
+    /// One filesystem of the network (`compute:networks:read` on the network).
+    async fn filesystem(
+        &self,
+        ctx: &Context<'_>,
+        tenant_id: String,
+        network_id: String,
+        filesystem_id: String,
+    ) -> Result<Filesystem> {
+        let view = services(ctx).filesystem_get(actor(ctx)?, &tenant_id, &network_id, &filesystem_id).await?;
+        Ok(Filesystem(view))
+    }
+
+    /// The network's filesystems that are not deleted, sorted by name (at most 8).
+    async fn filesystems(&self, ctx: &Context<'_>, tenant_id: String, network_id: String) -> Result<Vec<Filesystem>> {
+        let views = services(ctx).filesystem_list(actor(ctx)?, &tenant_id, &network_id).await?;
+        Ok(views.into_iter().map(Filesystem).collect())
+    }
+}
+
+#[derive(Default)]
+pub struct FilesystemMutation;
+
+#[Object]
+impl FilesystemMutation {
+    /// Records a filesystem PENDING on the network and returns it; the reconciler makes it at
+    /// the provider once the network has been ready. Publishes `network.filesystem.created`,
+    /// then `…ready` or `…error`. UNSUPPORTED on a provider without filesystems.
+    async fn filesystem_create(&self, ctx: &Context<'_>, input: FilesystemCreateInput) -> Result<Filesystem> {
+        let create = FilesystemCreate {
+            tenant_id: input.tenant_id,
+            network_id: input.network_id,
+            name: input.name,
+            kind: input.kind.word().to_owned(),
+            size_gib: input.size_gib,
+            deployment: input.deployment.map(|d| d.word().to_owned()),
+            zone: input.zone,
+            idempotency_key: input.idempotency_key,
+        };
+        Ok(Filesystem(services(ctx).filesystem_create(actor(ctx)?, create).await?))
+    }
+
+    /// Marks the filesystem for deletion and returns it DELETING; the reconciler removes its
+    /// mount targets, the filesystem (no final backup) and its security group, then publishes
+    /// `network.filesystem.deleted`. INVALID_STATE while an instance mounts it.
+    async fn filesystem_delete(&self, ctx: &Context<'_>, input: FilesystemDeleteInput) -> Result<Filesystem> {
+        let view = services(ctx)
+            .filesystem_delete(actor(ctx)?, &input.tenant_id, &input.network_id, &input.filesystem_id)
+            .await?;
+        Ok(Filesystem(view))
+    }
+}
+
+#[derive(Default)]
+pub struct FilesystemSubscription;
+
+#[Subscription]
+impl FilesystemSubscription {
+    /// The filesystem's new view on every change (its `network.filesystem.*` events).
+    async fn filesystem_changed(
+        &self,
+        ctx: &Context<'_>,
+        tenant_id: String,
+        network_id: String,
+        filesystem_id: String,
+    ) -> Result<impl Stream<Item = Result<Filesystem>> + use<>> {
+        let svc = services(ctx).clone();
+        let filter = svc.filesystem_watch(actor(ctx)?, &tenant_id, &network_id, &filesystem_id).await?;
+        let about = move |item: &crate::error::Result<std::sync::Arc<crate::store::outbox::Event>>| {
+            let other = item.as_ref().is_ok_and(|e| e.data["filesystemId"].as_str() != Some(filesystem_id.as_str()));
+            std::future::ready(!other)
+        };
+        Ok(svc.feed.subscribe(filter, None).filter(about).map(|item| {
+            let event = item?;
+            let view: FilesystemView =
+                serde_json::from_value(event.data.clone()).map_err(|e| async_graphql::Error::new(e.to_string()))?;
+            Ok(Filesystem(view))
+        }))
+    }
+}

@@ -1,0 +1,155 @@
+//! The user data an instance boots with: the mounts of its filesystems first, then the tenant's
+//! own part. With filesystems, it is a MIME multipart that cloud-init runs in order: a shell
+//! script that writes each mount to `/etc/fstab` with `nofail` (so a missing filesystem never
+//! blocks a boot, now or on any later boot) and mounts it, then the tenant's part unchanged.
+use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder};
+
+use super::filesystems::{self, Mount};
+use crate::error::Result;
+use crate::store::entity::{filesystem, instance, instance_filesystem};
+
+/// EC2's limit on user data, before base64.
+pub const MAX_USER_DATA_BYTES: usize = 16 * 1024;
+const BOUNDARY: &str = "vps-graph-boot-7d1c4b";
+
+/// One filesystem to mount at `path`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BootMount {
+    pub mount: Mount,
+    pub path: String,
+}
+
+/// The user data of a machine with `mounts`, before `tenant`'s own part (None: no user data).
+/// Paths are plain segments (checked at create), so they need no quoting beyond the script's.
+pub fn user_data(mounts: &[BootMount], tenant: Option<&str>) -> Option<String> {
+    if mounts.is_empty() {
+        return tenant.map(str::to_owned);
+    }
+    let script = mount_script(mounts);
+    let Some(tenant) = tenant else { return Some(script) };
+    let mut out = format!("Content-Type: multipart/mixed; boundary=\"{BOUNDARY}\"\nMIME-Version: 1.0\n\n");
+    out.push_str(&format!(
+        "--{BOUNDARY}\nContent-Type: text/x-shellscript; charset=\"utf-8\"\n\
+         Content-Disposition: attachment; filename=\"00-vps-graph-mounts.sh\"\n\n{script}"
+    ));
+    out.push_str(&format!("--{BOUNDARY}\n{}\n", tenant_part(tenant)));
+    out.push_str(&format!("--{BOUNDARY}--\n"));
+    Some(out)
+}
+
+fn mount_script(mounts: &[BootMount]) -> String {
+    let mut script = String::from(
+        "#!/bin/sh\n# vps-graph: the network's filesystems, before the tenant's own part. nofail: a filesystem\n\
+         # that is missing never blocks a boot.\n",
+    );
+    for m in mounts {
+        let line = format!("{} {} {} {},nofail 0 0", m.mount.source, m.path, m.mount.fstype, m.mount.options);
+        script.push_str(&format!(
+            "mkdir -p '{path}'\ngrep -qs ' {path} ' /etc/fstab || echo '{line}' >> /etc/fstab\n\
+             mount '{path}' || echo 'vps-graph: {path} is not mounted yet' >&2\n",
+            path = m.path
+        ));
+    }
+    script
+}
+
+/// The tenant's part with the MIME type cloud-init knows it by; one that is MIME already is a
+/// part as it stands.
+fn tenant_part(tenant: &str) -> String {
+    if tenant.to_ascii_lowercase().starts_with("content-type:") {
+        return tenant.to_owned();
+    }
+    let first = tenant.lines().next().unwrap_or_default();
+    let kind = [
+        ("#cloud-config", "text/cloud-config"),
+        ("#cloud-boothook", "text/cloud-boothook"),
+        ("#include", "text/x-include-url"),
+        ("#part-handler", "text/part-handler"),
+        ("## template: jinja", "text/jinja2"),
+    ]
+    .iter()
+    .find(|(start, _)| first.starts_with(start))
+    .map_or("text/x-shellscript", |(_, kind)| kind);
+    format!(
+        "Content-Type: {kind}; charset=\"utf-8\"\nContent-Disposition: attachment; filename=\"50-tenant\"\n\n{tenant}"
+    )
+}
+
+/// The mounts of an instance's filesystems in the order asked, for those that are ready.
+pub async fn mounts_of(conn: &impl ConnectionTrait, instance_id: &str) -> Result<Vec<BootMount>> {
+    let asked = instance_filesystem::Entity::find()
+        .filter(instance_filesystem::Column::InstanceId.eq(instance_id))
+        .order_by_asc(instance_filesystem::Column::Position)
+        .all(conn)
+        .await?;
+    let ids: Vec<String> = asked.iter().map(|m| m.filesystem_id.clone()).collect();
+    let found = filesystem::Entity::find().filter(filesystem::Column::Id.is_in(ids)).all(conn).await?;
+    Ok(asked
+        .iter()
+        .filter_map(|m| {
+            let f = found.iter().find(|f| f.id == m.filesystem_id)?;
+            Some(BootMount { mount: filesystems::mount(f)?, path: m.path.clone() })
+        })
+        .collect())
+}
+
+/// The user data the instance's machine is made with.
+pub async fn instance_user_data(conn: &impl ConnectionTrait, i: &instance::Model) -> Result<Option<String>> {
+    Ok(user_data(&mounts_of(conn, &i.id).await?, i.user_data.as_deref()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn efs(path: &str) -> BootMount {
+        BootMount {
+            mount: Mount {
+                fstype: "nfs4".into(),
+                source: "fs-1.efs.us-east-1.amazonaws.com:/".into(),
+                options: "nfsvers=4.1,_netdev".into(),
+            },
+            path: path.into(),
+        }
+    }
+
+    #[test]
+    fn without_mounts_the_tenants_user_data_is_unchanged() {
+        assert_eq!(user_data(&[], None), None);
+        assert_eq!(user_data(&[], Some("#!/bin/sh\necho hi\n")).as_deref(), Some("#!/bin/sh\necho hi\n"));
+    }
+
+    #[test]
+    fn mounts_alone_are_one_script_with_nofail() {
+        let data = user_data(&[efs("/data")], None).unwrap();
+        assert!(data.starts_with("#!/bin/sh\n"), "{data}");
+        assert!(
+            data.contains(
+                "echo 'fs-1.efs.us-east-1.amazonaws.com:/ /data nfs4 nfsvers=4.1,_netdev,nofail 0 0' >> /etc/fstab"
+            ),
+            "{data}"
+        );
+        assert!(data.contains("mkdir -p '/data'"));
+        assert!(data.contains("mount '/data' ||"), "a failed mount never fails the script");
+    }
+
+    #[test]
+    fn the_mounts_come_before_the_tenants_own_part() {
+        let tenant = "#cloud-config\npackages: [lustre-client]\n";
+        let data = user_data(&[efs("/data"), efs("/scratch")], Some(tenant)).unwrap();
+        let mounts = data.find("00-vps-graph-mounts.sh").unwrap();
+        let own = data.find("Content-Type: text/cloud-config").unwrap();
+        assert!(mounts < own, "{data}");
+        assert!(data.find("'/data'").unwrap() < data.find("'/scratch'").unwrap(), "in the order asked");
+        assert!(data.contains(tenant));
+        assert!(data.trim_end().ends_with(&format!("--{BOUNDARY}--")));
+    }
+
+    #[test]
+    fn the_tenants_part_keeps_its_kind() {
+        assert!(tenant_part("#!/bin/bash\necho").starts_with("Content-Type: text/x-shellscript"));
+        assert!(tenant_part("#cloud-boothook\n").starts_with("Content-Type: text/cloud-boothook"));
+        let mime = "Content-Type: multipart/mixed; boundary=x\n\n--x--\n";
+        assert_eq!(tenant_part(mime), mime, "a MIME document is a part as it is");
+    }
+}
