@@ -168,10 +168,11 @@ impl Services {
         Ok(created)
     }
 
-    /// The simulated cloud's URL for a `sim` account: a DigitalOcean one, in a process running it.
+    /// The simulated cloud's URL for a `sim` account, in a process running it (it speaks both
+    /// DigitalOcean's and AWS's APIs on one URL).
     fn sim_account_url(&self, kind: &str) -> Result<String> {
-        if kind != KIND_DIGITALOCEAN {
-            return Err(Error::invalid_input("sim", "the simulated cloud speaks DigitalOcean's API only"));
+        if kind != KIND_DIGITALOCEAN && kind != KIND_AWS {
+            return Err(Error::invalid_input("sim", format!("the simulated cloud has no {kind} face")));
         }
         self.providers
             .sim_url
