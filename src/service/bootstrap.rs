@@ -66,6 +66,9 @@ pub async fn demo(services: &Services) -> Result<Option<FirstStart>> {
     let quotas =
         vec![QuotaLimit { resource: "diskGiB".into(), max: 2000 }, QuotaLimit { resource: "addresses".into(), max: 5 }];
     services.pool_offer(&system, PoolOffer { pool_id: pool.pool.id, tenant_id: DEMO_TENANT.into(), quotas }).await?;
+    if services.providers.sim_url.is_some() {
+        demo_aws(services, &system).await?;
+    }
     let (_, operator_token) = services
         .token_issue(
             &system,
@@ -88,4 +91,38 @@ pub async fn demo(services: &Services) -> Result<Option<FirstStart>> {
         .await?;
     meta::set_once(&services.db, DONE_KEY, "done").await?;
     Ok(Some(FirstStart { operator_token, tenant_token }))
+}
+
+/// An AWS account at the simulated cloud's AWS face and a pool on it, for networks, instances
+/// and filesystems (EFS, FSx for Lustre) with no credentials. No quotas: filesystems book none.
+async fn demo_aws(services: &Services, system: &Actor) -> Result<()> {
+    let account = services
+        .provider_account_create(
+            system,
+            ProviderAccountCreate {
+                name: "demo-aws".into(),
+                kind: pools::KIND_AWS.into(),
+                api_url: None,
+                credential_ref: None,
+                sim: true,
+                regions: vec!["us-east-1".into()],
+                zones: vec!["us-east-1a".into(), "us-east-1b".into()],
+                tenant_id: None,
+            },
+        )
+        .await?;
+    let pool = services
+        .pool_create(
+            system,
+            PoolCreate {
+                name: "demo-aws".into(),
+                provider_account_id: account.id,
+                billing: pools::BILLING_METERED.into(),
+            },
+        )
+        .await?;
+    services
+        .pool_offer(system, PoolOffer { pool_id: pool.pool.id, tenant_id: DEMO_TENANT.into(), quotas: vec![] })
+        .await?;
+    Ok(())
 }

@@ -271,6 +271,16 @@ impl Model {
     }
 }
 
+impl crate::sim::Sim {
+    /// The user data EC2 instance `id` was run with, decoded; for tests of what a machine boots.
+    pub fn aws_user_data(&self, id: &str) -> Option<String> {
+        use base64::Engine as _;
+        let encoded = self.with_aws(|model| model.instances.iter().find(|i| i.id == id)?.user_data.clone())?;
+        let bytes = base64::engine::general_purpose::STANDARD.decode(encoded).ok()?;
+        String::from_utf8(bytes).ok()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::testing::{Aws, between, count};
