@@ -1,0 +1,265 @@
+//! Filesystems end to end on AWS, over HTTP against the sim's AWS face: an AWS network made
+//! (a VPC and a subnet per zone), NFS (EFS) and Lustre (FSx) filesystems made behind their own
+//! security groups until READY with their mounts, an EC2 instance that boots with those mounts in
+//! its user data before the tenant's own part, and the deletes in order. The clock is the
+//! test's; the sim's lifecycles take 50 ms of real time.
+mod common;
+
+use std::time::Duration;
+
+use common::{ADMIN, Backend, TestDb, TestServer};
+use serde_json::{Value, json};
+use vps_graph::clock::Clock;
+use vps_graph::metrics::Metrics;
+use vps_graph::provider::AwsInstances;
+use vps_graph::provider::aws::{Aws, Credentials, Settings};
+use vps_graph::sim::Sim;
+
+const START: i64 = 1_800_000_000_000;
+const REGION: &str = "us-east-1";
+const FILESYSTEM: &str = "query($n: String!, $f: String!) { filesystem(tenantId: \"acme\", networkId: $n, filesystemId: $f) { id name kind state message version mount { fstype source options } } }";
+const CREATE: &str = "mutation($i: FilesystemCreateInput!) { filesystemCreate(input: $i) { id state } }";
+const DELETE: &str = "mutation($n: String!, $f: String!) { filesystemDelete(input: { tenantId: \"acme\", networkId: $n, filesystemId: $f }) { state } }";
+const INSTANCE: &str = "query($i: String!) { instance(tenantId: \"acme\", instanceId: $i) { id state zone providerId message filesystems { filesystemId path } } }";
+const NETWORK: &str = "query($n: String!) { network(tenantId: \"acme\", networkId: $n) { id state message providerId subnets { zone providerId state } } }";
+
+struct Setup {
+    server: TestServer,
+    clock: Clock,
+    token: String,
+    pool: String,
+    _db: TestDb,
+}
+
+async fn setup(backend: Backend) -> Setup {
+    let db = TestDb::new(backend).await;
+    let clock = Clock::manual(START);
+    let mut config = common::config(&db.url);
+    config.clock = clock.clone();
+    // The clock moves a second at a time while provider calls take real time: a short lease
+    // would expire under a slow call.
+    config.runtime.lease_ms = 600_000;
+    config.sim = Some(common::quick_sim());
+    let server = TestServer::with_config(config).await;
+    server.tenant("acme").await;
+    let account = server
+        .ok(
+            Some(ADMIN),
+            "mutation($i: ProviderAccountCreateInput!) { providerAccountCreate(input: $i) { id } }",
+            json!({ "i": { "name": "aws", "kind": "AWS", "sim": true, "regions": [REGION], "zones": ["us-east-1a", "us-east-1b"] } }),
+        )
+        .await;
+    let pool = server
+        .ok(
+            Some(ADMIN),
+            "mutation($i: PoolCreateInput!) { poolCreate(input: $i) { id } }",
+            json!({ "i": { "name": "aws", "providerAccountId": account["providerAccountCreate"]["id"], "billing": "METERED" } }),
+        )
+        .await["poolCreate"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    server.offer(&pool, "acme", json!([])).await;
+    let token = server.token(Some("acme"), &[("compute:*", "tenant/acme")]).await;
+    Setup { server, clock, token, pool, _db: db }
+}
+
+impl Setup {
+    fn sim(&self) -> &Sim {
+        self.server.app.sim.as_ref().expect("in-process sim")
+    }
+
+    /// An AWS client of the sim, to look at what it holds as an outsider would.
+    fn aws(&self) -> Aws {
+        let url = self.server.app.services.providers.sim_url.clone();
+        let credentials = Credentials::parse("AKIDTEST:secret").unwrap();
+        Aws::new(url, Ok(credentials), Settings::default(), std::sync::Arc::new(Metrics::default()))
+    }
+
+    async fn read(&self, query: &str, variables: Value) -> Value {
+        self.server.ok(Some(&self.token), query, variables).await
+    }
+
+    /// Reads until `check` holds, driving the clock.
+    async fn until(&self, what: &str, query: &str, variables: Value, check: impl Fn(&Value) -> bool) -> Value {
+        common::until(&self.clock, what, || self.read(query, variables.clone()), check).await
+    }
+
+    /// An AWS network with a subnet in each zone, READY.
+    async fn network(&self) -> String {
+        let subnets = json!([
+            { "zone": "us-east-1a", "ipRange": "10.20.1.0/24" },
+            { "zone": "us-east-1b", "ipRange": "10.20.2.0/24" },
+        ]);
+        let input = json!({ "tenantId": "acme", "poolId": self.pool, "name": "lan", "ipRange": "10.20.0.0/16", "subnets": subnets, "idempotencyKey": "lan" });
+        let made = self
+            .server
+            .ok(
+                Some(&self.token),
+                "mutation($i: NetworkCreateInput!) { networkCreate(input: $i) { id } }",
+                json!({ "i": input }),
+            )
+            .await;
+        let id = made["networkCreate"]["id"].as_str().unwrap().to_owned();
+        let ready =
+            self.until("network ready", NETWORK, json!({ "n": id }), |n| n["network"]["state"] == "READY").await;
+        assert!(ready["network"]["providerId"].as_str().unwrap().starts_with("vpc-"), "{ready}");
+        id
+    }
+
+    async fn filesystem(&self, network: &str, name: &str, kind: &str) -> String {
+        let input =
+            json!({ "tenantId": "acme", "networkId": network, "name": name, "kind": kind, "idempotencyKey": name });
+        let made = self.read(CREATE, json!({ "i": input })).await;
+        assert_eq!(made["filesystemCreate"]["state"], "PENDING");
+        made["filesystemCreate"]["id"].as_str().unwrap().to_owned()
+    }
+
+    async fn until_filesystem(&self, network: &str, id: &str, state: &str) -> Value {
+        let seen = self
+            .until(&format!("filesystem {state}"), FILESYSTEM, json!({ "n": network, "f": id }), |f| {
+                f["filesystem"]["state"] == state
+            })
+            .await;
+        seen["filesystem"].clone()
+    }
+}
+
+db_test!(nfs_and_lustre_from_create_to_ready_mounted_at_boot_then_deleted_in_order, |backend: Backend| async move {
+    let s = setup(backend).await;
+    let network = s.network().await;
+    let nfs = s.filesystem(&network, "shared", "NFS").await;
+    let lustre = s.filesystem(&network, "scratch", "LUSTRE").await;
+
+    let shared = s.until_filesystem(&network, &nfs, "READY").await;
+    let mount = &shared["mount"];
+    assert_eq!(mount["fstype"], "nfs4");
+    let source = mount["source"].as_str().unwrap();
+    assert!(source.starts_with("fs-") && source.ends_with(".efs.us-east-1.amazonaws.com:/"), "{mount}");
+    assert!(mount["options"].as_str().unwrap().contains("nfsvers=4.1"), "{mount}");
+    let scratch = s.until_filesystem(&network, &lustre, "READY").await;
+    assert_eq!(scratch["mount"]["fstype"], "lustre");
+    assert!(scratch["mount"]["source"].as_str().unwrap().contains(".fsx.us-east-1.amazonaws.com@tcp:/"), "{scratch}");
+
+    // At the sim: EFS encrypted with a mount target in each zone, FSx in the first zone, each
+    // behind its own group that admits the network's block only.
+    assert_eq!(s.sim().calls("efs.CreateMountTarget"), 2, "one mount target per zone");
+    assert_eq!(s.sim().calls("efs.CreateFileSystem"), 1);
+    assert_eq!(s.sim().calls("fsx.CreateFileSystem"), 1);
+    assert_eq!(s.sim().calls("ec2.CreateSecurityGroup"), 2, "a group of its own for each");
+
+    // An instance that mounts both, with the tenant's own user data after the mounts.
+    let create = "mutation($i: InstanceCreateInput!) { instanceCreate(input: $i) { id } }";
+    let input = json!({ "tenantId": "acme", "poolId": s.pool, "networkId": network, "name": "trainer", "region": REGION,
+        "size": "t3.micro", "image": "ami-0abcdef1234567890", "idempotencyKey": "trainer",
+        "userData": "#!/bin/bash\necho tenant-part\n",
+        "filesystems": [{ "filesystem": nfs, "path": "/data" }, { "filesystem": lustre, "path": "/scratch" }] });
+    let instance = s.read(create, json!({ "i": input })).await["instanceCreate"]["id"].as_str().unwrap().to_owned();
+    let ready = s
+        .until("instance ready", INSTANCE, json!({ "i": instance }), |i| i["instance"]["state"] == "READY")
+        .await["instance"]
+        .clone();
+    assert_eq!(ready["zone"], "us-east-1a");
+    assert_eq!(
+        ready["filesystems"],
+        json!([{ "filesystemId": nfs, "path": "/data" }, { "filesystemId": lustre, "path": "/scratch" }])
+    );
+    let machine = ready["providerId"].as_str().unwrap();
+    let user_data = s.sim().aws_user_data(machine).expect("user data at the sim");
+    let nfs_line = format!("{source} /data nfs4 ");
+    let at = |needle: &str| user_data.find(needle).unwrap_or_else(|| panic!("{needle:?} not in {user_data}"));
+    assert!(at(&nfs_line) < at(" /scratch lustre "), "in the order asked");
+    assert!(at(" /scratch lustre ") < at("echo tenant-part"), "the mounts come before the tenant's part");
+    assert!(user_data.contains(",nofail 0 0"), "a missing filesystem never blocks a boot");
+
+    // A mounted filesystem is not deleted.
+    let refused = s.server.gql(Some(&s.token), DELETE, json!({ "n": network, "f": nfs })).await;
+    assert_eq!(refused["errors"][0]["extensions"]["code"], "INVALID_STATE", "{refused}");
+    assert_eq!(refused["errors"][0]["extensions"]["details"]["instanceIds"], json!([instance]));
+
+    let delete_instance =
+        "mutation($i: String!) { instanceDelete(input: { tenantId: \"acme\", instanceId: $i }) { state } }";
+    s.read(delete_instance, json!({ "i": instance })).await;
+    s.until("instance deleted", INSTANCE, json!({ "i": instance }), |i| i["instance"]["state"] == "DELETED").await;
+    assert_eq!(s.sim().calls("ec2.TerminateInstances"), 1);
+
+    let groups_before = s.sim().aws_group_ids(REGION).len();
+    for id in [&nfs, &lustre] {
+        assert_eq!(s.read(DELETE, json!({ "n": network, "f": id })).await["filesystemDelete"]["state"], "DELETING");
+    }
+    for id in [&nfs, &lustre] {
+        s.until_filesystem(&network, id, "DELETED").await;
+    }
+    assert_eq!(s.sim().calls("efs.DeleteMountTarget"), 2);
+    assert_eq!(s.sim().calls("efs.DeleteFileSystem"), 1);
+    assert_eq!(s.sim().calls("fsx.DeleteFileSystem"), 1);
+    assert_eq!(s.sim().aws_group_ids(REGION).len(), groups_before - 2, "both groups gone last");
+    let listed = s
+        .read("query($n: String!) { filesystems(tenantId: \"acme\", networkId: $n) { id } }", json!({ "n": network }))
+        .await;
+    assert_eq!(listed["filesystems"], json!([]));
+
+    // The network goes once nothing is on it.
+    let delete_network =
+        "mutation($n: String!) { networkDelete(input: { tenantId: \"acme\", networkId: $n }) { state } }";
+    s.read(delete_network, json!({ "n": network })).await;
+    s.until("network deleted", NETWORK, json!({ "n": network }), |n| n["network"]["state"] == "DELETED").await;
+});
+
+db_test!(filesystem_changed_follows_one_filesystem_to_ready_and_deleted, |backend: Backend| async move {
+    let s = setup(backend).await;
+    let network = s.network().await;
+    let other = s.filesystem(&network, "other", "NFS").await;
+    let id = s.filesystem(&network, "watched", "NFS").await;
+    let mut ws = s.server.ws(json!({ "Authorization": format!("Bearer {}", s.token) })).await;
+    assert_eq!(ws.next(Duration::from_secs(5)).await.unwrap()["type"], "connection_ack");
+    let watch = "subscription($n: String!, $f: String!) { filesystemChanged(tenantId: \"acme\", networkId: $n, filesystemId: $f) { id state version } }";
+    ws.subscribe("1", watch, json!({ "n": network, "f": id })).await;
+    s.until_filesystem(&network, &id, "READY").await;
+    s.until_filesystem(&network, &other, "READY").await;
+    s.read(DELETE, json!({ "n": network, "f": id })).await;
+    s.until_filesystem(&network, &id, "DELETED").await;
+    let mut states = Vec::new();
+    while let Some(message) = ws.next(Duration::from_secs(2)).await {
+        let view = &message["payload"]["data"]["filesystemChanged"];
+        assert_eq!(view["id"], id.as_str(), "only the watched filesystem: {message}");
+        states.push(view["state"].as_str().unwrap().to_owned());
+        if states.last().map(String::as_str) == Some("DELETED") {
+            break;
+        }
+    }
+    assert_eq!(states, ["READY", "DELETING", "DELETED"]);
+});
+
+db_test!(an_instance_on_aws_runs_in_its_zones_subnet_and_is_terminated_on_delete, |backend: Backend| async move {
+    let s = setup(backend).await;
+    let network = s.network().await;
+    let subnets = s.read(NETWORK, json!({ "n": network })).await["network"]["subnets"].clone();
+    let second = subnets.as_array().unwrap().iter().find(|n| n["zone"] == "us-east-1b").unwrap()["providerId"].clone();
+    let create = "mutation($i: InstanceCreateInput!) { instanceCreate(input: $i) { id zone } }";
+    let input = json!({ "tenantId": "acme", "poolId": s.pool, "networkId": network, "name": "web", "region": REGION,
+        "zone": "us-east-1b", "size": "t3.micro", "image": "ami-0abcdef1234567890", "idempotencyKey": "web" });
+    let made = s.read(create, json!({ "i": input })).await["instanceCreate"].clone();
+    assert_eq!(made["zone"], "us-east-1b");
+    let id = made["id"].as_str().unwrap().to_owned();
+    let ready = s.until("instance ready", INSTANCE, json!({ "i": id }), |i| i["instance"]["state"] == "READY").await;
+    let machine = ready["instance"]["providerId"].as_str().unwrap().to_owned();
+    assert!(machine.starts_with("i-"));
+    assert_eq!(s.sim().calls("ec2.RunInstances"), 1);
+    assert_eq!(s.sim().aws_user_data(&machine), None, "no filesystems and no user data: none sent");
+    let seen = s.aws().instance_get(REGION, &machine).await.unwrap().expect("the machine at the sim");
+    assert_eq!(seen.subnet_id.as_deref(), second.as_str(), "in the network's subnet of its zone");
+    assert_eq!(
+        vps_graph::provider::tag_value(&seen.tags, "Name"),
+        Some(format!("bc-{}", id.replace('_', "-")).as_str())
+    );
+    // The network cannot go while the machine is on it.
+    let delete_network =
+        "mutation($n: String!) { networkDelete(input: { tenantId: \"acme\", networkId: $n }) { state } }";
+    let refused = s.server.gql(Some(&s.token), delete_network, json!({ "n": network })).await;
+    assert_eq!(refused["errors"][0]["extensions"]["details"]["instanceIds"], json!([id]), "{refused}");
+    let delete = "mutation($i: String!) { instanceDelete(input: { tenantId: \"acme\", instanceId: $i }) { state } }";
+    s.read(delete, json!({ "i": id })).await;
+    s.until("instance deleted", INSTANCE, json!({ "i": id }), |i| i["instance"]["state"] == "DELETED").await;
+    assert_eq!(s.sim().calls("ec2.TerminateInstances"), 1);
+});
