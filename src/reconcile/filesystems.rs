@@ -1110,7 +1110,9 @@ mod tests {
             target("fsmt-a", "subnet-a", "us-east-1a", "deleting"),
             target("fsmt-b", "subnet-b", "us-east-1b", "available"),
         ];
-        let cases: Vec<(Option<&Seen>, &[MountTarget], Option<&str>, Removal)> = vec![
+        // (ours as the provider shows it, its mount targets, our group, the step)
+        type Case<'a> = (Option<&'a Seen>, &'a [MountTarget], Option<&'a str>, Removal);
+        let cases: Vec<Case> = vec![
             (Some(&available), &targets, Some("sg-1"), Removal::MountTarget("fsmt-b".into())),
             (Some(&available), &targets[..1], Some("sg-1"), Removal::WaitTargets),
             (Some(&available), &[], Some("sg-1"), Removal::Filesystem("fs-1".into())),
