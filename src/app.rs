@@ -14,6 +14,7 @@ use crate::graphql::{self, AppSchema, Limits};
 use crate::http::{self, HttpState};
 use crate::metrics::Metrics;
 use crate::provider::Providers;
+use crate::reconcile::filesystems::FilesystemReconciler;
 use crate::reconcile::instances::InstanceReconciler;
 use crate::reconcile::networks::NetworkReconciler;
 use crate::reconcile::resources::ProviderResourceReconciler;
@@ -111,6 +112,7 @@ impl App {
             Arc::new(NetworkReconciler),
             Arc::new(InstanceReconciler),
             Arc::new(ProviderResourceReconciler),
+            Arc::new(FilesystemReconciler),
             Arc::new(UsageReconciler),
         ];
         // The usage pass's one work item: made on the first start, and due now on every start,

@@ -1,0 +1,427 @@
+//! The `vps.filesystems` reconciler against the sim's AWS face: an NFS filesystem made behind
+//! its own group with a mount target per zone and deleted in order, a Lustre one, a foreign EFS
+//! file system holding our creation token, a throttled create, and creates whose answers were
+//! lost. The AWS network calls are not in this tree yet, so each test makes the VPC and its
+//! subnets at the sim with the AWS client and records them as a ready network directly; the
+//! filesystem rows are recorded as the service records them and woken. The clock is driven by
+//! the test; the sim's changes take 50 ms.
+mod common;
+
+use common::{ADMIN, Backend, TestDb, TestServer};
+use sea_orm::{ActiveModelTrait, Set};
+use serde_json::{Value, json};
+use vps_graph::clock::Clock;
+use vps_graph::ids;
+use vps_graph::provider::{AccountRef, IngressRule, KIND_AWS, Provider, RuleSource, Tag, aws_owned, tag_value};
+use vps_graph::service::authz::Actor;
+use vps_graph::service::filesystems::{self as svc, LUSTRE, NFS, RECONCILER};
+use vps_graph::service::networks::state;
+use vps_graph::sim::{Fault, Sim};
+use vps_graph::store::entity::{filesystem, network, network_subnet};
+use vps_graph::store::queue;
+
+const START: i64 = 1_800_000_000_000;
+const REGION: &str = "us-east-1";
+const ZONES: [&str; 2] = ["us-east-1a", "us-east-1b"];
+const BLOCK: &str = "10.20.0.0/16";
+
+struct Setup {
+    server: TestServer,
+    clock: Clock,
+    account: String,
+    pool: String,
+    network: String,
+    vpc: String,
+    subnets: Vec<String>,
+    _db: TestDb,
+}
+
+async fn setup(backend: Backend) -> Setup {
+    let db = TestDb::new(backend).await;
+    let clock = Clock::manual(START);
+    let mut config = common::config(&db.url);
+    config.clock = clock.clone();
+    // Calls that time out take real seconds while the clock moves: keep the lease through them.
+    config.runtime.lease_ms = 600_000;
+    config.sim = Some(common::quick_sim());
+    let server = TestServer::with_config(config).await;
+    server.tenant("acme").await;
+    let account = server
+        .ok(
+            Some(ADMIN),
+            "mutation($i: ProviderAccountCreateInput!) { providerAccountCreate(input: $i) { id } }",
+            json!({ "i": { "name": "aws", "kind": "AWS", "credentialRef": "env:X", "regions": [REGION], "zones": ZONES } }),
+        )
+        .await["providerAccountCreate"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    at_the_sim(&server, &account).await;
+    let pool = server
+        .ok(
+            Some(ADMIN),
+            "mutation($i: PoolCreateInput!) { poolCreate(input: $i) { id } }",
+            json!({ "i": { "name": "aws", "providerAccountId": account, "billing": "METERED" } }),
+        )
+        .await["poolCreate"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut setup =
+        Setup { server, clock, account, pool, network: String::new(), vpc: String::new(), subnets: vec![], _db: db };
+    setup.ready_network().await;
+    setup
+}
+
+/// Points the AWS account at the in-process sim. `providerAccountCreate` takes `sim` for
+/// DigitalOcean accounts only so far, so the row is marked here, before any client is made for it.
+async fn at_the_sim(server: &TestServer, account: &str) {
+    use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, sea_query::Expr};
+    use vps_graph::store::entity::provider_account;
+    provider_account::Entity::update_many()
+        .col_expr(provider_account::Column::Sim, Expr::value(true))
+        .filter(provider_account::Column::Id.eq(account))
+        .exec(&server.app.services.db)
+        .await
+        .unwrap();
+}
+
+impl Setup {
+    fn sim(&self) -> &Sim {
+        self.server.app.sim.as_ref().expect("in-process sim")
+    }
+
+    /// The account's client, the one the reconciler uses.
+    fn aws(&self) -> std::sync::Arc<Provider> {
+        let account = AccountRef { id: &self.account, kind: KIND_AWS, api_url: "", credential_ref: "", sim: true };
+        self.server.app.services.providers.for_account(&account)
+    }
+
+    fn db(&self) -> &sea_orm::DatabaseConnection {
+        &self.server.app.services.db
+    }
+
+    /// A VPC and a subnet per zone at the sim, recorded as a network that has been ready.
+    async fn ready_network(&mut self) {
+        let aws = self.aws();
+        let networks = aws.aws_networks.as_ref().unwrap();
+        let tags = [Tag::new("Name", "bc-net-test")];
+        let vpc = networks.vpc_create(REGION, BLOCK, &tags).await.unwrap();
+        let now = self.server.app.services.clock.now();
+        let id = ids::new_id(ids::NETWORK);
+        network::ActiveModel {
+            id: Set(id.clone()),
+            tenant_id: Set("acme".into()),
+            project_id: Set(None),
+            pool_id: Set(self.pool.clone()),
+            provider_account_id: Set(self.account.clone()),
+            name: Set("train".into()),
+            description: Set(None),
+            state: Set(state::READY.into()),
+            desired_state: Set(state::PRESENT.into()),
+            message: Set(None),
+            version: Set(1),
+            generation: Set(1),
+            created_at: Set(now),
+            updated_at: Set(now),
+            ready_at: Set(Some(now)),
+            deleted_at: Set(None),
+            region: Set(Some(REGION.into())),
+            ip_range: Set(Some(BLOCK.into())),
+            provider_id: Set(Some(vpc.id.clone())),
+            create_attempts: Set(1),
+            lost: Set(false),
+            adopted: Set(false),
+        }
+        .insert(self.db())
+        .await
+        .unwrap();
+        for (i, zone) in ZONES.iter().enumerate() {
+            let cidr = format!("10.20.{}.0/24", i + 1);
+            let made = networks.subnet_create(REGION, &vpc.id, zone, &cidr, &tags).await.unwrap();
+            let subnet_id = ids::new_id(ids::SUBNET);
+            network_subnet::ActiveModel {
+                id: Set(subnet_id.clone()),
+                network_id: Set(id.clone()),
+                region: Set(REGION.into()),
+                ip_range: Set(cidr),
+                state: Set(state::READY.into()),
+                desired_state: Set(state::PRESENT.into()),
+                provider_id: Set(Some(made.id.clone())),
+                provider_name: Set(format!("bc-{subnet_id}")),
+                create_attempts: Set(1),
+                lost: Set(false),
+                message: Set(None),
+                version: Set(1),
+                created_at: Set(now),
+                updated_at: Set(now),
+                ready_at: Set(Some(now)),
+                deleted_at: Set(None),
+                zone: Set(Some((*zone).into())),
+            }
+            .insert(self.db())
+            .await
+            .unwrap();
+            self.subnets.push(made.id);
+        }
+        self.network = id;
+        self.vpc = vpc.id;
+    }
+
+    /// A filesystem row as `filesystemCreate` records it, not yet woken (so a test can plant
+    /// things at the sim under its name first).
+    async fn record(&self, kind: &str, zone: Option<&str>) -> filesystem::Model {
+        let id = ids::new_id(ids::FILESYSTEM);
+        let now = self.server.app.services.clock.now();
+        let lustre = kind == LUSTRE;
+        filesystem::ActiveModel {
+            id: Set(id.clone()),
+            tenant_id: Set("acme".into()),
+            project_id: Set(None),
+            network_id: Set(self.network.clone()),
+            pool_id: Set(self.pool.clone()),
+            provider_account_id: Set(self.account.clone()),
+            name: Set(format!("data-{}", &id[id.len() - 6..])),
+            kind: Set(kind.into()),
+            size_gib: Set(lustre.then_some(svc::LUSTRE_DEFAULT_GIB)),
+            deployment: Set(lustre.then(|| svc::SCRATCH.to_owned())),
+            zone: Set(zone.map(str::to_owned)),
+            region: Set(REGION.into()),
+            state: Set(state::PENDING.into()),
+            desired_state: Set(state::PRESENT.into()),
+            message: Set(None),
+            provider_name: Set(svc::provider_name(&id)),
+            security_group_id: Set(None),
+            group_attempts: Set(0),
+            provider_id: Set(None),
+            create_attempts: Set(0),
+            dns_name: Set(None),
+            mount_name: Set(None),
+            lost: Set(false),
+            version: Set(1),
+            created_at: Set(now),
+            updated_at: Set(now),
+            ready_at: Set(None),
+            deleted_at: Set(None),
+        }
+        .insert(self.db())
+        .await
+        .unwrap()
+    }
+
+    async fn wake(&self, id: &str) {
+        queue::wake(self.db(), RECONCILER, id, self.clock.now_ms()).await.unwrap();
+        self.server.app.services.work.notify_one();
+    }
+
+    async fn create(&self, kind: &str, zone: Option<&str>) -> filesystem::Model {
+        let f = self.record(kind, zone).await;
+        self.wake(&f.id).await;
+        f
+    }
+
+    async fn delete(&self, id: &str) {
+        let services = &self.server.app.services;
+        let view = services.filesystem_delete(&Actor::system(), "acme", &self.network, id).await.unwrap();
+        assert_eq!(view.state, state::DELETING);
+    }
+
+    async fn view(&self, id: &str) -> Value {
+        let services = &self.server.app.services;
+        let found = services.filesystem_get(&Actor::system(), "acme", &self.network, id).await.unwrap();
+        serde_json::to_value(found).unwrap()
+    }
+
+    async fn until_state(&self, id: &str, wanted: &str) -> Value {
+        common::until(&self.clock, wanted, || self.view(id), |v| v["state"] == wanted).await
+    }
+
+    async fn row(&self, id: &str) -> filesystem::Model {
+        use sea_orm::EntityTrait;
+        filesystem::Entity::find_by_id(id.to_owned()).one(self.db()).await.unwrap().unwrap()
+    }
+
+    /// The types of the network's events, once `last` is among them (PostgreSQL shows an event
+    /// once every older transaction has ended).
+    async fn events_through(&self, last: &str) -> Vec<String> {
+        for _ in 0..400 {
+            let page = self
+                .server
+                .ok(
+                    Some(ADMIN),
+                    "{ events(tenantId: \"acme\", first: 1000) { edges { node { type subject } } } }",
+                    json!({}),
+                )
+                .await;
+            let types: Vec<String> = page["events"]["edges"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|e| e["node"]["subject"] == self.network.as_str())
+                .map(|e| e["node"]["type"].as_str().unwrap().to_owned())
+                .collect();
+            if types.iter().any(|t| t == last) {
+                return types;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+        }
+        panic!("{last} never showed");
+    }
+}
+
+fn count(types: &[String], wanted: &str) -> usize {
+    types.iter().filter(|t| t.as_str() == wanted).count()
+}
+
+db_test!(nfs_is_made_behind_its_group_with_a_target_per_zone_and_deleted_in_order, |backend| async move {
+    let s = setup(backend).await;
+    let f = s.create(NFS, None).await;
+    let ready = s.until_state(&f.id, state::READY).await;
+    let row = s.row(&f.id).await;
+    let efs_id = row.provider_id.clone().unwrap();
+    let dns = format!("{efs_id}.efs.{REGION}.amazonaws.com");
+    assert_eq!(row.dns_name.as_deref(), Some(dns.as_str()));
+    assert_eq!(ready["mount"]["source"], format!("{dns}:/"));
+    assert_eq!(ready["mount"]["fstype"], "nfs4");
+    assert!(ready["message"].is_null(), "{ready}");
+
+    let aws = s.aws();
+    let (groups, api) = (aws.security_groups.as_ref().unwrap(), aws.filesystems.as_ref().unwrap());
+    let deployment = &s.server.app.services.deployment;
+    let group = groups.security_group_find(REGION, &s.vpc, &f.provider_name).await.unwrap().unwrap();
+    assert_eq!(Some(&group.id), row.security_group_id.as_ref());
+    assert!(aws_owned(&group.tags, deployment), "{group:?}");
+    assert_eq!(group.ingress, IngressRule::nfs(RuleSource::Cidr(BLOCK.into())), "only the network's machines");
+    let efs = api.efs_get(REGION, &efs_id).await.unwrap().unwrap();
+    assert!(efs.encrypted && aws_owned(&efs.tags, deployment));
+    assert_eq!(tag_value(&efs.tags, "Name"), Some(f.provider_name.as_str()));
+    let targets = api.mount_targets_of(REGION, &efs_id).await.unwrap();
+    let mut zones: Vec<_> = targets.iter().map(|t| t.availability_zone.clone().unwrap()).collect();
+    zones.sort();
+    assert_eq!(zones, ZONES, "one mount target per zone");
+    assert!(targets.iter().all(|t| t.life_cycle_state == "available"));
+
+    s.delete(&f.id).await;
+    let deleted = s.until_state(&f.id, state::DELETED).await;
+    assert!(deleted["deletedAt"].is_string());
+    assert_eq!(api.efs_get(REGION, &efs_id).await.unwrap(), None);
+    assert_eq!(api.mount_targets_of(REGION, &efs_id).await.unwrap(), vec![]);
+    assert_eq!(groups.security_group_find(REGION, &s.vpc, &f.provider_name).await.unwrap(), None);
+    // The sim refuses a file system's delete while a mount target remains (FileSystemInUse) and a
+    // group's while an interface uses it (DependencyViolation): one call each shows the order.
+    let sim = s.sim();
+    assert_eq!(sim.calls("efs.DeleteMountTarget"), 2);
+    assert_eq!(sim.calls("efs.DeleteFileSystem"), 1, "only once every mount target was gone");
+    assert_eq!(sim.calls("ec2.DeleteSecurityGroup"), 1, "only once the file system was gone");
+    assert_eq!(sim.calls("efs.CreateFileSystem"), 1);
+    assert_eq!(sim.calls("ec2.CreateSecurityGroup"), 1);
+
+    let types = s.events_through("network.filesystem.deleted").await;
+    assert_eq!(count(&types, "network.filesystem.ready"), 1, "{types:?}");
+    assert_eq!(count(&types, "network.filesystem.deleted"), 1, "{types:?}");
+    assert_eq!(count(&types, "network.filesystem.error"), 0, "{types:?}");
+});
+
+db_test!(lustre_is_made_in_its_zone_and_reads_its_dns_and_mount_names, |backend| async move {
+    let s = setup(backend).await;
+    let f = s.create(LUSTRE, Some(ZONES[1])).await;
+    let ready = s.until_state(&f.id, state::READY).await;
+    let row = s.row(&f.id).await;
+    let id = row.provider_id.clone().unwrap();
+    let (dns, mount) = (row.dns_name.clone().unwrap(), row.mount_name.clone().unwrap());
+    assert_eq!(dns, format!("{id}.fsx.{REGION}.amazonaws.com"));
+    assert_eq!(ready["mount"]["source"], format!("{dns}@tcp:/{mount}"));
+    assert_eq!(ready["mount"]["fstype"], "lustre");
+
+    let aws = s.aws();
+    let (groups, api) = (aws.security_groups.as_ref().unwrap(), aws.filesystems.as_ref().unwrap());
+    let lustre = api.lustre_get(REGION, &id).await.unwrap().unwrap();
+    assert_eq!(lustre.subnet_ids, vec![s.subnets[1].clone()], "in the filesystem's zone");
+    assert_eq!((lustre.storage_capacity_gib, lustre.deployment_type.as_deref()), (1200, Some("SCRATCH_2")));
+    assert!(aws_owned(&lustre.tags, &s.server.app.services.deployment));
+    let group = groups.security_group_find(REGION, &s.vpc, &f.provider_name).await.unwrap().unwrap();
+    let ports: Vec<(u16, u16)> = group
+        .ingress
+        .iter()
+        .filter(|r| r.source == RuleSource::Cidr(BLOCK.into()))
+        .map(|r| (r.from_port, r.to_port))
+        .collect();
+    assert_eq!(ports, [(988, 988), (1018, 1023)]);
+
+    s.delete(&f.id).await;
+    s.until_state(&f.id, state::DELETED).await;
+    assert_eq!(api.lustre_get(REGION, &id).await.unwrap(), None);
+    assert_eq!(groups.security_group_find(REGION, &s.vpc, &f.provider_name).await.unwrap(), None);
+    assert_eq!(s.sim().calls("fsx.DeleteFileSystem"), 1);
+    let types = s.events_through("network.filesystem.deleted").await;
+    assert_eq!(count(&types, "network.filesystem.ready"), 1, "{types:?}");
+});
+
+db_test!(a_foreign_file_system_under_our_token_is_an_error_and_never_deleted, |backend| async move {
+    let s = setup(backend).await;
+    let f = s.record(NFS, None).await;
+    let foreign = s.sim().aws_plant_foreign_efs(REGION, &f.provider_name, &[("Name", &f.provider_name)]);
+    s.wake(&f.id).await;
+    let failed = s.until_state(&f.id, state::ERROR).await;
+    assert!(failed["message"].as_str().unwrap().contains("did not make"), "{failed}");
+    let row = s.row(&f.id).await;
+    assert_eq!(row.provider_id, None, "never adopted");
+    assert!(!row.lost);
+
+    // Retried every five minutes: still theirs, still an error, and no second event.
+    s.clock.advance(5 * 60_000 + 1_000);
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(s.view(&f.id).await["state"], state::ERROR);
+    let api = s.aws().filesystems.clone().unwrap();
+    s.delete(&f.id).await;
+    s.until_state(&f.id, state::DELETED).await;
+    let still = api.efs_get(REGION, &foreign).await.unwrap();
+    assert!(still.is_some_and(|e| e.life_cycle_state == "available"), "the foreign one is left alone");
+    assert_eq!(s.sim().calls("efs.DeleteFileSystem"), 0);
+    assert_eq!(s.sim().calls("efs.CreateMountTarget"), 0);
+    let groups = s.aws().security_groups.clone().unwrap();
+    assert_eq!(groups.security_group_find(REGION, &s.vpc, &f.provider_name).await.unwrap(), None, "our group goes");
+    let types = s.events_through("network.filesystem.deleted").await;
+    assert_eq!(count(&types, "network.filesystem.error"), 1, "{types:?}");
+});
+
+db_test!(a_throttled_create_still_converges, |backend| async move {
+    let s = setup(backend).await;
+    s.sim().inject("efs.CreateFileSystem", Fault::Status { status: 429 }, 4);
+    let f = s.create(NFS, None).await;
+    s.until_state(&f.id, state::READY).await;
+    let api = s.aws().filesystems.clone().unwrap();
+    let made = api.efs_find_by_token(REGION, &f.provider_name).await.unwrap().unwrap();
+    assert_eq!(s.row(&f.id).await.provider_id, Some(made.id));
+    assert!(s.sim().calls("efs.CreateFileSystem") >= 5, "the throttled ones and the one that made it");
+});
+
+db_test!(creates_whose_answers_were_lost_are_found_by_name_and_made_once, |backend| async move {
+    let s = setup(backend).await;
+    s.sim().inject("ec2.CreateSecurityGroup", Fault::Drop, 1);
+    s.sim().inject("efs.CreateFileSystem", Fault::Drop, 1);
+    let f = s.create(NFS, None).await;
+    s.until_state(&f.id, state::READY).await;
+    let sim = s.sim();
+    assert_eq!(sim.calls("ec2.CreateSecurityGroup"), 1, "the group was found, not made again");
+    assert_eq!(sim.calls("efs.CreateFileSystem"), 1, "the file system was found, not made again");
+    let api = s.aws().filesystems.clone().unwrap();
+    let made = api.efs_find_by_token(REGION, &f.provider_name).await.unwrap().unwrap();
+    let row = s.row(&f.id).await;
+    assert_eq!(row.provider_id, Some(made.id));
+    assert_eq!((row.group_attempts, row.create_attempts), (1, 1));
+});
+
+db_test!(a_delete_after_a_lost_create_answer_finds_ours_and_deletes_it, |backend| async move {
+    let s = setup(backend).await;
+    // The create is made but its answer dropped; the delete is asked before the next look.
+    s.sim().inject("efs.CreateFileSystem", Fault::Drop, 1);
+    let f = s.create(NFS, None).await;
+    common::until(&s.clock, "the create sent", || async { json!(s.sim().calls("efs.CreateFileSystem")) }, |c| c == 1)
+        .await;
+    s.delete(&f.id).await;
+    s.until_state(&f.id, state::DELETED).await;
+    let api = s.aws().filesystems.clone().unwrap();
+    assert_eq!(api.efs_find_by_token(REGION, &f.provider_name).await.unwrap(), None, "never orphaned");
+    assert_eq!(s.sim().calls("efs.DeleteFileSystem"), 1);
+});
