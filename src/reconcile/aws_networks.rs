@@ -173,7 +173,8 @@ pub fn look(n: &network::Model) -> Look {
 
 /// The VPC whose subnets to read: one known, not lost, and not just seen gone.
 pub fn subnets_to_read<'a>(n: &'a network::Model, vpc: &VpcSeen) -> Option<&'a str> {
-    let read = !n.lost && !(n.adopted && n.desired_state == state::ABSENT) && *vpc != VpcSeen::Missing;
+    let deleting_adopted = n.adopted && n.desired_state == state::ABSENT;
+    let read = !(n.lost || deleting_adopted) && *vpc != VpcSeen::Missing;
     n.provider_id.as_deref().filter(|_| read)
 }
 
