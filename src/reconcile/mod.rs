@@ -8,6 +8,7 @@
 //! (`usage`) is one more reconciler, over a single work item, that runs at each hour's end.
 mod addresses;
 mod aws_instances;
+mod aws_networks;
 pub mod filesystems;
 pub mod instances;
 pub mod networks;

@@ -1,6 +1,7 @@
-//! `vps.networks`: one VPC per subnet on DigitalOcean. Each run does at most one provider step
-//! for one subnet. The decisions are plain functions of the subnet row and what the provider
-//! showed (`look` → `decide` → `after`), tested without a network; `run` does the I/O.
+//! `vps.networks`: one VPC per subnet on DigitalOcean (an AWS account's networks are handed to
+//! `aws_networks`). Each run does at most one provider step for one subnet. The decisions are
+//! plain functions of the subnet row and what the provider showed (`look` → `decide` → `after`),
+//! tested without a network; `run` does the I/O.
 use sea_orm::prelude::DateTimeUtc;
 use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{ColumnTrait, ConnectionTrait, DatabaseTransaction, DbBackend, EntityTrait, QueryFilter, Statement};
@@ -219,6 +220,9 @@ impl Reconciler for NetworkReconciler {
             credential_ref: &account.credential_ref,
             sim: account.sim,
         });
+        if account.kind == crate::provider::KIND_AWS {
+            return super::aws_networks::run(run, network, subnets, &provider).await;
+        }
         let Some(api) = provider.networks.clone() else {
             return Err(Error::internal(format!("account {} offers no networks", account.id)));
         };
@@ -324,7 +328,7 @@ async fn next_after(run: &Run<'_>, hint: Next) -> Result<Next> {
 
 /// Records a create attempt on the subnet before the call is made (fenced and version-checked);
 /// returns the subnet as written, or None when the run must look again.
-async fn mark_create_attempt(run: &Run<'_>, current: &subnet::Model) -> Result<Option<subnet::Model>> {
+pub(super) async fn mark_create_attempt(run: &Run<'_>, current: &subnet::Model) -> Result<Option<subnet::Model>> {
     let txn = run.services.begin().await?;
     lock_network(&txn, &current.network_id).await?;
     let changed = subnet::Entity::update_many()
@@ -345,7 +349,7 @@ async fn mark_create_attempt(run: &Run<'_>, current: &subnet::Model) -> Result<O
 
 /// Takes the network row's lock first (PostgreSQL), in the order the mutations take their locks
 /// too (network, subnets, work item), so a write-back and a mutation never wait in a cycle.
-async fn lock_network(txn: &DatabaseTransaction, network_id: &str) -> Result<()> {
+pub(super) async fn lock_network(txn: &DatabaseTransaction, network_id: &str) -> Result<()> {
     if txn.get_database_backend() == DbBackend::Postgres {
         let lock = "SELECT id FROM networks WHERE id = $1 FOR UPDATE";
         txn.execute_raw(Statement::from_sql_and_values(DbBackend::Postgres, lock, vec![network_id.into()])).await?;
