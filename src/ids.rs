@@ -16,8 +16,13 @@ pub const ATTACHMENT: &str = "patt";
 pub const ADDRESS: &str = "paddr";
 pub const FILESYSTEM: &str = "fs";
 
+/// Ids made in one millisecond by this process still sort in the order they were made (a
+/// network's subnets list in the order asked), since ULIDs of one millisecond are otherwise random.
+static GENERATOR: std::sync::Mutex<ulid::Generator> = std::sync::Mutex::new(ulid::Generator::new());
+
 pub fn new_id(prefix: &str) -> String {
-    format!("{prefix}_{}", Ulid::generate().to_string().to_lowercase())
+    let next = GENERATOR.lock().unwrap_or_else(|e| e.into_inner()).generate().unwrap_or_else(|_| Ulid::generate());
+    format!("{prefix}_{}", next.to_string().to_lowercase())
 }
 
 /// Whether `id` is `prefix` + `_` + 26 to 52 lower-case Crockford base32 characters.
@@ -35,6 +40,14 @@ fn is_crockford_lower(b: u8) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ids_of_one_process_sort_in_the_order_made() {
+        let made: Vec<String> = (0..1000).map(|_| new_id(SUBNET)).collect();
+        let mut sorted = made.clone();
+        sorted.sort();
+        assert_eq!(made, sorted);
+    }
 
     #[test]
     fn new_ids_match_the_seed_pattern() {

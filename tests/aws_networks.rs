@@ -42,29 +42,8 @@ async fn setup(db: &TestDb) -> Setup {
     config.sim = Some(common::quick_sim());
     let server = TestServer::with_config(config).await;
     server.tenant("acme").await;
-    // `sim: true` is refused for AWS accounts by providerAccountCreate (see the report), so the
-    // account reaches the same in-process sim as a keyed account would: its URL and a key pair.
     let url = server.app.services.providers.sim_url.clone().expect("the in-process sim");
-    let key =
-        std::env::temp_dir().join(format!("vps-graph-awsnet-{}", ulid::Ulid::generate().to_string().to_lowercase()));
-    std::fs::write(&key, "AKIDTEST:secret\n").unwrap();
-    let account = server
-        .ok(
-            Some(common::ADMIN),
-            "mutation($i: ProviderAccountCreateInput!) { providerAccountCreate(input: $i) { id } }",
-            json!({ "i": { "name": "aws-sim", "kind": "AWS", "apiUrl": url, "credentialRef": format!("file:{}", key.display()), "regions": [REGION], "zones": ["us-east-1a", "us-east-1b"] } }),
-        )
-        .await;
-    let pool = server
-        .ok(
-            Some(common::ADMIN),
-            "mutation($i: PoolCreateInput!) { poolCreate(input: $i) { id } }",
-            json!({ "i": { "name": "aws", "providerAccountId": account["providerAccountCreate"]["id"], "billing": "METERED" } }),
-        )
-        .await["poolCreate"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let (_, pool) = server.aws_sim_pool("aws", &["us-east-1a", "us-east-1b"]).await;
     server.offer(&pool, "acme", json!([])).await;
     let token = server.token(Some("acme"), &[("compute:*", "tenant/acme")]).await;
     let settings =

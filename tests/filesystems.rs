@@ -1,10 +1,10 @@
 //! Filesystems over HTTP: every rule of `filesystemCreate`, `filesystem(s)` and
 //! `filesystemDelete` that the call itself decides, and what instances and networks refuse
 //! because of them, each test named after its rule. What the reconciler does with them is in
-//! `filesystems_e2e.rs`. The clock is the test's, so nothing here waits on the provider.
+//! `filesystems_e2e.rs`; here no reconciler runs, so each row stays as the call wrote it.
 mod common;
 
-use common::{ADMIN, Backend, TestDb, TestServer};
+use common::{Backend, TestDb, TestServer};
 use serde_json::{Value, json};
 use vps_graph::clock::Clock;
 
@@ -29,25 +29,11 @@ async fn setup(backend: Backend) -> Setup {
     let mut config = common::config(&db.url);
     config.clock = Clock::manual(START);
     config.sim = Some(common::quick_sim());
+    // No reconciler runs: what is asserted here is what the calls themselves record.
+    config.runtime.workers = 0;
     let server = TestServer::with_config(config).await;
     server.tenant("acme").await;
-    let account = server
-        .ok(
-            Some(ADMIN),
-            "mutation($i: ProviderAccountCreateInput!) { providerAccountCreate(input: $i) { id } }",
-            json!({ "i": { "name": "aws", "kind": "AWS", "sim": true, "regions": ["us-east-1"], "zones": ["us-east-1a", "us-east-1b", "us-east-1c"] } }),
-        )
-        .await;
-    let pool = server
-        .ok(
-            Some(ADMIN),
-            "mutation($i: PoolCreateInput!) { poolCreate(input: $i) { id } }",
-            json!({ "i": { "name": "aws", "providerAccountId": account["providerAccountCreate"]["id"], "billing": "METERED" } }),
-        )
-        .await["poolCreate"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let (_, pool) = server.aws_sim_pool("aws", &["us-east-1a", "us-east-1b", "us-east-1c"]).await;
     server.offer(&pool, "acme", json!([])).await;
     let do_pool = server.sim_pool("do", &["nyc3"], None).await;
     server.offer(&do_pool, "acme", json!([])).await;

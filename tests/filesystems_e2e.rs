@@ -7,13 +7,13 @@ mod common;
 
 use std::time::Duration;
 
-use common::{ADMIN, Backend, TestDb, TestServer};
+use common::{Backend, TestDb, TestServer};
 use serde_json::{Value, json};
 use vps_graph::clock::Clock;
 use vps_graph::metrics::Metrics;
 use vps_graph::provider::AwsInstances;
 use vps_graph::provider::aws::{Aws, Credentials, Settings};
-use vps_graph::sim::Sim;
+use vps_graph::sim::{Fault, Sim};
 
 const START: i64 = 1_800_000_000_000;
 const REGION: &str = "us-east-1";
@@ -42,23 +42,7 @@ async fn setup(backend: Backend) -> Setup {
     config.sim = Some(common::quick_sim());
     let server = TestServer::with_config(config).await;
     server.tenant("acme").await;
-    let account = server
-        .ok(
-            Some(ADMIN),
-            "mutation($i: ProviderAccountCreateInput!) { providerAccountCreate(input: $i) { id } }",
-            json!({ "i": { "name": "aws", "kind": "AWS", "sim": true, "regions": [REGION], "zones": ["us-east-1a", "us-east-1b"] } }),
-        )
-        .await;
-    let pool = server
-        .ok(
-            Some(ADMIN),
-            "mutation($i: PoolCreateInput!) { poolCreate(input: $i) { id } }",
-            json!({ "i": { "name": "aws", "providerAccountId": account["providerAccountCreate"]["id"], "billing": "METERED" } }),
-        )
-        .await["poolCreate"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let (_, pool) = server.aws_sim_pool("aws", &["us-east-1a", "us-east-1b"]).await;
     server.offer(&pool, "acme", json!([])).await;
     let token = server.token(Some("acme"), &[("compute:*", "tenant/acme")]).await;
     Setup { server, clock, token, pool, _db: db }
@@ -210,13 +194,20 @@ db_test!(filesystem_changed_follows_one_filesystem_to_ready_and_deleted, |backen
     let s = setup(backend).await;
     let network = s.network().await;
     let other = s.filesystem(&network, "other", "NFS").await;
+    s.until_filesystem(&network, &other, "READY").await;
+    // The watched one waits at its first provider call until the subscription is surely live.
+    s.sim().inject("ec2.CreateSecurityGroup", Fault::Status { status: 503 }, 1_000);
     let id = s.filesystem(&network, "watched", "NFS").await;
     let mut ws = s.server.ws(json!({ "Authorization": format!("Bearer {}", s.token) })).await;
     assert_eq!(ws.next(Duration::from_secs(5)).await.unwrap()["type"], "connection_ack");
     let watch = "subscription($n: String!, $f: String!) { filesystemChanged(tenantId: \"acme\", networkId: $n, filesystemId: $f) { id state version } }";
     ws.subscribe("1", watch, json!({ "n": network, "f": id })).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    s.sim().clear_faults();
     s.until_filesystem(&network, &id, "READY").await;
-    s.until_filesystem(&network, &other, "READY").await;
+    // A change of another filesystem of the network is not this subscription's.
+    s.read(DELETE, json!({ "n": network, "f": other })).await;
+    s.until_filesystem(&network, &other, "DELETED").await;
     s.read(DELETE, json!({ "n": network, "f": id })).await;
     s.until_filesystem(&network, &id, "DELETED").await;
     let mut states = Vec::new();

@@ -46,44 +46,11 @@ async fn setup(backend: Backend) -> Setup {
     config.sim = Some(common::quick_sim());
     let server = TestServer::with_config(config).await;
     server.tenant("acme").await;
-    let account = server
-        .ok(
-            Some(ADMIN),
-            "mutation($i: ProviderAccountCreateInput!) { providerAccountCreate(input: $i) { id } }",
-            json!({ "i": { "name": "aws", "kind": "AWS", "credentialRef": "env:X", "regions": [REGION], "zones": ZONES } }),
-        )
-        .await["providerAccountCreate"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    at_the_sim(&server, &account).await;
-    let pool = server
-        .ok(
-            Some(ADMIN),
-            "mutation($i: PoolCreateInput!) { poolCreate(input: $i) { id } }",
-            json!({ "i": { "name": "aws", "providerAccountId": account, "billing": "METERED" } }),
-        )
-        .await["poolCreate"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let (account, pool) = server.aws_sim_pool("aws", &ZONES).await;
     let mut setup =
         Setup { server, clock, account, pool, network: String::new(), vpc: String::new(), subnets: vec![], _db: db };
     setup.ready_network().await;
     setup
-}
-
-/// Points the AWS account at the in-process sim. `providerAccountCreate` takes `sim` for
-/// DigitalOcean accounts only so far, so the row is marked here, before any client is made for it.
-async fn at_the_sim(server: &TestServer, account: &str) {
-    use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, sea_query::Expr};
-    use vps_graph::store::entity::provider_account;
-    provider_account::Entity::update_many()
-        .col_expr(provider_account::Column::Sim, Expr::value(true))
-        .filter(provider_account::Column::Id.eq(account))
-        .exec(&server.app.services.db)
-        .await
-        .unwrap();
 }
 
 impl Setup {

@@ -266,6 +266,32 @@ impl TestServer {
         pool["poolCreate"]["id"].as_str().expect("pool id").to_owned()
     }
 
+    /// A platform AWS account at the in-process sim's AWS face (us-east-1, with `zones`) and a
+    /// METERED pool on it; returns the account's id and the pool's.
+    pub async fn aws_sim_pool(&self, name: &str, zones: &[&str]) -> (String, String) {
+        let account = self
+            .ok(
+                Some(ADMIN),
+                "mutation($i: ProviderAccountCreateInput!) { providerAccountCreate(input: $i) { id } }",
+                json!({ "i": { "name": name, "kind": "AWS", "sim": true, "regions": ["us-east-1"], "zones": zones } }),
+            )
+            .await["providerAccountCreate"]["id"]
+            .as_str()
+            .expect("account id")
+            .to_owned();
+        let pool = self
+            .ok(
+                Some(ADMIN),
+                "mutation($i: PoolCreateInput!) { poolCreate(input: $i) { id } }",
+                json!({ "i": { "name": name, "providerAccountId": account, "billing": "METERED" } }),
+            )
+            .await["poolCreate"]["id"]
+            .as_str()
+            .expect("pool id")
+            .to_owned();
+        (account, pool)
+    }
+
     pub async fn offer(&self, pool: &str, tenant: &str, quotas: Value) -> Value {
         self.ok(
             Some(ADMIN),
