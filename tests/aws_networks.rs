@@ -39,6 +39,10 @@ async fn setup(db: &TestDb) -> Setup {
     let clock = Clock::manual(START);
     let mut config = common::config(&db.url);
     config.clock = clock.clone();
+    // The clock moves a second at a time while provider calls (and the client's backoff after a
+    // 429) take real time: a short lease would expire under a call and a second worker take the
+    // run over, sending the same create again.
+    config.runtime.lease_ms = 600_000;
     config.sim = Some(common::quick_sim());
     let server = TestServer::with_config(config).await;
     server.tenant("acme").await;
