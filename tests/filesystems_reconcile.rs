@@ -1,24 +1,20 @@
 //! The `vps.filesystems` reconciler against the sim's AWS face: an NFS filesystem made behind
 //! its own group with a mount target per zone and deleted in order, a Lustre one, a foreign EFS
 //! file system holding our creation token, a throttled create, and creates whose answers were
-//! lost. The AWS network calls are not in this tree yet, so each test makes the VPC and its
-//! subnets at the sim with the AWS client and records them as a ready network directly; the
-//! filesystem rows are recorded as the service records them and woken. The clock is driven by
-//! the test; the sim's changes take 50 ms.
+//! lost. Each test makes its AWS network and filesystems through the API; what the provider then
+//! holds is read with the account's own client. The clock is driven by the test; the sim's
+//! changes take 50 ms.
 mod common;
 
 use common::{ADMIN, Backend, TestDb, TestServer};
-use sea_orm::{ActiveModelTrait, Set};
 use serde_json::{Value, json};
 use vps_graph::clock::Clock;
-use vps_graph::ids;
-use vps_graph::provider::{AccountRef, IngressRule, KIND_AWS, Provider, RuleSource, Tag, aws_owned, tag_value};
+use vps_graph::provider::{AccountRef, IngressRule, KIND_AWS, Provider, RuleSource, aws_owned, tag_value};
 use vps_graph::service::authz::Actor;
-use vps_graph::service::filesystems::{self as svc, LUSTRE, NFS, RECONCILER};
+use vps_graph::service::filesystems::{LUSTRE, NFS};
 use vps_graph::service::networks::state;
 use vps_graph::sim::{Fault, Sim};
-use vps_graph::store::entity::{filesystem, network, network_subnet};
-use vps_graph::store::queue;
+use vps_graph::store::entity::filesystem;
 
 const START: i64 = 1_800_000_000_000;
 const REGION: &str = "us-east-1";
@@ -30,6 +26,7 @@ struct Setup {
     clock: Clock,
     account: String,
     pool: String,
+    token: String,
     network: String,
     vpc: String,
     subnets: Vec<String>,
@@ -47,8 +44,19 @@ async fn setup(backend: Backend) -> Setup {
     let server = TestServer::with_config(config).await;
     server.tenant("acme").await;
     let (account, pool) = server.aws_sim_pool("aws", &ZONES).await;
-    let mut setup =
-        Setup { server, clock, account, pool, network: String::new(), vpc: String::new(), subnets: vec![], _db: db };
+    server.offer(&pool, "acme", json!([])).await;
+    let token = server.token(Some("acme"), &[("compute:*", "tenant/acme")]).await;
+    let mut setup = Setup {
+        server,
+        clock,
+        account,
+        pool,
+        token,
+        network: String::new(),
+        vpc: String::new(),
+        subnets: vec![],
+        _db: db,
+    };
     setup.ready_network().await;
     setup
 }
@@ -68,123 +76,40 @@ impl Setup {
         &self.server.app.services.db
     }
 
-    /// A VPC and a subnet per zone at the sim, recorded as a network that has been ready.
+    /// An AWS network with a subnet per zone, made through the API until READY.
     async fn ready_network(&mut self) {
-        let aws = self.aws();
-        let networks = aws.aws_networks.as_ref().unwrap();
-        let tags = [Tag::new("Name", "bc-net-test")];
-        let vpc = networks.vpc_create(REGION, BLOCK, &tags).await.unwrap();
-        let now = self.server.app.services.clock.now();
-        let id = ids::new_id(ids::NETWORK);
-        network::ActiveModel {
-            id: Set(id.clone()),
-            tenant_id: Set("acme".into()),
-            project_id: Set(None),
-            pool_id: Set(self.pool.clone()),
-            provider_account_id: Set(self.account.clone()),
-            name: Set("train".into()),
-            description: Set(None),
-            state: Set(state::READY.into()),
-            desired_state: Set(state::PRESENT.into()),
-            message: Set(None),
-            version: Set(1),
-            generation: Set(1),
-            created_at: Set(now),
-            updated_at: Set(now),
-            ready_at: Set(Some(now)),
-            deleted_at: Set(None),
-            region: Set(Some(REGION.into())),
-            ip_range: Set(Some(BLOCK.into())),
-            provider_id: Set(Some(vpc.id.clone())),
-            create_attempts: Set(1),
-            lost: Set(false),
-            adopted: Set(false),
-        }
-        .insert(self.db())
-        .await
-        .unwrap();
-        for (i, zone) in ZONES.iter().enumerate() {
-            let cidr = format!("10.20.{}.0/24", i + 1);
-            let made = networks.subnet_create(REGION, &vpc.id, zone, &cidr, &tags).await.unwrap();
-            let subnet_id = ids::new_id(ids::SUBNET);
-            network_subnet::ActiveModel {
-                id: Set(subnet_id.clone()),
-                network_id: Set(id.clone()),
-                region: Set(REGION.into()),
-                ip_range: Set(cidr),
-                state: Set(state::READY.into()),
-                desired_state: Set(state::PRESENT.into()),
-                provider_id: Set(Some(made.id.clone())),
-                provider_name: Set(format!("bc-{subnet_id}")),
-                create_attempts: Set(1),
-                lost: Set(false),
-                message: Set(None),
-                version: Set(1),
-                created_at: Set(now),
-                updated_at: Set(now),
-                ready_at: Set(Some(now)),
-                deleted_at: Set(None),
-                zone: Set(Some((*zone).into())),
-            }
-            .insert(self.db())
-            .await
-            .unwrap();
-            self.subnets.push(made.id);
-        }
+        let subnets: Vec<Value> = ZONES
+            .iter()
+            .enumerate()
+            .map(|(i, zone)| json!({ "zone": zone, "ipRange": format!("10.20.{}.0/24", i + 1) }))
+            .collect();
+        let input = json!({ "tenantId": "acme", "poolId": self.pool, "name": "train", "ipRange": BLOCK, "subnets": subnets, "idempotencyKey": "train" });
+        let create = "mutation($i: NetworkCreateInput!) { networkCreate(input: $i) { id } }";
+        let made = self.server.ok(Some(&self.token), create, json!({ "i": input })).await;
+        let id = made["networkCreate"]["id"].as_str().unwrap().to_owned();
+        let get = "query($n: String!) { network(tenantId: \"acme\", networkId: $n) { state providerId subnets { zone providerId } } }";
+        let read = || self.server.ok(Some(&self.token), get, json!({ "n": id }));
+        let ready = common::until(&self.clock, "network ready", read, |n| n["network"]["state"] == "READY").await;
+        self.vpc = ready["network"]["providerId"].as_str().unwrap().to_owned();
+        self.subnets = ZONES
+            .iter()
+            .map(|zone| {
+                let subnets = ready["network"]["subnets"].as_array().unwrap();
+                let subnet = subnets.iter().find(|s| s["zone"] == *zone).unwrap();
+                subnet["providerId"].as_str().unwrap().to_owned()
+            })
+            .collect();
         self.network = id;
-        self.vpc = vpc.id;
     }
 
-    /// A filesystem row as `filesystemCreate` records it, not yet woken (so a test can plant
-    /// things at the sim under its name first).
-    async fn record(&self, kind: &str, zone: Option<&str>) -> filesystem::Model {
-        let id = ids::new_id(ids::FILESYSTEM);
-        let now = self.server.app.services.clock.now();
-        let lustre = kind == LUSTRE;
-        filesystem::ActiveModel {
-            id: Set(id.clone()),
-            tenant_id: Set("acme".into()),
-            project_id: Set(None),
-            network_id: Set(self.network.clone()),
-            pool_id: Set(self.pool.clone()),
-            provider_account_id: Set(self.account.clone()),
-            name: Set(format!("data-{}", &id[id.len() - 6..])),
-            kind: Set(kind.into()),
-            size_gib: Set(lustre.then_some(svc::LUSTRE_DEFAULT_GIB)),
-            deployment: Set(lustre.then(|| svc::SCRATCH.to_owned())),
-            zone: Set(zone.map(str::to_owned)),
-            region: Set(REGION.into()),
-            state: Set(state::PENDING.into()),
-            desired_state: Set(state::PRESENT.into()),
-            message: Set(None),
-            provider_name: Set(svc::provider_name(&id)),
-            security_group_id: Set(None),
-            group_attempts: Set(0),
-            provider_id: Set(None),
-            create_attempts: Set(0),
-            dns_name: Set(None),
-            mount_name: Set(None),
-            lost: Set(false),
-            version: Set(1),
-            created_at: Set(now),
-            updated_at: Set(now),
-            ready_at: Set(None),
-            deleted_at: Set(None),
-        }
-        .insert(self.db())
-        .await
-        .unwrap()
-    }
-
-    async fn wake(&self, id: &str) {
-        queue::wake(self.db(), RECONCILER, id, self.clock.now_ms()).await.unwrap();
-        self.server.app.services.work.notify_one();
-    }
-
+    /// `filesystemCreate` of a filesystem on the network; its row as recorded.
     async fn create(&self, kind: &str, zone: Option<&str>) -> filesystem::Model {
-        let f = self.record(kind, zone).await;
-        self.wake(&f.id).await;
-        f
+        let name = format!("data-{}", self.clock.now_ms() % 1_000_000);
+        let kind_value = if kind == LUSTRE { "LUSTRE" } else { "NFS" };
+        let input = json!({ "tenantId": "acme", "networkId": self.network, "name": name, "kind": kind_value, "zone": zone, "idempotencyKey": name });
+        let create = "mutation($i: FilesystemCreateInput!) { filesystemCreate(input: $i) { id } }";
+        let made = self.server.ok(Some(&self.token), create, json!({ "i": input })).await;
+        self.row(made["filesystemCreate"]["id"].as_str().unwrap()).await
     }
 
     async fn delete(&self, id: &str) {
@@ -326,9 +251,12 @@ db_test!(lustre_is_made_in_its_zone_and_reads_its_dns_and_mount_names, |backend|
 
 db_test!(a_foreign_file_system_under_our_token_is_an_error_and_never_deleted, |backend| async move {
     let s = setup(backend).await;
-    let f = s.record(NFS, None).await;
+    // The reconciler waits at the group (the provider unavailable for now) while a file system
+    // that is not ours is planted under the creation token.
+    s.sim().inject("ec2.CreateSecurityGroup", Fault::Status { status: 503 }, 1_000);
+    let f = s.create(NFS, None).await;
     let foreign = s.sim().aws_plant_foreign_efs(REGION, &f.provider_name, &[("Name", &f.provider_name)]);
-    s.wake(&f.id).await;
+    s.sim().clear_faults();
     let failed = s.until_state(&f.id, state::ERROR).await;
     assert!(failed["message"].as_str().unwrap().contains("did not make"), "{failed}");
     let row = s.row(&f.id).await;
