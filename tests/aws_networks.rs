@@ -47,7 +47,7 @@ async fn setup(db: &TestDb) -> Setup {
     let server = TestServer::with_config(config).await;
     server.tenant("acme").await;
     let url = server.app.services.providers.sim_url.clone().expect("the in-process sim");
-    let (_, pool) = server.aws_sim_pool("aws", &["us-east-1a", "us-east-1b"]).await;
+    let (_, pool) = server.aws_sim_pool("aws", &["us-east-1a", "us-east-1b"], Some("acme")).await;
     server.offer(&pool, "acme", json!([])).await;
     let token = server.token(Some("acme"), &[("compute:*", "tenant/acme")]).await;
     let settings =
@@ -259,6 +259,24 @@ db_test!(adopting_a_vpc_that_does_not_exist_is_an_error_naming_it, |backend: Bac
     assert!(failed["message"].as_str().is_some_and(|m| m.contains("vpc-0123456789abcdef0")), "{failed}");
     s.delete(&id).await;
     s.until_state(&id, "DELETED").await;
+});
+
+db_test!(a_vpc_this_deployment_made_is_never_adopted, |backend: Backend| async move {
+    let db = TestDb::new(backend).await;
+    let s = setup(&db).await;
+    // One of ours, recorded by a network: the VPC is taken.
+    let id = s.create("made").await;
+    let vpc = s.until_state(&id, "READY").await["providerId"].as_str().unwrap().to_owned();
+    let input = json!({ "i": { "tenantId": "acme", "poolId": s.pool, "name": "again", "vpcId": vpc, "idempotencyKey": "again" } });
+    let body = s.server.gql(Some(&s.token), ADOPT, input).await;
+    assert_eq!(body["errors"][0]["extensions"]["code"], "CONFLICT", "{body}");
+    // One of ours that no network records (a lost create's, say): adopting it is an error.
+    let tags = vps_graph::provider::aws_tags("bc-net_lost", s.deployment());
+    let stray = s.ec2.vpc_create(REGION, "10.99.0.0/16", &tags).await.unwrap();
+    let adopted = s.adopt("stray", &stray.id).await;
+    let failed = s.until_state(&adopted, "ERROR").await;
+    assert!(failed["message"].as_str().is_some_and(|m| m.contains("made by vps-graph")), "{failed}");
+    assert!(failed["subnets"].as_array().unwrap().is_empty(), "nothing of it recorded");
 });
 
 db_test!(the_rules_of_aws_networks, |backend: Backend| async move {

@@ -17,6 +17,8 @@ struct Setup {
     server: TestServer,
     token: String,
     aws_pool: String,
+    /// On the tenant's own AWS account: the one whose VPCs it may adopt.
+    byo_pool: String,
     do_pool: String,
     network: String,
     _db: TestDb,
@@ -33,12 +35,14 @@ async fn setup(backend: Backend) -> Setup {
     config.runtime.workers = 0;
     let server = TestServer::with_config(config).await;
     server.tenant("acme").await;
-    let (_, pool) = server.aws_sim_pool("aws", &["us-east-1a", "us-east-1b", "us-east-1c"]).await;
+    let (_, pool) = server.aws_sim_pool("aws", &["us-east-1a", "us-east-1b", "us-east-1c"], None).await;
+    let (_, byo_pool) = server.aws_sim_pool("own", &["us-east-1a"], Some("acme")).await;
+    server.offer(&byo_pool, "acme", json!([])).await;
     server.offer(&pool, "acme", json!([])).await;
     let do_pool = server.sim_pool("do", &["nyc3"], None).await;
     server.offer(&do_pool, "acme", json!([])).await;
     let token = server.token(Some("acme"), &[("compute:*", "tenant/acme")]).await;
-    let mut s = Setup { server, token, aws_pool: pool, do_pool, network: String::new(), _db: db };
+    let mut s = Setup { server, token, aws_pool: pool, byo_pool, do_pool, network: String::new(), _db: db };
     s.network = s.aws_network("lan", "10.20.0.0/16").await;
     s
 }
@@ -230,7 +234,7 @@ db_test!(a_network_being_deleted_takes_no_filesystems, |backend: Backend| async 
 db_test!(an_adopted_network_takes_no_filesystems, |backend: Backend| async move {
     let s = setup(backend).await;
     let adopt = "mutation($i: NetworkAdoptInput!) { networkAdopt(input: $i) { id adopted providerId state } }";
-    let input = json!({ "i": { "tenantId": "acme", "poolId": s.aws_pool, "name": "theirs", "vpcId": "vpc-0a1b2c3d4e5f60718", "idempotencyKey": "theirs" } });
+    let input = json!({ "i": { "tenantId": "acme", "poolId": s.byo_pool, "name": "theirs", "vpcId": "vpc-0a1b2c3d4e5f60718", "idempotencyKey": "theirs" } });
     let adopted = s.server.ok(Some(&s.token), adopt, input).await["networkAdopt"].clone();
     assert_eq!(
         (adopted["adopted"].as_bool(), adopted["providerId"].as_str()),
@@ -248,16 +252,19 @@ db_test!(an_adopted_network_takes_no_filesystems, |backend: Backend| async move 
     assert_eq!(body["errors"][0]["extensions"]["details"]["reason"], "adopted");
 });
 
-db_test!(network_adopt_is_aws_only_and_one_network_per_vpc, |backend: Backend| async move {
+db_test!(network_adopt_is_for_the_tenants_own_aws_account_and_one_network_per_vpc, |backend: Backend| async move {
     let s = setup(backend).await;
     let adopt = "mutation($i: NetworkAdoptInput!) { networkAdopt(input: $i) { id } }";
     let input = |pool: &str, name: &str| json!({ "i": { "tenantId": "acme", "poolId": pool, "name": name, "vpcId": "vpc-0123abcd", "idempotencyKey": name } });
     let body = s.server.gql(Some(&s.token), adopt, input(&s.do_pool, "do")).await;
     assert_eq!(code(&body), "UNSUPPORTED", "{body}");
-    s.server.ok(Some(&s.token), adopt, input(&s.aws_pool, "once")).await;
-    let twice = s.server.gql(Some(&s.token), adopt, input(&s.aws_pool, "twice")).await;
+    let platform = s.server.gql(Some(&s.token), adopt, input(&s.aws_pool, "platform")).await;
+    assert_eq!((code(&platform), field(&platform)), ("INVALID_INPUT", "poolId"), "{platform}");
+    assert_eq!(platform["errors"][0]["extensions"]["details"]["reason"], "notOwnAccount");
+    s.server.ok(Some(&s.token), adopt, input(&s.byo_pool, "once")).await;
+    let twice = s.server.gql(Some(&s.token), adopt, input(&s.byo_pool, "twice")).await;
     assert_eq!((code(&twice), field(&twice)), ("CONFLICT", "vpcId"), "{twice}");
-    let bad = json!({ "i": { "tenantId": "acme", "poolId": s.aws_pool, "name": "bad", "vpcId": "vpc-XYZ", "idempotencyKey": "bad" } });
+    let bad = json!({ "i": { "tenantId": "acme", "poolId": s.byo_pool, "name": "bad", "vpcId": "vpc-XYZ", "idempotencyKey": "bad" } });
     let body = s.server.gql(Some(&s.token), adopt, bad).await;
     assert_eq!((code(&body), field(&body)), ("INVALID_INPUT", "vpcId"), "{body}");
 });
@@ -405,3 +412,39 @@ db_test!(
         assert_eq!(listed["instances"]["edges"], json!([]), "nothing recorded");
     }
 );
+
+db_test!(
+    a_lustre_filesystem_defaults_to_the_first_of_the_accounts_zones_where_the_network_has_a_subnet,
+    |backend: Backend| async move {
+        let s = setup(backend).await;
+        let input = json!({ "i": { "tenantId": "acme", "poolId": s.aws_pool, "name": "east-b", "ipRange": "10.40.0.0/16",
+        "subnets": [{ "zone": "us-east-1b", "ipRange": "10.40.2.0/24" }], "idempotencyKey": "east-b" } });
+        let network = s
+            .server
+            .ok(Some(&s.token), "mutation($i: NetworkCreateInput!) { networkCreate(input: $i) { id } }", input)
+            .await["networkCreate"]["id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let input = json!({ "i": { "tenantId": "acme", "networkId": network, "name": "ckpt", "kind": "LUSTRE", "idempotencyKey": "ckpt" } });
+        let made = s.server.ok(Some(&s.token), CREATE, input).await;
+        assert_eq!(
+            made["filesystemCreate"]["zone"], "us-east-1b",
+            "not the account's first zone, where it has no subnet"
+        );
+    }
+);
+
+db_test!(mounting_filesystems_is_decided_on_their_network, |backend: Backend| async move {
+    let s = setup(backend).await;
+    let fs = s.created("data", "NFS", json!({})).await["id"].as_str().unwrap().to_owned();
+    // May make instances in the tenant, but not read its networks.
+    let token = s.server.token(Some("acme"), &[("compute:instances:*", "tenant/acme")]).await;
+    let input = json!({ "i": { "tenantId": "acme", "poolId": s.aws_pool, "networkId": s.network, "name": "m", "region": "us-east-1",
+        "size": "t3.micro", "image": "ami-0abc", "idempotencyKey": "m", "filesystems": [{ "filesystem": fs, "path": "/data" }] } });
+    let body = s
+        .server
+        .gql(Some(&token), "mutation($i: InstanceCreateInput!) { instanceCreate(input: $i) { id } }", input)
+        .await;
+    assert_eq!(code(&body), "ACCESS_DENIED", "{body}");
+});

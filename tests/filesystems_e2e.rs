@@ -42,7 +42,7 @@ async fn setup(backend: Backend) -> Setup {
     config.sim = Some(common::quick_sim());
     let server = TestServer::with_config(config).await;
     server.tenant("acme").await;
-    let (_, pool) = server.aws_sim_pool("aws", &["us-east-1a", "us-east-1b"]).await;
+    let (_, pool) = server.aws_sim_pool("aws", &["us-east-1a", "us-east-1b"], None).await;
     server.offer(&pool, "acme", json!([])).await;
     let token = server.token(Some("acme"), &[("compute:*", "tenant/acme")]).await;
     Setup { server, clock, token, pool, _db: db }

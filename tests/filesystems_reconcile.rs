@@ -43,7 +43,7 @@ async fn setup(backend: Backend) -> Setup {
     config.sim = Some(common::quick_sim());
     let server = TestServer::with_config(config).await;
     server.tenant("acme").await;
-    let (account, pool) = server.aws_sim_pool("aws", &ZONES).await;
+    let (account, pool) = server.aws_sim_pool("aws", &ZONES, None).await;
     server.offer(&pool, "acme", json!([])).await;
     let token = server.token(Some("acme"), &[("compute:*", "tenant/acme")]).await;
     let mut setup = Setup {

@@ -94,6 +94,13 @@ impl MigrationTrait for Migration {
         .await?;
         add(manager, Networks::Table, flag(Networks::Lost)).await?;
         add(manager, Networks::Table, flag(Networks::Adopted)).await?;
+        // One live network per VPC of an account: a VPC is adopted once, and never one made.
+        manager
+            .get_connection()
+            .execute_unprepared(
+                "CREATE UNIQUE INDEX networks_live_vpc ON networks (provider_account_id, provider_id) WHERE state <> 'deleted' AND provider_id IS NOT NULL",
+            )
+            .await?;
         add(manager, NetworkSubnets::Table, optional(NetworkSubnets::Zone, 64)).await?;
         add(manager, Instances::Table, optional(Instances::Zone, 64)).await?;
         add(manager, Instances::Table, ColumnDef::new(Instances::UserData).text().null().to_owned()).await?;

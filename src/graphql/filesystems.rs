@@ -203,7 +203,8 @@ pub struct FilesystemSubscription;
 
 #[Subscription]
 impl FilesystemSubscription {
-    /// The filesystem's new view on every change (its `network.filesystem.*` events).
+    /// The filesystem's new view at each of its events: created, ready, error, deleting and
+    /// deleted (`network.filesystem.*`). A retry out of ERROR shows at the next of those.
     async fn filesystem_changed(
         &self,
         ctx: &Context<'_>,

@@ -67,7 +67,7 @@ impl Subnet {
     async fn desired_state(&self) -> DesiredState {
         DesiredState::parse(&self.0.desired_state)
     }
-    /// The provider's id of the subnet's VPC, once made.
+    /// The provider's id once made: the subnet's VPC on DigitalOcean, the EC2 subnet on AWS.
     async fn provider_id(&self) -> Option<&str> {
         self.0.provider_id.as_deref()
     }

@@ -180,7 +180,7 @@ pub fn subnets_to_read<'a>(n: &'a network::Model, vpc: &VpcSeen) -> Option<&'a s
 
 pub fn decide(n: &network::Model, rows: &[subnet::Model], seen: &Seen, deployment: &str) -> Plan {
     match (n.adopted, n.desired_state.as_str()) {
-        (true, _) => decide_adopted(n, rows, seen),
+        (true, _) => decide_adopted(n, rows, seen, deployment),
         (false, state::ABSENT) => decide_delete(n, rows, seen, deployment),
         (false, _) => decide_present(n, rows, seen, deployment),
     }
@@ -322,7 +322,7 @@ pub fn subnet_step(
 }
 
 /// An adopted network: read, never changed at the provider. Its subnets are EC2's.
-fn decide_adopted(n: &network::Model, rows: &[subnet::Model], seen: &Seen) -> Plan {
+fn decide_adopted(n: &network::Model, rows: &[subnet::Model], seen: &Seen, deployment: &str) -> Plan {
     let mut plan = Plan::unchanged(n, rows);
     let vpc_id = n.provider_id.clone().unwrap_or_default();
     let region = n.region.clone().unwrap_or_default();
@@ -345,6 +345,11 @@ fn decide_adopted(n: &network::Model, rows: &[subnet::Model], seen: &Seen) -> Pl
         return plan;
     }
     match &seen.vpc {
+        // A VPC this deployment made is some network's, never a tenant's to adopt.
+        VpcSeen::Found(vpc) if aws_owned(&vpc.tags, deployment) => {
+            let message = format!("VPC {vpc_id} was made by vps-graph for a network; it is not adopted");
+            plan.verdict = Verdict::Failed(message);
+        }
         VpcSeen::Found(vpc) => {
             plan.vpc.ip_range = Some(vpc.cidr_block.clone());
             plan.verdict = Verdict::Ready;

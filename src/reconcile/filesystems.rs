@@ -666,9 +666,11 @@ async fn read_filesystem(ctx: &Ctx<'_>, f: &filesystem::Model, id: &str) -> Prov
 }
 
 /// Ours to delete, as the provider shows it: the recorded one, or after a lost create answer
-/// the one found under our name with our tag. Never a lost one's, never a foreign holder's.
+/// the one found under our name with our tag. Never a lost one's, never a foreign holder's; but
+/// a row lost before its filesystem's id was recorded (its group went outside while the create's
+/// answer was lost) still looks by name, so what it may have made is never orphaned.
 async fn ours_to_delete(ctx: &Ctx<'_>, f: &filesystem::Model) -> ProviderResult<Option<Seen>> {
-    if f.lost {
+    if f.lost && f.provider_id.is_some() {
         return Ok(None);
     }
     match &f.provider_id {

@@ -10,7 +10,6 @@ use crate::store::entity::{filesystem, instance, instance_filesystem};
 
 /// EC2's limit on user data, before base64.
 pub const MAX_USER_DATA_BYTES: usize = 16 * 1024;
-const BOUNDARY: &str = "vps-graph-boot-7d1c4b";
 
 /// One filesystem to mount at `path`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -27,14 +26,22 @@ pub fn user_data(mounts: &[BootMount], tenant: Option<&str>) -> Option<String> {
     }
     let script = mount_script(mounts);
     let Some(tenant) = tenant else { return Some(script) };
-    let mut out = format!("Content-Type: multipart/mixed; boundary=\"{BOUNDARY}\"\nMIME-Version: 1.0\n\n");
+    let boundary = boundary(tenant);
+    let mut out = format!("Content-Type: multipart/mixed; boundary=\"{boundary}\"\nMIME-Version: 1.0\n\n");
     out.push_str(&format!(
-        "--{BOUNDARY}\nContent-Type: text/x-shellscript; charset=\"utf-8\"\n\
+        "--{boundary}\nContent-Type: text/x-shellscript; charset=\"utf-8\"\n\
          Content-Disposition: attachment; filename=\"00-vps-graph-mounts.sh\"\n\n{script}"
     ));
-    out.push_str(&format!("--{BOUNDARY}\n{}\n", tenant_part(tenant)));
-    out.push_str(&format!("--{BOUNDARY}--\n"));
+    out.push_str(&format!("--{boundary}\n{}\n", tenant_part(tenant)));
+    out.push_str(&format!("--{boundary}--\n"));
     Some(out)
+}
+
+/// A MIME boundary the tenant's part does not contain. It depends on nothing but that part, so
+/// the same instance renders the same user data every time (EC2 refuses a retried RunInstances
+/// whose client token comes with other parameters).
+fn boundary(tenant: &str) -> String {
+    (0u32..).map(|n| format!("vps-graph-boot-{n}")).find(|b| !tenant.contains(b.as_str())).unwrap_or_default()
 }
 
 fn mount_script(mounts: &[BootMount]) -> String {
@@ -44,13 +51,22 @@ fn mount_script(mounts: &[BootMount]) -> String {
     );
     for m in mounts {
         let line = format!("{} {} {} {},nofail 0 0", m.mount.source, m.path, m.mount.fstype, m.mount.options);
+        let (path, entry) = (quoted(&m.path), quoted(&format!(" {} ", m.path)));
         script.push_str(&format!(
-            "mkdir -p '{path}'\ngrep -qs ' {path} ' /etc/fstab || echo '{line}' >> /etc/fstab\n\
-             mount '{path}' || echo 'vps-graph: {path} is not mounted yet' >&2\n",
-            path = m.path
+            "mkdir -p {path}\ngrep -qsF {entry} /etc/fstab || echo {line} >> /etc/fstab\n\
+             mount {path} || echo {warning} >&2\n",
+            line = quoted(&line),
+            warning = quoted(&format!("vps-graph: {} is not mounted yet", m.path)),
         ));
     }
     script
+}
+
+/// `text` as one shell word: single-quoted, with any single quote in it closed, escaped and
+/// reopened. Paths are plain segments and mount sources provider names, but the script runs as
+/// root, so nothing in it is left to the shell.
+fn quoted(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
 }
 
 /// The tenant's part with the MIME type cloud-init knows it by; one that is MIME already is a
@@ -60,16 +76,22 @@ fn tenant_part(tenant: &str) -> String {
         return tenant.to_owned();
     }
     let first = tenant.lines().next().unwrap_or_default();
+    // Longer headers before the ones they start with; what cloud-init would not run on its own
+    // (no known header) stays unrun, as plain text.
     let kind = [
+        ("#cloud-config-archive", "text/cloud-config-archive"),
+        ("#cloud-config-jsonp", "text/cloud-config-jsonp"),
         ("#cloud-config", "text/cloud-config"),
         ("#cloud-boothook", "text/cloud-boothook"),
+        ("#include-once", "text/x-include-once-url"),
         ("#include", "text/x-include-url"),
         ("#part-handler", "text/part-handler"),
         ("## template: jinja", "text/jinja2"),
+        ("#!", "text/x-shellscript"),
     ]
     .iter()
     .find(|(start, _)| first.starts_with(start))
-    .map_or("text/x-shellscript", |(_, kind)| kind);
+    .map_or("text/plain", |(_, kind)| kind);
     format!(
         "Content-Type: {kind}; charset=\"utf-8\"\nContent-Disposition: attachment; filename=\"50-tenant\"\n\n{tenant}"
     )
@@ -130,6 +152,7 @@ mod tests {
             "{data}"
         );
         assert!(data.contains("mkdir -p '/data'"));
+        assert!(data.contains("grep -qsF ' /data ' /etc/fstab"), "a fixed string, not a pattern: {data}");
         assert!(data.contains("mount '/data' ||"), "a failed mount never fails the script");
     }
 
@@ -142,13 +165,38 @@ mod tests {
         assert!(mounts < own, "{data}");
         assert!(data.find("'/data'").unwrap() < data.find("'/scratch'").unwrap(), "in the order asked");
         assert!(data.contains(tenant));
-        assert!(data.trim_end().ends_with(&format!("--{BOUNDARY}--")));
+        assert!(data.trim_end().ends_with("--vps-graph-boot-0--"));
+        assert_eq!(
+            user_data(&[efs("/data")], Some(tenant)),
+            user_data(&[efs("/data")], Some(tenant)),
+            "the same every time"
+        );
+    }
+
+    #[test]
+    fn the_boundary_is_never_in_the_tenants_part() {
+        let tenant = "#!/bin/sh\necho --vps-graph-boot-0\n";
+        let data = user_data(&[efs("/data")], Some(tenant)).unwrap();
+        assert!(data.contains("boundary=\"vps-graph-boot-1\""), "{data}");
+    }
+
+    #[test]
+    fn nothing_in_the_script_is_left_to_the_shell() {
+        assert_eq!(quoted("/data"), "'/data'");
+        assert_eq!(quoted("a'b"), r"'a'\''b'");
+        let mut odd = efs("/data");
+        odd.mount.source = "x';reboot;'.example:/".into();
+        let data = user_data(&[odd], None).unwrap();
+        assert!(data.contains(r"echo 'x'\'';reboot;'\''.example:/ /data"), "{data}");
     }
 
     #[test]
     fn the_tenants_part_keeps_its_kind() {
         assert!(tenant_part("#!/bin/bash\necho").starts_with("Content-Type: text/x-shellscript"));
         assert!(tenant_part("#cloud-boothook\n").starts_with("Content-Type: text/cloud-boothook"));
+        assert!(tenant_part("#cloud-config-archive\n- a").starts_with("Content-Type: text/cloud-config-archive"));
+        assert!(tenant_part("#include-once\nhttp://x").starts_with("Content-Type: text/x-include-once-url"));
+        assert!(tenant_part("just words").starts_with("Content-Type: text/plain"), "never run as a script");
         let mime = "Content-Type: multipart/mixed; boundary=x\n\n--x--\n";
         assert_eq!(tenant_part(mime), mime, "a MIME document is a part as it is");
     }

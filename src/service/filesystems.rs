@@ -112,11 +112,15 @@ pub fn mount(f: &filesystem::Model) -> Option<Mount> {
     if f.state != state::READY {
         return None;
     }
-    let dns = f.dns_name.as_deref()?;
+    // The provider's names go into a boot script and /etc/fstab: only a host name and a plain
+    // mount name are taken.
+    let host = |d: &&str| !d.is_empty() && d.chars().all(|c| c.is_ascii_alphanumeric() || ".-".contains(c));
+    let plain = |m: &&str| !m.is_empty() && m.chars().all(|c| c.is_ascii_alphanumeric());
+    let dns = f.dns_name.as_deref().filter(host)?;
     Some(match f.kind.as_str() {
         LUSTRE => Mount {
             fstype: "lustre".into(),
-            source: format!("{dns}@tcp:/{}", f.mount_name.as_deref()?),
+            source: format!("{dns}@tcp:/{}", f.mount_name.as_deref().filter(plain)?),
             options: "relatime,flock,_netdev".into(),
         },
         _ => Mount {
@@ -152,6 +156,19 @@ impl Services {
         let (size_gib, deployment) = lustre_shape(&input)?;
         let txn = self.begin().await?;
         let network = self.network_for_change(&txn, actor, &input.tenant_id, &input.network_id).await?;
+        // A replay answers what the first request made, whatever the network's state is now.
+        let id = ids::new_id(ids::FILESYSTEM);
+        let key = idempotency::Key {
+            tenant_id: &input.tenant_id,
+            operation: "filesystemCreate",
+            key: &input.idempotency_key,
+        };
+        if let Claim::Existing(existing) =
+            idempotency::claim(&txn, &key, &idempotency::request_hash(&input), &id).await?
+        {
+            drop(txn);
+            return load(&self.db, &input.tenant_id, &input.network_id, &existing).await.map(|f| view(&f));
+        }
         let pool = find_pool(&txn, &network.pool_id).await?;
         if !provider::supports_filesystems(&pool.account.kind) {
             return Err(networks::unsupported("filesystems", &pool.account.kind));
@@ -172,18 +189,6 @@ impl Services {
             }
             _ => None,
         };
-        let id = ids::new_id(ids::FILESYSTEM);
-        let key = idempotency::Key {
-            tenant_id: &input.tenant_id,
-            operation: "filesystemCreate",
-            key: &input.idempotency_key,
-        };
-        if let Claim::Existing(existing) =
-            idempotency::claim(&txn, &key, &idempotency::request_hash(&input), &id).await?
-        {
-            drop(txn);
-            return load(&self.db, &input.tenant_id, &input.network_id, &existing).await.map(|f| view(&f));
-        }
         let live = live_of(&txn, &network.id).await?;
         if live.iter().any(|f| f.name == input.name) {
             return Err(name_taken(&input.name));
@@ -311,8 +316,8 @@ impl Services {
         Ok(super::feed::Filter::resource(actor, found.tenant_id, "network.filesystem.*", found.network_id))
     }
 
-    /// The zone a Lustre filesystem goes in: the one asked, or the account's first; one of the
-    /// account's zones where the network has a subnet.
+    /// The zone a Lustre filesystem goes in: one of the account's zones where the network has a
+    /// subnet; the one asked, or the first such.
     async fn lustre_zone(
         &self,
         conn: &impl ConnectionTrait,
@@ -320,20 +325,23 @@ impl Services {
         zones: &[String],
         asked: Option<&str>,
     ) -> Result<String> {
-        let zone = match asked {
-            Some(zone) => zone.to_owned(),
-            None => zones.first().cloned().ok_or_else(|| Error::invalid_input("zone", "the account names no zones"))?,
+        let subnets = networks::subnets_of(conn, &network.id).await?;
+        let has =
+            |zone: &str| subnets.iter().any(|s| s.desired_state == state::PRESENT && s.zone.as_deref() == Some(zone));
+        let Some(zone) = asked else {
+            return zones.iter().find(|z| has(z)).cloned().ok_or_else(|| {
+                Error::invalid_input("zone", "the network has no subnet in any of the account's zones")
+            });
         };
-        if !zones.contains(&zone) {
+        if !zones.iter().any(|z| z == zone) {
             return Err(Error::invalid_input("zone", format!("the pool's account does not use zone {zone}"))
                 .with_details(json!({ "field": "zone", "zones": zones })));
         }
-        let subnets = networks::subnets_of(conn, &network.id).await?;
-        if !subnets.iter().any(|s| s.desired_state == state::PRESENT && s.zone.as_deref() == Some(zone.as_str())) {
+        if !has(zone) {
             return Err(Error::invalid_input("zone", format!("the network has no subnet in zone {zone}"))
                 .with_details(json!({ "field": "zone" })));
         }
-        Ok(zone)
+        Ok(zone.to_owned())
     }
 }
 

@@ -143,6 +143,15 @@ impl Services {
         }
         rows::check_project(&txn, &input.tenant_id, input.project_id.as_deref()).await?;
         rows::check_region(&pool, &input.region)?;
+        // A replay answers what the first request made, whatever its network and filesystems are now.
+        let key =
+            idempotency::Key { tenant_id: &input.tenant_id, operation: "instanceCreate", key: &input.idempotency_key };
+        if let Claim::Existing(existing) =
+            idempotency::claim(&txn, &key, &idempotency::request_hash(&input), &id).await?
+        {
+            drop(txn);
+            return self.instance_load(&self.db, &input.tenant_id, &existing).await.map(|i| view(&i));
+        }
         let aws = pool.account.kind == provider::KIND_AWS;
         if !input.filesystems.is_empty() && !provider::supports_filesystems(&pool.account.kind) {
             return Err(networks::unsupported("filesystems", &pool.account.kind));
@@ -155,7 +164,15 @@ impl Services {
             (Some(network_id), _) => {
                 let zones = super::pools::strings(&pool.account.zones);
                 let place = Placement { account_id: &pool.account.id, region: &input.region, zones: &zones, aws };
-                check_network(&txn, &input.tenant_id, network_id, &place, input.zone.as_deref()).await?
+                let (network, zone) =
+                    check_network(&txn, &input.tenant_id, network_id, &place, input.zone.as_deref()).await?;
+                if !input.filesystems.is_empty() {
+                    // Filesystems are decided on their network: mounting one reads it.
+                    let target =
+                        Target::resource(&input.tenant_id, network.project_id.as_deref(), "network", network_id);
+                    actor.decide(networks::READ, &target)?;
+                }
+                zone
             }
         };
         let mounts = check_filesystems(&txn, &input).await?;
@@ -165,14 +182,6 @@ impl Services {
                 "userData",
                 format!("the user data with its mounts is over {} bytes", super::boot::MAX_USER_DATA_BYTES),
             ));
-        }
-        let key =
-            idempotency::Key { tenant_id: &input.tenant_id, operation: "instanceCreate", key: &input.idempotency_key };
-        if let Claim::Existing(existing) =
-            idempotency::claim(&txn, &key, &idempotency::request_hash(&input), &id).await?
-        {
-            drop(txn);
-            return self.instance_load(&self.db, &input.tenant_id, &existing).await.map(|i| view(&i));
         }
         let now = self.clock.now();
         let created = instance::ActiveModel {
@@ -422,14 +431,15 @@ struct Placement<'a> {
 
 /// An instance's network: the tenant's, on the pool's account, not being deleted, with a subnet
 /// in the instance's region (the Droplet goes in that subnet's VPC) and, on AWS, in its zone:
-/// the one asked, or the account's first zone where the network has a subnet. Returns the zone.
+/// the one asked, or the account's first zone where the network has a subnet. Returns the
+/// network and the zone.
 async fn check_network(
     conn: &impl ConnectionTrait,
     tenant_id: &str,
     network_id: &str,
     place: &Placement<'_>,
     zone: Option<&str>,
-) -> Result<Option<String>> {
+) -> Result<(network::Model, Option<String>)> {
     // The network's row lock (PostgreSQL), as its delete and its filesystems' deletes take it:
     // neither can start while this instance is being recorded on it.
     rows::lock(conn, "networks", network_id).await?;
@@ -458,19 +468,20 @@ async fn check_network(
     if !place.aws {
         return match zone {
             Some(_) => Err(Error::invalid_input("zone", "a DigitalOcean instance is placed by its region alone")),
-            None => Ok(None),
+            None => Ok((found, None)),
         };
     }
     let has = |z: &str| subnets.iter().any(|s| s.zone.as_deref() == Some(z));
-    match zone {
-        Some(z) if has(z) => Ok(Some(z.to_owned())),
-        Some(z) => Err(Error::invalid_input("zone", format!("the network has no subnet in zone {z}"))),
+    let zone = match zone {
+        Some(z) if has(z) => z.to_owned(),
+        Some(z) => return Err(Error::invalid_input("zone", format!("the network has no subnet in zone {z}"))),
         None => {
             let first =
                 place.zones.iter().find(|z| has(z)).cloned().or_else(|| subnets.iter().find_map(|s| s.zone.clone()));
-            first.map(Some).ok_or_else(|| Error::invalid_input("zone", "the network has no subnet in a zone"))
+            first.ok_or_else(|| Error::invalid_input("zone", "the network has no subnet in a zone"))?
         }
-    }
+    };
+    Ok((found, Some(zone)))
 }
 
 /// The filesystems each of `instance_ids` mounts, in the order asked.

@@ -5,10 +5,11 @@ use serde_json::json;
 
 use crate::error::{Error, Result};
 
-/// Directories a mount may not cover, nor sit inside.
+/// Directories a mount may not cover, nor sit inside (`/home` too: a mount there would hide the
+/// users' keys and lock them out).
 const SYSTEM_PATHS: &[&str] = &[
-    "/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/root", "/run", "/sbin", "/sys",
-    "/usr", "/var", "/tmp",
+    "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/root", "/run", "/sbin",
+    "/snap", "/sys", "/usr", "/var", "/tmp",
 ];
 
 #[derive(Clone, Debug, PartialEq, Eq)]

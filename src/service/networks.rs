@@ -25,7 +25,7 @@ use crate::store::queue;
 
 pub const RECONCILER: &str = "vps.networks";
 pub const KIND: &str = "network";
-const READ: &str = "compute:networks:read";
+pub const READ: &str = "compute:networks:read";
 const UPDATE: &str = "compute:networks:update";
 const MAX_SUBNETS: usize = 16;
 
@@ -250,6 +250,11 @@ impl Services {
         if pool.account.kind != provider::KIND_AWS {
             return Err(unsupported("networkAdopt", &pool.account.kind));
         }
+        if pool.account.tenant_id.as_deref() != Some(input.tenant_id.as_str()) {
+            // A platform account's VPCs are the platform's (or other tenants'), never the tenant's.
+            return Err(Error::invalid_input("poolId", "only a VPC of the tenant's own (BYO) account can be adopted")
+                .with_details(json!({ "field": "poolId", "reason": "notOwnAccount" })));
+        }
         super::rows::check_project(&txn, &input.tenant_id, input.project_id.as_deref()).await?;
         let regions = super::pools::strings(&pool.account.regions);
         let region = input.region.clone().or_else(|| regions.first().cloned()).unwrap_or_default();
@@ -268,9 +273,8 @@ impl Services {
             .filter(network::Column::State.ne(state::DELETED))
             .one(&txn)
             .await?;
-        if let Some(other) = recorded {
-            return Err(Error::conflict(format!("VPC {} is network {} already", input.vpc_id, other.id))
-                .with_details(json!({ "field": "vpcId" })));
+        if recorded.is_some() {
+            return Err(vpc_taken(&input.vpc_id));
         }
         let now = self.clock.now();
         let row = NewNetwork {
@@ -282,6 +286,7 @@ impl Services {
             description: input.description.as_deref(),
             region: Some(region),
         };
+        // Two adopts of one VPC racing past the check above: the live-VPC index refuses one.
         let created = row
             .insert(&txn, now, |row| network::ActiveModel {
                 provider_id: Set(Some(input.vpc_id.clone())),
@@ -562,9 +567,13 @@ impl NewNetwork<'_> {
             lost: Set(false),
             adopted: Set(false),
         };
-        finish(row).insert(conn).await.map_err(|err| match crate::store::is_unique_violation(&err) {
-            true => name_taken(self.name),
-            false => err.into(),
+        finish(row).insert(conn).await.map_err(|err| match crate::store::unique_violation(&err) {
+            // PostgreSQL names the index, SQLite its columns.
+            Some(text) if text.contains("live_vpc") || text.contains("provider_id") => {
+                Error::conflict("the VPC is recorded as a network already").with_details(json!({ "field": "vpcId" }))
+            }
+            Some(_) => name_taken(self.name),
+            None => err.into(),
         })
     }
 }
@@ -791,6 +800,10 @@ async fn refuse_if_used(
 pub(crate) fn unsupported(capability: &str, kind: &str) -> Error {
     Error::new(Code::Unsupported, format!("a {kind} pool offers no {capability}"))
         .with_details(json!({ "reason": capability }))
+}
+
+fn vpc_taken(vpc_id: &str) -> Error {
+    Error::conflict(format!("VPC {vpc_id} is recorded as a network already")).with_details(json!({ "field": "vpcId" }))
 }
 
 fn adopted_is_read_only() -> Error {

@@ -78,6 +78,14 @@ pub fn is_unique_violation(err: &DbErr) -> bool {
     matches!(err.sql_err(), Some(sea_orm::SqlErr::UniqueConstraintViolation(_)))
 }
 
+/// The database's words for a unique violation (they name the index or its columns), if it is one.
+pub fn unique_violation(err: &DbErr) -> Option<String> {
+    match err.sql_err() {
+        Some(sea_orm::SqlErr::UniqueConstraintViolation(text)) => Some(text),
+        _ => None,
+    }
+}
+
 /// A statement written with `$n` placeholders, turned into `?` for SQLite.
 pub(crate) fn stmt(backend: DbBackend, sql: &str, values: Vec<Value>) -> Statement {
     let sql = match backend {

@@ -266,14 +266,15 @@ impl TestServer {
         pool["poolCreate"]["id"].as_str().expect("pool id").to_owned()
     }
 
-    /// A platform AWS account at the in-process sim's AWS face (us-east-1, with `zones`) and a
-    /// METERED pool on it; returns the account's id and the pool's.
-    pub async fn aws_sim_pool(&self, name: &str, zones: &[&str]) -> (String, String) {
+    /// An AWS account at the in-process sim's AWS face (us-east-1, with `zones`) and a pool on
+    /// it: the platform's (METERED), or `tenant`'s own (BYO). Returns the account's id and the
+    /// pool's.
+    pub async fn aws_sim_pool(&self, name: &str, zones: &[&str], tenant: Option<&str>) -> (String, String) {
         let account = self
             .ok(
                 Some(ADMIN),
                 "mutation($i: ProviderAccountCreateInput!) { providerAccountCreate(input: $i) { id } }",
-                json!({ "i": { "name": name, "kind": "AWS", "sim": true, "regions": ["us-east-1"], "zones": zones } }),
+                json!({ "i": { "name": name, "kind": "AWS", "sim": true, "regions": ["us-east-1"], "zones": zones, "tenantId": tenant } }),
             )
             .await["providerAccountCreate"]["id"]
             .as_str()
@@ -283,7 +284,7 @@ impl TestServer {
             .ok(
                 Some(ADMIN),
                 "mutation($i: PoolCreateInput!) { poolCreate(input: $i) { id } }",
-                json!({ "i": { "name": name, "providerAccountId": account, "billing": "METERED" } }),
+                json!({ "i": { "name": name, "providerAccountId": account, "billing": if tenant.is_some() { "BYO" } else { "METERED" } } }),
             )
             .await["poolCreate"]["id"]
             .as_str()
