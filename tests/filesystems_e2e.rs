@@ -211,7 +211,7 @@ db_test!(filesystem_changed_follows_one_filesystem_to_ready_and_deleted, |backen
     s.read(DELETE, json!({ "n": network, "f": id })).await;
     s.until_filesystem(&network, &id, "DELETED").await;
     let mut states = Vec::new();
-    while let Some(message) = ws.next(Duration::from_secs(2)).await {
+    while let Some(message) = ws.next(Duration::from_secs(10)).await {
         let view = &message["payload"]["data"]["filesystemChanged"];
         assert_eq!(view["id"], id.as_str(), "only the watched filesystem: {message}");
         states.push(view["state"].as_str().unwrap().to_owned());
@@ -253,4 +253,41 @@ db_test!(an_instance_on_aws_runs_in_its_zones_subnet_and_is_terminated_on_delete
     s.read(delete, json!({ "i": id })).await;
     s.until("instance deleted", INSTANCE, json!({ "i": id }), |i| i["instance"]["state"] == "DELETED").await;
     assert_eq!(s.sim().calls("ec2.TerminateInstances"), 1);
+});
+
+db_test!(a_page_of_instances_reads_their_mounts_in_one_statement_whatever_its_size, |backend: Backend| async move {
+    let s = setup(backend).await;
+    let network = s.network().await;
+    let ids = [s.filesystem(&network, "a", "NFS").await, s.filesystem(&network, "b", "NFS").await];
+    for id in &ids {
+        s.until_filesystem(&network, id, "READY").await;
+    }
+    let create = "mutation($i: InstanceCreateInput!) { instanceCreate(input: $i) { id } }";
+    for n in 0..24 {
+        let input = json!({ "tenantId": "acme", "poolId": s.pool, "networkId": network, "name": format!("m{n}"), "region": REGION,
+            "size": "t3.micro", "image": "ami-0abcdef1234567890", "idempotencyKey": format!("m{n}"),
+            "filesystems": [{ "filesystem": ids[0], "path": "/a" }, { "filesystem": ids[1], "path": "/b" }] });
+        s.read(create, json!({ "i": input })).await;
+    }
+    let query = "query($n: Int!) { instances(tenantId: \"acme\", first: $n) { edges { node { id filesystems { filesystemId path } } } } }";
+    let mut counts = Vec::new();
+    for first in [2, 8, 24] {
+        let response = s
+            .server
+            .http
+            .post(s.server.url("/graphql"))
+            .bearer_auth(&s.token)
+            .json(&json!({ "query": query, "variables": { "n": first } }))
+            .send()
+            .await
+            .unwrap();
+        let statements: u64 = response.headers()["x-sql-statements"].to_str().unwrap().parse().unwrap();
+        let body: Value = response.json().await.unwrap();
+        let edges = body["data"]["instances"]["edges"].as_array().unwrap().clone();
+        assert_eq!(edges.len(), first, "{body}");
+        assert!(edges.iter().all(|e| e["node"]["filesystems"].as_array().unwrap().len() == 2), "{body}");
+        counts.push(statements);
+    }
+    assert!(counts.iter().all(|c| *c == counts[0]), "statements per page size 2, 8, 24: {counts:?}");
+    assert!(counts[0] <= 2, "the page and its mounts: {counts:?}");
 });
