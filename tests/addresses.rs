@@ -417,6 +417,9 @@ db_test!(a_reserved_ipv6_whose_reservation_time_changed_is_another_reservation, 
     let s = setup(backend).await;
     let id = s.create("v6", json!({ "family": "IPV6" })).await;
     let ip = s.until_address(&id, "reserved", |a| a["state"] == "READY").await["address"].as_str().unwrap().to_owned();
+    // The run that wrote READY may look once more right after: let it settle first, so no read
+    // falls between the release and the new reservation below (that read would see it gone).
+    tokio::time::sleep(Duration::from_millis(300)).await;
     // Released and reserved again by someone else: same IP, another reservation time.
     assert_eq!(s.at_sim(reqwest::Method::DELETE, &format!("/v2/reserved_ipv6/{ip}"), None).await.0, 204);
     tokio::time::sleep(Duration::from_millis(20)).await;
