@@ -164,6 +164,9 @@ pub fn look(n: &network::Model) -> Look {
         _ if n.lost => Look::Nothing,
         _ if n.adopted && !present => Look::Nothing,
         Some(id) if present => Look::ById(id.clone()),
+        // Deleting after more than one create was sent: a lost answer's VPC may stand beside the
+        // recorded one under the name (EC2 has no client token for VPCs); each of ours goes.
+        Some(_) if n.create_attempts > 1 => Look::ByName(vpc_name(&n.id)),
         // Deleting: by id, without looking first (a delete of one gone answers so).
         Some(_) => Look::Nothing,
         None if n.create_attempts > 0 => Look::ByName(vpc_name(&n.id)),
@@ -244,6 +247,12 @@ fn decide_delete(n: &network::Model, rows: &[subnet::Model], seen: &Seen, deploy
     }
     let vpc = match (&n.provider_id, &seen.vpc) {
         _ if n.lost => None,
+        // Another of ours under the name first; the recorded one last, even when the listing
+        // does not show it (yet).
+        (Some(id), VpcSeen::Named(vpcs)) => {
+            let other = vpcs.iter().find(|v| &v.id != id && aws_owned(&v.tags, deployment));
+            Some(other.map_or_else(|| id.clone(), |v| v.id.clone()))
+        }
         (Some(id), _) => Some(id.clone()),
         // Under our name after a lost create: deleted only if ours.
         (None, VpcSeen::Named(vpcs)) => vpcs.iter().find(|v| aws_owned(&v.tags, deployment)).map(|v| v.id.clone()),
@@ -398,7 +407,9 @@ pub fn after(mut plan: Plan, call: &Call, answer: std::result::Result<Answer, Pr
             plan.subnets[*i] = SubnetFields { provider_id: Some(made.id), ..fields.with_state(state::READY, None) };
         }
         (Call::DeleteSubnet(i, _), Ok(_)) => plan.subnets[*i] = plan.subnets[*i].clone().deleted(),
-        (Call::DeleteVpc(_), Ok(_)) => plan.verdict = Verdict::Gone,
+        // The recorded VPC was the last to go; after any other of ours, look again.
+        (Call::DeleteVpc(id), Ok(_)) if plan.vpc.provider_id.as_ref() == Some(id) => plan.verdict = Verdict::Gone,
+        (Call::DeleteVpc(_), Ok(_)) => {}
         (Call::CreateVpc | Call::CreateSubnet(_), Ok(_)) => {}
         (call, Err(err)) => failed_call(&mut plan, call, &err),
     }
@@ -831,6 +842,7 @@ mod tests {
             (network(PRESENT, Some("vpc-1"), 1, false, false), Look::ById("vpc-1".into())),
             (network(PRESENT, Some("vpc-1"), 1, true, false), Look::Nothing),
             (network(ABSENT, Some("vpc-1"), 1, false, false), Look::Nothing),
+            (network(ABSENT, Some("vpc-1"), 2, false, false), Look::ByName("bc-net_1".into())),
             (network(ABSENT, None, 2, false, false), Look::ByName("bc-net_1".into())),
             (network(PRESENT, Some("vpc-9"), 0, false, true), Look::ById("vpc-9".into())),
             (network(ABSENT, Some("vpc-9"), 0, false, true), Look::Nothing),
@@ -935,6 +947,30 @@ mod tests {
         assert_eq!(network_state(PRESENT, &plan.verdict, &rows).0, READY);
         let settled = network::Model { state: READY.into(), ..n };
         assert!(changes_nothing(&settled, &rows, &plan));
+    }
+
+    #[test]
+    fn a_delete_after_two_creates_removes_every_vpc_of_ours_under_the_name_the_recorded_one_last() {
+        use state::*;
+        // Two creates were sent: the first one's answer was lost and the look missed its VPC.
+        let n = network(ABSENT, Some("vpc-2"), 2, false, false);
+        let named = vec![vpc("vpc-1", Some(DEP)), vpc("vpc-2", Some(DEP)), vpc("vpc-f", None)];
+        let plan = decide(&n, &[], &seen(VpcSeen::Named(named), Some(vec![])), DEP);
+        assert_eq!(
+            plan.call,
+            Some(Call::DeleteVpc("vpc-1".into())),
+            "the stray one of ours first, never the foreign one"
+        );
+        let after_stray = after(plan, &Call::DeleteVpc("vpc-1".into()), Ok(Answer::Done));
+        assert_eq!(network_state(ABSENT, &after_stray.verdict, &[]).0, DELETING, "not done: look again");
+        let named = vec![vpc("vpc-2", Some(DEP)), vpc("vpc-f", None)];
+        let plan = decide(&n, &[], &seen(VpcSeen::Named(named), Some(vec![])), DEP);
+        assert_eq!(plan.call, Some(Call::DeleteVpc("vpc-2".into())), "then the recorded one");
+        let done = after(plan, &Call::DeleteVpc("vpc-2".into()), Ok(Answer::Done));
+        assert_eq!(network_state(ABSENT, &done.verdict, &[]).0, DELETED);
+        // The listing not showing the recorded one yet: it is deleted all the same.
+        let plan = decide(&n, &[], &seen(VpcSeen::Named(vec![]), Some(vec![])), DEP);
+        assert_eq!(plan.call, Some(Call::DeleteVpc("vpc-2".into())));
     }
 
     #[test]
