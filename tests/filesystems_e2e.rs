@@ -291,3 +291,18 @@ db_test!(a_page_of_instances_reads_their_mounts_in_one_statement_whatever_its_si
     assert!(counts.iter().all(|c| *c == counts[0]), "statements per page size 2, 8, 24: {counts:?}");
     assert!(counts[0] <= 2, "the page and its mounts: {counts:?}");
 });
+
+db_test!(a_deleted_filesystems_name_is_free_again, |backend: Backend| async move {
+    let s = setup(backend).await;
+    let network = s.network().await;
+    let first = s.filesystem(&network, "data", "NFS").await;
+    s.until_filesystem(&network, &first, "READY").await;
+    s.read(DELETE, json!({ "n": network, "f": first })).await;
+    let input = json!({ "i": { "tenantId": "acme", "networkId": network, "name": "data", "kind": "NFS", "idempotencyKey": "data-again" } });
+    let taken = s.server.gql(Some(&s.token), CREATE, input.clone()).await;
+    assert_eq!(taken["errors"][0]["extensions"]["code"], "CONFLICT", "taken while being deleted: {taken}");
+    s.until_filesystem(&network, &first, "DELETED").await;
+    let again = s.read(CREATE, input).await["filesystemCreate"].clone();
+    assert_ne!(again["id"], first.as_str());
+    assert_eq!(again["state"], "PENDING");
+});
