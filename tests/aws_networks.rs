@@ -300,6 +300,37 @@ db_test!(the_rules_of_aws_networks, |backend: Backend| async move {
     for (rule, input) in cases {
         assert_eq!(s.server.code(Some(&s.token), CREATE, input).await, "INVALID_INPUT", "{rule}");
     }
+    let overlapping = json!([{ "zone": "us-east-1a", "ipRange": "10.20.0.0/20" }, { "zone": "us-east-1b", "ipRange": "10.20.1.0/24" }]);
+    let body = s.server.gql(Some(&s.token), CREATE, s.create_input("r6", vpc, overlapping)).await;
+    assert_eq!(body["errors"][0]["extensions"]["details"]["field"], "subnets.ipRange", "no overlap: {body}");
+
+    // One VPC is in one region: zones of two regions are two networks.
+    let account = s
+        .server
+        .ok(
+            Some(common::ADMIN),
+            "mutation($i: ProviderAccountCreateInput!) { providerAccountCreate(input: $i) { id } }",
+            json!({ "i": { "name": "two", "kind": "AWS", "sim": true, "tenantId": "acme", "regions": ["us-east-1", "us-west-2"], "zones": ["us-east-1a", "us-west-2a"] } }),
+        )
+        .await["providerAccountCreate"]["id"]
+        .clone();
+    let pool = s
+        .server
+        .ok(
+            Some(common::ADMIN),
+            "mutation($i: PoolCreateInput!) { poolCreate(input: $i) { id } }",
+            json!({ "i": { "name": "two", "providerAccountId": account, "billing": "BYO" } }),
+        )
+        .await["poolCreate"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    s.server.offer(&pool, "acme", json!([])).await;
+    let split = json!({ "i": { "tenantId": "acme", "poolId": pool, "name": "split", "ipRange": "10.20.0.0/16", "idempotencyKey": "split",
+        "subnets": [{ "zone": "us-east-1a", "ipRange": "10.20.1.0/24" }, { "zone": "us-west-2a", "ipRange": "10.20.2.0/24" }] } });
+    let body = s.server.gql(Some(&s.token), CREATE, split).await;
+    assert_eq!(body["errors"][0]["extensions"]["code"], "INVALID_INPUT", "{body}");
+    assert_eq!(body["errors"][0]["extensions"]["details"]["field"], "subnets.zone", "{body}");
 
     let digitalocean = s.server.sim_pool("do", &["nyc3"], None).await;
     s.server.offer(&digitalocean, "acme", json!([])).await;
