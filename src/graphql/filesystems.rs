@@ -214,11 +214,7 @@ impl FilesystemSubscription {
     ) -> Result<impl Stream<Item = Result<Filesystem>> + use<>> {
         let svc = services(ctx).clone();
         let filter = svc.filesystem_watch(actor(ctx)?, &tenant_id, &network_id, &filesystem_id).await?;
-        let about = move |item: &crate::error::Result<std::sync::Arc<crate::store::outbox::Event>>| {
-            let other = item.as_ref().is_ok_and(|e| e.data["filesystemId"].as_str() != Some(filesystem_id.as_str()));
-            std::future::ready(!other)
-        };
-        Ok(svc.feed.subscribe(filter, None).filter(about).map(|item| {
+        Ok(svc.feed.subscribe(filter, None).map(|item| {
             let event = item?;
             let view: FilesystemView =
                 serde_json::from_value(event.data.clone()).map_err(|e| async_graphql::Error::new(e.to_string()))?;

@@ -342,11 +342,7 @@ impl NetworkSubscription {
     ) -> Result<impl Stream<Item = Result<Network>> + use<>> {
         let svc = services(ctx).clone();
         let filter = svc.network_watch(actor(ctx)?, &tenant_id, &network_id).await?;
-        let own = |item: &crate::error::Result<std::sync::Arc<crate::store::outbox::Event>>| {
-            let part = item.as_ref().is_ok_and(|e| e.event_type.starts_with("network.filesystem."));
-            std::future::ready(!part)
-        };
-        Ok(svc.feed.subscribe(filter, None).filter(own).map(|item| {
+        Ok(svc.feed.subscribe(filter, None).map(|item| {
             let event = item?;
             let view: NetworkView =
                 serde_json::from_value(event.data.clone()).map_err(|e| async_graphql::Error::new(e.to_string()))?;

@@ -65,6 +65,6 @@ impl Services {
         for t in &types {
             validate::max_len("types", t, 128)?;
         }
-        Ok(Filter { actor: actor.clone(), tenant_id, types, subject: None })
+        Ok(Filter { actor: actor.clone(), tenant_id, types, subject: None, except: Vec::new(), part: None })
     }
 }

@@ -54,6 +54,12 @@ pub struct Filter {
     pub types: Vec<String>,
     /// Only events about this subject.
     pub subject: Option<String>,
+    /// Types left out, written as `types` are: a resource's own events without those its parts
+    /// publish on it (a network without its filesystems').
+    pub except: Vec<String>,
+    /// Only the events of one part of the subject, named in their data under this key (a
+    /// network's filesystem: `filesystemId`).
+    pub part: Option<(&'static str, String)>,
 }
 
 impl Filter {
@@ -65,7 +71,21 @@ impl Filter {
             tenant_id: Some(tenant_id),
             types: vec![types.to_owned()],
             subject: Some(subject),
+            except: Vec::new(),
+            part: None,
         }
+    }
+
+    /// Leaves out the events whose types match `types`.
+    pub fn except(mut self, types: &str) -> Filter {
+        self.except.push(types.to_owned());
+        self
+    }
+
+    /// Keeps only the events of the subject's part whose data names `id` under `key`.
+    pub fn part(mut self, key: &'static str, id: String) -> Filter {
+        self.part = Some((key, id));
+        self
     }
 
     pub fn accepts(&self, event: &Event) -> bool {
@@ -76,6 +96,14 @@ impl Filter {
             return false;
         }
         if !self.types.is_empty() && !self.types.iter().any(|t| type_matches(t, &event.event_type)) {
+            return false;
+        }
+        if self.except.iter().any(|t| type_matches(t, &event.event_type)) {
+            return false;
+        }
+        if let Some((key, id)) = &self.part
+            && event.data[*key].as_str() != Some(id.as_str())
+        {
             return false;
         }
         match &event.tenant_id {
@@ -277,5 +305,43 @@ async fn drain(feed: &Feed) -> Result<()> {
         if !full {
             return Ok(());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::Utc;
+    use serde_json::json;
+
+    use super::*;
+
+    fn event(event_type: &str, data: serde_json::Value) -> Event {
+        Event {
+            position: Position::default(),
+            id: "evt_1".into(),
+            event_type: event_type.into(),
+            source: "vps-graph".into(),
+            subject_kind: "network".into(),
+            subject: "net_1".into(),
+            tenant_id: Some("acme".into()),
+            project_id: None,
+            version: 1,
+            time: Utc::now(),
+            data,
+        }
+    }
+
+    #[test]
+    fn a_network_is_followed_without_its_filesystems_and_a_filesystem_alone() {
+        let actor = Actor::system();
+        let network =
+            Filter::resource(&actor, "acme".into(), "network.*", "net_1".into()).except("network.filesystem.*");
+        assert!(network.accepts(&event("network.ready", json!({ "id": "net_1" }))));
+        assert!(!network.accepts(&event("network.filesystem.ready", json!({ "filesystemId": "fs_1" }))));
+        let one = Filter::resource(&actor, "acme".into(), "network.filesystem.*", "net_1".into())
+            .part("filesystemId", "fs_1".into());
+        assert!(one.accepts(&event("network.filesystem.ready", json!({ "filesystemId": "fs_1" }))));
+        assert!(!one.accepts(&event("network.filesystem.ready", json!({ "filesystemId": "fs_2" }))), "another part");
+        assert!(!one.accepts(&event("network.ready", json!({ "id": "net_1" }))), "the network's own");
     }
 }

@@ -313,7 +313,8 @@ impl Services {
         filesystem_id: &str,
     ) -> Result<super::feed::Filter> {
         let found = self.filesystem_get(actor, tenant_id, network_id, filesystem_id).await?;
-        Ok(super::feed::Filter::resource(actor, found.tenant_id, "network.filesystem.*", found.network_id))
+        let filter = super::feed::Filter::resource(actor, found.tenant_id, "network.filesystem.*", found.network_id);
+        Ok(filter.part("filesystemId", found.id))
     }
 
     /// The zone a Lustre filesystem goes in: one of the account's zones where the network has a

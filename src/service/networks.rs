@@ -443,10 +443,12 @@ impl Services {
         Ok(NetworkPage { networks, end_cursor, has_next_page })
     }
 
-    /// Checks the caller may watch the network; the subscription then follows its events.
+    /// Checks the caller may watch the network; the subscription then follows its own events
+    /// (its filesystems' have their own subscription).
     pub async fn network_watch(&self, actor: &Actor, tenant_id: &str, network_id: &str) -> Result<super::feed::Filter> {
         let view = self.network_get(actor, tenant_id, network_id).await?;
-        Ok(super::feed::Filter::resource(actor, view.tenant_id, "network.*", view.id))
+        let filter = super::feed::Filter::resource(actor, view.tenant_id, "network.*", view.id);
+        Ok(filter.except("network.filesystem.*"))
     }
 
     pub(crate) async fn network_load(
