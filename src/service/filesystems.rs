@@ -61,8 +61,6 @@ pub struct Mount {
 #[serde(rename_all = "camelCase")]
 pub struct FilesystemView {
     pub id: String,
-    /// The same id, under the name the events' data carries it.
-    pub filesystem_id: String,
     pub tenant_id: String,
     pub project_id: Option<String>,
     pub network_id: String,
@@ -85,7 +83,6 @@ pub struct FilesystemView {
 pub fn view(f: &filesystem::Model) -> FilesystemView {
     FilesystemView {
         id: f.id.clone(),
-        filesystem_id: f.id.clone(),
         tenant_id: f.tenant_id.clone(),
         project_id: f.project_id.clone(),
         network_id: f.network_id.clone(),
@@ -131,8 +128,11 @@ pub fn mount(f: &filesystem::Model) -> Option<Mount> {
     })
 }
 
-/// The `network.filesystem.*` event of a change to `f`: published on its network.
+/// The `network.filesystem.*` event of a change to `f`: published on its network, its data the
+/// filesystem's view, which names it again as `filesystemId` beside its `networkId`.
 pub fn event(event_type: &str, f: &filesystem::Model) -> NewEvent {
+    let mut data = serde_json::to_value(view(f)).unwrap_or_default();
+    data["filesystemId"] = json!(f.id);
     NewEvent {
         event_type: format!("network.filesystem.{event_type}"),
         subject_kind: networks::KIND,
@@ -140,7 +140,7 @@ pub fn event(event_type: &str, f: &filesystem::Model) -> NewEvent {
         tenant_id: Some(f.tenant_id.clone()),
         project_id: f.project_id.clone(),
         version: f.version,
-        data: serde_json::to_value(view(f)).unwrap_or_default(),
+        data,
     }
 }
 

@@ -394,13 +394,18 @@ async fn check_filesystems(conn: &impl ConnectionTrait, input: &InstanceCreate) 
             "filesystems are mounted from the instance's network: name it",
         ));
     };
+    let ids: Vec<String> = input.filesystems.iter().map(|m| m.filesystem_id.clone()).collect();
+    let rows = filesystem::Entity::find()
+        .filter(filesystem::Column::Id.is_in(ids))
+        .filter(filesystem::Column::TenantId.eq(input.tenant_id.clone()))
+        .filter(filesystem::Column::State.ne(state::DELETED))
+        .all(conn)
+        .await?;
     let mut mounts = Vec::new();
     for asked in &input.filesystems {
-        let found = filesystem::Entity::find_by_id(asked.filesystem_id.clone())
-            .filter(filesystem::Column::TenantId.eq(input.tenant_id.clone()))
-            .filter(filesystem::Column::State.ne(state::DELETED))
-            .one(conn)
-            .await?
+        let found = rows
+            .iter()
+            .find(|f| f.id == asked.filesystem_id)
             .ok_or_else(|| Error::not_found(super::filesystems::KIND, &asked.filesystem_id))?;
         if found.network_id != network_id {
             return Err(Error::invalid_input(
@@ -412,7 +417,7 @@ async fn check_filesystems(conn: &impl ConnectionTrait, input: &InstanceCreate) 
             return Err(Error::new(Code::InvalidState, format!("filesystem {} is being deleted", found.id))
                 .with_details(json!({ "reason": "deleting", "filesystemId": found.id })));
         }
-        let Some(mount) = super::filesystems::mount(&found) else {
+        let Some(mount) = super::filesystems::mount(found) else {
             return Err(Error::new(Code::InvalidState, format!("filesystem {} is not ready", found.id))
                 .with_details(json!({ "reason": "notReady", "filesystemId": found.id })));
         };

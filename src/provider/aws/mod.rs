@@ -151,6 +151,31 @@ pub struct Aws {
     metrics: Arc<Metrics>,
 }
 
+/// An SDK client with what every one of ours gets: the region, the credentials, our HTTP client,
+/// the retries, the timeout and the endpoint override. A macro, as each SDK crate has builder
+/// types of its own of the same shape.
+macro_rules! sdk_client {
+    ($sdk:ident, $aws:expr, $region:expr, $credentials:expr) => {{
+        use $sdk::config::{BehaviorVersion, Region, retry::RetryConfig, timeout::TimeoutConfig};
+        let settings = &$aws.settings;
+        let mut config = $sdk::Config::builder()
+            .behavior_version(BehaviorVersion::latest())
+            .region(Region::new($region.to_owned()))
+            .credentials_provider($credentials.clone())
+            .http_client($aws.sdk_http.clone())
+            .retry_config(
+                RetryConfig::standard()
+                    .with_max_attempts(settings.max_attempts)
+                    .with_initial_backoff(settings.initial_backoff),
+            )
+            .timeout_config(TimeoutConfig::builder().operation_timeout(settings.timeout).build());
+        if let Some(url) = &$aws.endpoint {
+            config = config.endpoint_url(url);
+        }
+        $sdk::Client::from_conf(config.build())
+    }};
+}
+
 impl Aws {
     /// `endpoint`: one base URL for EC2, EFS and FSx (the sim), or None for AWS's own.
     pub fn new(
@@ -196,41 +221,11 @@ impl Aws {
     }
 
     fn efs_client(&self, region: &str, credentials: &aws_credential_types::Credentials) -> aws_sdk_efs::Client {
-        use aws_sdk_efs::config::{BehaviorVersion, Region, retry::RetryConfig, timeout::TimeoutConfig};
-        let mut config = aws_sdk_efs::Config::builder()
-            .behavior_version(BehaviorVersion::latest())
-            .region(Region::new(region.to_owned()))
-            .credentials_provider(credentials.clone())
-            .http_client(self.sdk_http.clone())
-            .retry_config(
-                RetryConfig::standard()
-                    .with_max_attempts(self.settings.max_attempts)
-                    .with_initial_backoff(self.settings.initial_backoff),
-            )
-            .timeout_config(TimeoutConfig::builder().operation_timeout(self.settings.timeout).build());
-        if let Some(url) = &self.endpoint {
-            config = config.endpoint_url(url);
-        }
-        aws_sdk_efs::Client::from_conf(config.build())
+        sdk_client!(aws_sdk_efs, self, region, credentials)
     }
 
     fn fsx_client(&self, region: &str, credentials: &aws_credential_types::Credentials) -> aws_sdk_fsx::Client {
-        use aws_sdk_fsx::config::{BehaviorVersion, Region, retry::RetryConfig, timeout::TimeoutConfig};
-        let mut config = aws_sdk_fsx::Config::builder()
-            .behavior_version(BehaviorVersion::latest())
-            .region(Region::new(region.to_owned()))
-            .credentials_provider(credentials.clone())
-            .http_client(self.sdk_http.clone())
-            .retry_config(
-                RetryConfig::standard()
-                    .with_max_attempts(self.settings.max_attempts)
-                    .with_initial_backoff(self.settings.initial_backoff),
-            )
-            .timeout_config(TimeoutConfig::builder().operation_timeout(self.settings.timeout).build());
-        if let Some(url) = &self.endpoint {
-            config = config.endpoint_url(url);
-        }
-        aws_sdk_fsx::Client::from_conf(config.build())
+        sdk_client!(aws_sdk_fsx, self, region, credentials)
     }
 
     fn count(&self, service: &str, operation: &str, status: &str) {
