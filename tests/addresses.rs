@@ -32,11 +32,7 @@ async fn setup(backend: Backend) -> Setup {
 async fn setup_with(backend: Backend, latency: Duration) -> Setup {
     let db = TestDb::new(backend).await;
     let clock = Clock::manual(START);
-    let mut config = common::config(&db.url);
-    config.clock = clock.clone();
-    // The test moves the clock a second at a time while provider calls take real time: a lease
-    // of a few seconds would expire under a slow call, and the run be taken over again and again.
-    config.runtime.lease_ms = 600_000;
+    let mut config = common::driven(&db.url, &clock);
     config.sim = Some(SimConfig { latency, ..common::quick_sim() });
     let server = TestServer::with_config(config).await;
     server.tenant("acme").await;
@@ -666,17 +662,7 @@ db_test!(a_page_of_addresses_with_their_instances_costs_the_same_sql_statements,
     let query = "query($n: Int!) { providerAddresses(tenantId: \"acme\", first: $n) { edges { node { id instance { id name } } } } }";
     let mut counts = Vec::new();
     for first in [2, 8, 24] {
-        let response = s
-            .server
-            .http
-            .post(s.server.url("/graphql"))
-            .bearer_auth(&s.token)
-            .json(&json!({ "query": query, "variables": { "n": first } }))
-            .send()
-            .await
-            .unwrap();
-        let statements: u64 = response.headers()["x-sql-statements"].to_str().unwrap().parse().unwrap();
-        let body: Value = response.json().await.unwrap();
+        let (body, statements) = s.server.counted(&s.token, query, json!({ "n": first })).await;
         let edges = body["data"]["providerAddresses"]["edges"].as_array().unwrap().clone();
         assert_eq!(edges.len(), first, "{body}");
         assert!(edges.iter().all(|e| e["node"]["instance"]["name"].is_string()), "{body}");

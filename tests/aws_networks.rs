@@ -37,14 +37,7 @@ struct Setup {
 /// compute:*, on a manual clock (`common::until` moves it).
 async fn setup(db: &TestDb) -> Setup {
     let clock = Clock::manual(START);
-    let mut config = common::config(&db.url);
-    config.clock = clock.clone();
-    // The clock moves a second at a time while provider calls (and the client's backoff after a
-    // 429) take real time: a short lease would expire under a call and a second worker take the
-    // run over, sending the same create again.
-    config.runtime.lease_ms = 600_000;
-    config.sim = Some(common::quick_sim());
-    let server = TestServer::with_config(config).await;
+    let server = TestServer::with_config(common::driven(&db.url, &clock)).await;
     server.tenant("acme").await;
     let url = server.app.services.providers.sim_url.clone().expect("the in-process sim");
     let (_, pool) = server.aws_sim_pool("aws", &["us-east-1a", "us-east-1b"], Some("acme")).await;
@@ -193,6 +186,9 @@ db_test!(a_vpc_deleted_outside_is_found_at_the_drift_read_and_never_made_again, 
     let id = s.create("drifted").await;
     let ready = s.until_state(&id, "READY").await;
     let vpc_id = ready["providerId"].as_str().unwrap().to_owned();
+    // The run that wrote READY may look once more right after: let it settle first, so no read
+    // falls between the subnets' deletes and the VPC's below (it would see only a subnet gone).
+    tokio::time::sleep(Duration::from_millis(300)).await;
     for subnet in s.ec2.subnets_of_vpc(REGION, &vpc_id).await.unwrap() {
         s.ec2.subnet_delete(REGION, &subnet.id).await.unwrap();
     }

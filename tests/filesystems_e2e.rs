@@ -34,13 +34,7 @@ struct Setup {
 async fn setup(backend: Backend) -> Setup {
     let db = TestDb::new(backend).await;
     let clock = Clock::manual(START);
-    let mut config = common::config(&db.url);
-    config.clock = clock.clone();
-    // The clock moves a second at a time while provider calls take real time: a short lease
-    // would expire under a slow call.
-    config.runtime.lease_ms = 600_000;
-    config.sim = Some(common::quick_sim());
-    let server = TestServer::with_config(config).await;
+    let server = TestServer::with_config(common::driven(&db.url, &clock)).await;
     server.tenant("acme").await;
     let (_, pool) = server.aws_sim_pool("aws", &["us-east-1a", "us-east-1b"], None).await;
     server.offer(&pool, "acme", json!([])).await;
@@ -272,17 +266,7 @@ db_test!(a_page_of_instances_reads_their_mounts_in_one_statement_whatever_its_si
     let query = "query($n: Int!) { instances(tenantId: \"acme\", first: $n) { edges { node { id filesystems { filesystemId path } } } } }";
     let mut counts = Vec::new();
     for first in [2, 8, 24] {
-        let response = s
-            .server
-            .http
-            .post(s.server.url("/graphql"))
-            .bearer_auth(&s.token)
-            .json(&json!({ "query": query, "variables": { "n": first } }))
-            .send()
-            .await
-            .unwrap();
-        let statements: u64 = response.headers()["x-sql-statements"].to_str().unwrap().parse().unwrap();
-        let body: Value = response.json().await.unwrap();
+        let (body, statements) = s.server.counted(&s.token, query, json!({ "n": first })).await;
         let edges = body["data"]["instances"]["edges"].as_array().unwrap().clone();
         assert_eq!(edges.len(), first, "{body}");
         assert!(edges.iter().all(|e| e["node"]["filesystems"].as_array().unwrap().len() == 2), "{body}");

@@ -36,12 +36,7 @@ struct Setup {
 async fn setup(backend: Backend) -> Setup {
     let db = TestDb::new(backend).await;
     let clock = Clock::manual(START);
-    let mut config = common::config(&db.url);
-    config.clock = clock.clone();
-    // Calls that time out take real seconds while the clock moves: keep the lease through them.
-    config.runtime.lease_ms = 600_000;
-    config.sim = Some(common::quick_sim());
-    let server = TestServer::with_config(config).await;
+    let server = TestServer::with_config(common::driven(&db.url, &clock)).await;
     server.tenant("acme").await;
     let (account, pool) = server.aws_sim_pool("aws", &ZONES, None).await;
     server.offer(&pool, "acme", json!([])).await;
@@ -263,9 +258,15 @@ db_test!(a_foreign_file_system_under_our_token_is_an_error_and_never_deleted, |b
     assert_eq!(row.provider_id, None, "never adopted");
     assert!(!row.lost);
 
-    // Retried every five minutes: still theirs, still an error, and no second event.
-    s.clock.advance(5 * 60_000 + 1_000);
+    // Retried every five minutes (looked at again, not before): still theirs, still an error,
+    // and no second event.
+    let looks = || s.sim().calls("efs.DescribeFileSystems");
+    let before = looks();
+    s.clock.advance(4 * 60_000);
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(looks(), before, "not looked at again before five minutes");
+    s.clock.advance(60_000 + 1_000);
+    common::until(&s.clock, "the retry", || async { json!(looks()) }, |n| n.as_u64() > Some(before)).await;
     assert_eq!(s.view(&f.id).await["state"], state::ERROR);
     let api = s.aws().filesystems.clone().unwrap();
     s.delete(&f.id).await;

@@ -505,17 +505,7 @@ db_test!(a_page_of_volumes_costs_the_same_sql_statements_whatever_its_size, |bac
     let query = "query($n: Int!) { providerVolumes(tenantId: \"acme\", first: $n) { edges { node { id attachments { instanceId instance { id name } } snapshots { id name } } } } }";
     let mut counts = Vec::new();
     for first in [2, 8, 24] {
-        let response = s
-            .server
-            .http
-            .post(s.server.url("/graphql"))
-            .bearer_auth(&s.token)
-            .json(&json!({ "query": query, "variables": { "n": first } }))
-            .send()
-            .await
-            .unwrap();
-        let statements: u64 = response.headers()["x-sql-statements"].to_str().unwrap().parse().unwrap();
-        let body: Value = response.json().await.unwrap();
+        let (body, statements) = s.server.counted(&s.token, query, json!({ "n": first })).await;
         let edges = body["data"]["providerVolumes"]["edges"].as_array().unwrap().clone();
         assert_eq!(edges.len(), first, "{body}");
         assert!(edges.iter().all(|e| e["node"]["attachments"][0]["instance"]["id"].is_string()), "{body}");

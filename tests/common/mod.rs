@@ -116,6 +116,17 @@ pub fn config(url: &str) -> AppConfig {
     }
 }
 
+/// `config` for a test that drives `clock` itself against the quick sim. The clock moves a
+/// second at a time while provider calls take real time: the lease is long, so that no run is
+/// taken over under a slow call (and its create sent again).
+pub fn driven(url: &str, clock: &Clock) -> AppConfig {
+    let mut config = config(url);
+    config.clock = clock.clone();
+    config.runtime.lease_ms = 600_000;
+    config.sim = Some(quick_sim());
+    config
+}
+
 /// The app on a loopback port.
 pub struct TestServer {
     pub app: App,
@@ -168,6 +179,20 @@ impl TestServer {
     }
 
     /// `extensions.code` of the first error of a request that must fail.
+    /// The body of a query and the SQL statements it cost (`x-sql-statements`).
+    pub async fn counted(&self, token: &str, query: &str, variables: Value) -> (Value, u64) {
+        let response = self
+            .http
+            .post(self.url("/graphql"))
+            .bearer_auth(token)
+            .json(&json!({ "query": query, "variables": variables }))
+            .send()
+            .await
+            .expect("graphql request");
+        let statements = response.headers()["x-sql-statements"].to_str().unwrap().parse().expect("a count");
+        (response.json().await.expect("json body"), statements)
+    }
+
     pub async fn code(&self, token: Option<&str>, query: &str, variables: Value) -> String {
         let body = self.gql(token, query, variables).await;
         first_code(&body).unwrap_or_else(|| panic!("expected an error: {body}"))
