@@ -124,6 +124,7 @@ impl App {
             depth: config.limits.max_depth,
             complexity: config.limits.max_complexity,
             aliases: config.limits.max_aliases,
+            introspection: config.limits.introspection == crate::config::Toggle::On,
         };
         let schema = graphql::build(services.clone(), limits);
         Ok(App { services, schema, stop, first_start, sim, limits: config.limits, runtime })

@@ -48,6 +48,12 @@ pub enum Demo {
     Off,
 }
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Toggle {
+    On,
+    Off,
+}
+
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum LogFormat {
     Pretty,
@@ -142,9 +148,15 @@ pub struct LimitArgs {
     /// Deepest selection a query may have.
     #[arg(long, env = "VPS_GRAPH_MAX_DEPTH", default_value_t = 12)]
     pub max_depth: usize,
-    /// Highest complexity (fields counted, lists weighted) a query may have.
-    #[arg(long, env = "VPS_GRAPH_MAX_COMPLEXITY", default_value_t = 2000)]
+    /// Highest complexity a query may have: each field counts one, and a list or connection
+    /// counts its items' cost times its `first` (or its cap, or 10 for a list without one).
+    /// Introspection is not counted.
+    #[arg(long, env = "VPS_GRAPH_MAX_COMPLEXITY", default_value_t = 20_000)]
     pub max_complexity: usize,
+    /// Answer introspection (`__schema`, `__type`): GraphiQL, codegen and every GraphQL tool
+    /// need it.
+    #[arg(long, env = "VPS_GRAPH_INTROSPECTION", value_enum, default_value = "on")]
+    pub introspection: Toggle,
     /// Most aliases a query may use.
     #[arg(long, env = "VPS_GRAPH_MAX_ALIASES", default_value_t = 30)]
     pub max_aliases: usize,
@@ -154,6 +166,9 @@ pub struct LimitArgs {
     /// Largest request body, in bytes.
     #[arg(long, env = "VPS_GRAPH_MAX_BODY_BYTES", default_value_t = 256 * 1024)]
     pub max_body_bytes: usize,
+    /// Longest a request may take before it is answered with TIMEOUT, in milliseconds.
+    #[arg(long, env = "VPS_GRAPH_REQUEST_TIMEOUT_MS", default_value_t = 30_000)]
+    pub request_timeout_ms: u64,
     /// How often the event tailer looks at the outbox when nothing woke it, in milliseconds.
     #[arg(long, env = "VPS_GRAPH_FEED_POLL_MS", default_value_t = 1000)]
     pub feed_poll_ms: u64,
@@ -163,11 +178,13 @@ impl Default for LimitArgs {
     fn default() -> Self {
         LimitArgs {
             max_depth: 12,
-            max_complexity: 2000,
+            max_complexity: 20_000,
+            introspection: Toggle::On,
             max_aliases: 30,
             max_batch: 10,
             max_body_bytes: 256 * 1024,
             feed_poll_ms: 1000,
+            request_timeout_ms: 30_000,
         }
     }
 }

@@ -14,6 +14,7 @@ pub enum Code {
     Unauthenticated,
     LimitExceeded,
     Internal,
+    Timeout,
 }
 
 impl Code {
@@ -29,8 +30,14 @@ impl Code {
             Code::Unauthenticated => "UNAUTHENTICATED",
             Code::LimitExceeded => "LIMIT_EXCEEDED",
             Code::Internal => "INTERNAL",
+            Code::Timeout => "TIMEOUT",
         }
     }
+}
+
+tokio::task_local! {
+    /// The id of the request being served (set at the HTTP edge), named by its internal errors.
+    pub static REQUEST_ID: String;
 }
 
 #[derive(Clone, Debug)]

@@ -15,6 +15,7 @@ async fn limited(db: &TestDb) -> TestServer {
         max_batch: 3,
         max_body_bytes: 4096,
         feed_poll_ms: 200,
+        ..LimitArgs::default()
     };
     TestServer::with_config(config).await
 }
@@ -36,7 +37,8 @@ fn limit_of(body: &Value) -> (&str, &str) {
 db_test!(query_deeper_than_the_limit_is_limit_exceeded, |backend: Backend| async move {
     let db = TestDb::new(backend).await;
     let server = limited(&db).await;
-    let body = server.gql(Some(ADMIN), "{ __schema { types { fields { type { name } } } } }", json!({})).await;
+    let deep = "{ providerVolumes(tenantId: \"t\") { edges { node { attachments { instance { name } } } } } }";
+    let body = server.gql(Some(ADMIN), deep, json!({})).await;
     assert_eq!(limit_of(&body), ("LIMIT_EXCEEDED", "depth"), "{body}");
     assert!(body["data"].is_null());
     server.ok(Some(ADMIN), "{ me { grants { scope } } }", json!({})).await;

@@ -183,6 +183,7 @@ impl AddressQuery {
     /// The tenant's addresses in the order they were made (at most 1000 a page), optionally of
     /// one pool or project; deleted ones only with `includeDeleted`.
     #[allow(clippy::too_many_arguments)]
+    #[graphql(complexity = "super::limits::page(first, child_complexity)")]
     async fn provider_addresses(
         &self,
         ctx: &Context<'_>,

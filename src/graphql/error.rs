@@ -10,7 +10,7 @@ impl From<Error> for async_graphql::Error {
     fn from(err: Error) -> Self {
         let mut message = err.message.clone();
         if err.code == Code::Internal {
-            let incident = ids::new_id("req");
+            let incident = crate::error::REQUEST_ID.try_with(String::clone).unwrap_or_else(|_| ids::new_id("req"));
             tracing::error!(incident = %incident, error = err.describe(), "internal error");
             message = format!("internal error (request id {incident})");
         }

@@ -82,6 +82,7 @@ pub struct EventQuery;
 impl EventQuery {
     /// The tenant's events in feed order, after a cursor (`compute:events:read` on the tenant,
     /// each event filtered to what the caller may read). Operators may omit tenantId for all.
+    #[graphql(complexity = "super::limits::page(first, child_complexity)")]
     async fn events(
         &self,
         ctx: &Context<'_>,

@@ -159,6 +159,7 @@ impl FilesystemQuery {
     }
 
     /// The network's filesystems that are not deleted, sorted by name (at most 8).
+    #[graphql(complexity = "super::limits::list(8, child_complexity)")]
     async fn filesystems(&self, ctx: &Context<'_>, tenant_id: String, network_id: String) -> Result<Vec<Filesystem>> {
         let views = services(ctx).filesystem_list(actor(ctx)?, &tenant_id, &network_id).await?;
         Ok(views.into_iter().map(Filesystem).collect())

@@ -56,6 +56,7 @@ impl Instance {
         self.0.zone.as_deref()
     }
     /// The filesystems it mounts at boot, in the order asked.
+    #[graphql(complexity = "super::limits::list(16, child_complexity)")]
     async fn filesystems(&self, ctx: &Context<'_>) -> Result<Vec<InstanceFilesystem>> {
         let loaders = super::volumes::loaders(ctx)?;
         let mounts = loaders.mounts.load_one(self.0.id.clone()).await?.unwrap_or_default();
@@ -175,6 +176,7 @@ impl InstanceQuery {
 
     /// The tenant's instances in the order they were made (at most 1000 a page).
     #[allow(clippy::too_many_arguments)]
+    #[graphql(complexity = "super::limits::page(first, child_complexity)")]
     async fn instances(
         &self,
         ctx: &Context<'_>,

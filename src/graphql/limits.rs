@@ -1,31 +1,61 @@
-//! Query limits with clear errors (`extensions.code = LIMIT_EXCEEDED`, details naming the limit):
-//! aliases counted on the parsed document, depth and complexity taken from validation. It also
-//! gives GraphQL's own parse and validation errors a code (INVALID_INPUT), so every error has one.
-use std::sync::Arc;
+//! Query limits with clear errors (`extensions.code = LIMIT_EXCEEDED`, details naming the limit).
+//! Depth and aliases are measured here on the parsed document, fragments inlined; complexity
+//! comes from validation, where lists and connections weigh their page size. Introspection
+//! (`__schema`, `__type`) counts against none of them: every standard client sends graphql-js's
+//! introspection query, deeper than any dashboard query. It has bounds of its own instead: one
+//! `__schema` and a few `__type` per operation, and a depth no schema needs to exceed.
+//! It also gives GraphQL's own parse and validation errors a code (INVALID_INPUT).
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use async_graphql::Response;
 use async_graphql::extensions::{
     Extension, ExtensionContext, ExtensionFactory, NextParseQuery, NextRequest, NextSubscribe, NextValidation,
 };
 use async_graphql::futures_util::stream::{BoxStream, StreamExt};
-use async_graphql::parser::types::{ExecutableDocument, Selection, SelectionSet};
-use async_graphql::{ServerError, ServerResult, ValidationResult, Variables};
+use async_graphql::parser::types::{ExecutableDocument, FragmentDefinition, Selection, SelectionSet};
+use async_graphql::parser::{Positioned, types::Field};
+use async_graphql::{Name, ServerError, ServerResult, ValidationResult, Variables};
 use serde_json::json;
 
 use super::error::server_error;
 use crate::error::{Code, Error};
+
+/// Introspection's own bounds: graphql-js's query is 13 deep (its type reference nests `ofType`).
+const INTROSPECTION_DEPTH: usize = 24;
+const SCHEMA_FIELDS: usize = 1;
+const TYPE_FIELDS: usize = 10;
 
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
     pub depth: usize,
     pub complexity: usize,
     pub aliases: usize,
+    pub introspection: bool,
 }
 
 impl ExtensionFactory for Limits {
     fn create(&self) -> Arc<dyn Extension> {
-        Arc::new(*self)
+        Arc::new(Guard { limits: *self, measured: Mutex::default() })
     }
+}
+
+/// One request's limits, with what parsing measured for validation to use.
+struct Guard {
+    limits: Limits,
+    measured: Mutex<Measure>,
+}
+
+/// What one document costs, fragments inlined. Introspection is measured apart.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Measure {
+    pub depth: usize,
+    pub aliases: usize,
+    /// Fields under `__schema` / `__type`, themselves included: what validation counted for them.
+    pub introspection_fields: usize,
+    pub introspection_depth: usize,
+    pub schema_fields: usize,
+    pub type_fields: usize,
 }
 
 fn exceeded(limit: &str, value: usize, max: usize) -> ServerError {
@@ -45,8 +75,29 @@ fn with_codes(mut response: Response) -> Response {
     response
 }
 
+impl Guard {
+    fn check(&self, m: &Measure) -> ServerResult<()> {
+        if !self.limits.introspection && m.schema_fields + m.type_fields > 0 {
+            let off = Error::new(Code::Unsupported, "introspection is turned off on this server")
+                .with_details(json!({ "reason": "introspection" }));
+            return Err(server_error(off));
+        }
+        let bounds = [
+            ("depth", m.depth, self.limits.depth),
+            ("aliases", m.aliases, self.limits.aliases),
+            ("introspection depth", m.introspection_depth, INTROSPECTION_DEPTH),
+            ("__schema fields", m.schema_fields, SCHEMA_FIELDS),
+            ("__type fields", m.type_fields, TYPE_FIELDS),
+        ];
+        match bounds.into_iter().find(|(_, value, max)| value > max) {
+            Some((limit, value, max)) => Err(exceeded(limit, value, max)),
+            None => Ok(()),
+        }
+    }
+}
+
 #[async_graphql::async_trait::async_trait]
-impl Extension for Limits {
+impl Extension for Guard {
     async fn request(&self, ctx: &ExtensionContext<'_>, next: NextRequest<'_>) -> Response {
         with_codes(next.run(ctx).await)
     }
@@ -68,10 +119,9 @@ impl Extension for Limits {
         next: NextParseQuery<'_>,
     ) -> ServerResult<ExecutableDocument> {
         let document = next.run(ctx, query, variables).await?;
-        let aliases = count_aliases(&document);
-        if aliases > self.aliases {
-            return Err(exceeded("aliases", aliases, self.aliases));
-        }
+        let measured = measure(&document);
+        self.check(&measured)?;
+        *self.measured.lock().unwrap_or_else(|e| e.into_inner()) = measured;
         Ok(document)
     }
 
@@ -80,32 +130,90 @@ impl Extension for Limits {
         ctx: &ExtensionContext<'_>,
         next: NextValidation<'_>,
     ) -> Result<ValidationResult, Vec<ServerError>> {
-        let result = next.run(ctx).await?;
-        if result.depth > self.depth {
-            return Err(vec![exceeded("depth", result.depth, self.depth)]);
-        }
-        if result.complexity > self.complexity {
-            return Err(vec![exceeded("complexity", result.complexity, self.complexity)]);
+        let mut result = next.run(ctx).await?;
+        let measured = *self.measured.lock().unwrap_or_else(|e| e.into_inner());
+        result.depth = measured.depth;
+        result.complexity = result.complexity.saturating_sub(measured.introspection_fields);
+        if result.complexity > self.limits.complexity {
+            return Err(vec![exceeded("complexity", result.complexity, self.limits.complexity)]);
         }
         Ok(result)
     }
 }
 
-fn count_aliases(document: &ExecutableDocument) -> usize {
-    let operations = document.operations.iter().map(|(_, op)| count_in(&op.node.selection_set.node)).sum::<usize>();
-    let fragments = document.fragments.values().map(|f| count_in(&f.node.selection_set.node)).sum::<usize>();
-    operations + fragments
+/// Measures every operation of the document, following fragment spreads (a spread cycle is
+/// validation's to refuse; here it stops the walk).
+pub fn measure(document: &ExecutableDocument) -> Measure {
+    let mut walk = Walk { fragments: &document.fragments, stack: Vec::new(), measure: Measure::default() };
+    for (_, operation) in document.operations.iter() {
+        walk.set(&operation.node.selection_set.node, 0, false);
+    }
+    walk.measure
 }
 
-fn count_in(set: &SelectionSet) -> usize {
-    set.items
-        .iter()
-        .map(|item| match &item.node {
-            Selection::Field(field) => {
-                usize::from(field.node.alias.is_some()) + count_in(&field.node.selection_set.node)
+struct Walk<'a> {
+    fragments: &'a HashMap<Name, Positioned<FragmentDefinition>>,
+    stack: Vec<&'a str>,
+    measure: Measure,
+}
+
+impl<'a> Walk<'a> {
+    fn set(&mut self, set: &'a SelectionSet, depth: usize, introspection: bool) {
+        for item in &set.items {
+            match &item.node {
+                Selection::Field(field) => self.field(&field.node, depth + 1, introspection),
+                Selection::InlineFragment(fragment) => {
+                    self.set(&fragment.node.selection_set.node, depth, introspection)
+                }
+                Selection::FragmentSpread(spread) => {
+                    let name = spread.node.fragment_name.node.as_str();
+                    let Some(fragment) = self.fragments.get(name) else { continue };
+                    if self.stack.contains(&name) {
+                        continue;
+                    }
+                    self.stack.push(name);
+                    self.set(&fragment.node.selection_set.node, depth, introspection);
+                    self.stack.pop();
+                }
             }
-            Selection::InlineFragment(fragment) => count_in(&fragment.node.selection_set.node),
-            Selection::FragmentSpread(_) => 0,
-        })
-        .sum()
+        }
+    }
+
+    fn field(&mut self, field: &'a Field, depth: usize, introspection: bool) {
+        let name = field.name.node.as_str();
+        let enters = !introspection && (name == "__schema" || name == "__type");
+        let m = &mut self.measure;
+        if enters && name == "__schema" {
+            m.schema_fields += 1;
+        } else if enters {
+            m.type_fields += 1;
+        }
+        if introspection || enters {
+            m.introspection_fields += 1;
+            m.introspection_depth = m.introspection_depth.max(depth);
+        } else {
+            m.depth = m.depth.max(depth);
+            m.aliases += usize::from(field.alias.is_some());
+        }
+        self.set(&field.selection_set.node, depth, introspection || enters);
+    }
+}
+
+/// What a list without a cap of its own is weighed as (a tenant's pools, a shared volume's
+/// attachments): the objects a typical answer holds, not the few it may.
+pub const LIST_WEIGHT: usize = 10;
+
+/// A connection's cost: its page size, as asked (at most a page's maximum), times what each
+/// item costs.
+pub fn page(first: i32, child_complexity: usize) -> usize {
+    1 + (first.clamp(0, crate::service::rows::MAX_PAGE as i32) as usize).saturating_mul(child_complexity)
+}
+
+/// A list capped at `max` items (a volume's 25 snapshots, a network's 8 filesystems).
+pub fn list(max: usize, child_complexity: usize) -> usize {
+    1 + max.saturating_mul(child_complexity)
+}
+
+pub fn unbounded(child_complexity: usize) -> usize {
+    list(LIST_WEIGHT, child_complexity)
 }

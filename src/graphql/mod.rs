@@ -64,10 +64,9 @@ pub struct Subscription(
 );
 
 pub fn build(services: Services, limits: Limits) -> AppSchema {
-    Schema::build(Query::default(), Mutation::default(), Subscription::default())
-        .data(services)
-        .extension(limits)
-        .finish()
+    let builder =
+        Schema::build(Query::default(), Mutation::default(), Subscription::default()).data(services).extension(limits);
+    if limits.introspection { builder.finish() } else { builder.disable_introspection().finish() }
 }
 
 /// The schema's SDL, as `vps-graph schema` prints it and `schema.graphql` holds it.

@@ -134,6 +134,7 @@ impl Network {
     async fn adopted(&self) -> bool {
         self.0.adopted
     }
+    #[graphql(complexity = "super::limits::unbounded(child_complexity)")]
     async fn subnets(&self) -> Vec<Subnet> {
         self.0.subnets.iter().cloned().map(Subnet).collect()
     }
@@ -245,6 +246,7 @@ impl NetworkQuery {
 
     /// The tenant's networks in the order they were made (at most 1000 a page).
     #[allow(clippy::too_many_arguments)]
+    #[graphql(complexity = "super::limits::page(first, child_complexity)")]
     async fn networks(
         &self,
         ctx: &Context<'_>,

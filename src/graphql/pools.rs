@@ -195,16 +195,19 @@ pub struct PoolQuery;
 #[Object]
 impl PoolQuery {
     /// Every provider account (operator).
+    #[graphql(complexity = "super::limits::unbounded(child_complexity)")]
     async fn provider_accounts(&self, ctx: &Context<'_>) -> Result<Vec<ProviderAccount>> {
         Ok(services(ctx).provider_account_list(actor(ctx)?).await?.into_iter().map(ProviderAccount).collect())
     }
 
     /// The pools offered to the tenant (`compute:pools:read`).
+    #[graphql(complexity = "super::limits::unbounded(child_complexity)")]
     async fn pools(&self, ctx: &Context<'_>, tenant_id: String) -> Result<Vec<Pool>> {
         Ok(services(ctx).pool_list(actor(ctx)?, &tenant_id).await?.into_iter().map(Pool).collect())
     }
 
     /// The tenant's quotas with max and used, on one pool or all (`compute:quotas:read`).
+    #[graphql(complexity = "super::limits::unbounded(child_complexity)")]
     async fn quotas(&self, ctx: &Context<'_>, tenant_id: String, pool_id: Option<String>) -> Result<Vec<Quota>> {
         let quotas = services(ctx).quota_list(actor(ctx)?, &tenant_id, pool_id.as_deref()).await?;
         Ok(quotas.into_iter().map(Quota).collect())

@@ -123,6 +123,7 @@ impl SnapshotQuery {
     }
 
     /// The tenant's snapshots (optionally of one volume) in the order they were made.
+    #[graphql(complexity = "super::limits::page(first, child_complexity)")]
     async fn provider_snapshots(
         &self,
         ctx: &Context<'_>,

@@ -76,6 +76,7 @@ impl TenantQuery {
     }
 
     /// Every tenant (operator).
+    #[graphql(complexity = "super::limits::unbounded(child_complexity)")]
     async fn tenants(&self, ctx: &Context<'_>) -> Result<Vec<Tenant>> {
         Ok(services(ctx).tenant_list(actor(ctx)?).await?.into_iter().map(Tenant).collect())
     }
@@ -85,6 +86,7 @@ impl TenantQuery {
     }
 
     /// The tenant's projects the caller may read, oldest first.
+    #[graphql(complexity = "super::limits::unbounded(child_complexity)")]
     async fn projects(&self, ctx: &Context<'_>, tenant_id: String) -> Result<Vec<Project>> {
         Ok(services(ctx).project_list(actor(ctx)?, &tenant_id).await?.into_iter().map(Project).collect())
     }

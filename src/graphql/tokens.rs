@@ -33,6 +33,7 @@ impl Token {
     async fn name(&self) -> &str {
         &self.0.token.name
     }
+    #[graphql(complexity = "super::limits::unbounded(child_complexity)")]
     async fn grants(&self) -> Vec<Grant> {
         grants(&self.0.grants)
     }
@@ -92,6 +93,7 @@ impl TokenQuery {
     }
 
     /// A tenant's tokens, or with no tenantId the operator tokens (operator).
+    #[graphql(complexity = "super::limits::unbounded(child_complexity)")]
     async fn tokens(&self, ctx: &Context<'_>, tenant_id: Option<String>) -> Result<Vec<Token>> {
         Ok(services(ctx).token_list(actor(ctx)?, tenant_id.as_deref()).await?.into_iter().map(Token).collect())
     }

@@ -215,10 +215,12 @@ impl ProviderVolume {
         Ok(self.attachment_views(ctx).await?.into_iter().next().map(Attachment))
     }
     /// Every attachment that is not finished (a shared volume's many).
+    #[graphql(complexity = "super::limits::unbounded(child_complexity)")]
     async fn attachments(&self, ctx: &Context<'_>) -> Result<Vec<Attachment>> {
         Ok(self.attachment_views(ctx).await?.into_iter().map(Attachment).collect())
     }
     /// Its snapshots that are not deleted, oldest first.
+    #[graphql(complexity = "super::limits::list(25, child_complexity)")]
     async fn snapshots(&self, ctx: &Context<'_>) -> Result<Vec<ProviderSnapshot>> {
         let found = loaders(ctx)?.snapshots.load_one(self.view.id.clone()).await?.unwrap_or_default();
         Ok(found.into_iter().map(ProviderSnapshot).collect())
@@ -330,6 +332,7 @@ impl VolumeQuery {
     /// pool or project; deleted ones only with `includeDeleted`. Pass `pageInfo.endCursor` as
     /// `after` for the next page.
     #[allow(clippy::too_many_arguments)]
+    #[graphql(complexity = "super::limits::page(first, child_complexity)")]
     async fn provider_volumes(
         &self,
         ctx: &Context<'_>,

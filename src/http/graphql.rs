@@ -25,6 +25,8 @@ use crate::store::STATEMENTS;
 
 const GRAPHQL_RESPONSE: &str = "application/graphql-response+json";
 const JSON: &str = "application/json";
+/// The largest WebSocket message (and frame) a client may send: as large as an HTTP body may be.
+const MAX_WS_MESSAGE: usize = 256 * 1024;
 
 pub async fn post(State(state): State<HttpState>, headers: HeaderMap, body: Bytes) -> Response {
     let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
@@ -123,32 +125,62 @@ fn respond(state: &HttpState, headers: &HeaderMap, response: BatchResponse) -> R
         BatchResponse::Single(r) => vec![r],
         BatchResponse::Batch(rs) => rs.iter().collect(),
     };
-    let mut request_error = false;
-    for r in &responses {
-        for err in &r.errors {
-            let code = err
-                .extensions
-                .as_ref()
-                .and_then(|e| e.get("code"))
-                .and_then(|c| match c {
-                    async_graphql::Value::String(s) => Some(s.clone()),
-                    _ => None,
-                })
-                .unwrap_or_else(|| "GRAPHQL_VALIDATION_FAILED".into());
-            state.metrics.inc("vps_graph_graphql_errors_total", &[("code", &code)]);
-        }
-        request_error |= r.data == async_graphql::Value::Null && !r.errors.is_empty();
+    for err in responses.iter().flat_map(|r| &r.errors) {
+        let code = match err.extensions.as_ref().and_then(|e| e.get("code")) {
+            Some(async_graphql::Value::String(code)) => code.as_str(),
+            _ => "GRAPHQL_VALIDATION_FAILED",
+        };
+        state.metrics.inc("vps_graph_graphql_errors_total", &[("code", code)]);
     }
     let graphql_response = wants_graphql_response(headers);
+    let request_error = responses.iter().any(|r| is_request_error(r));
     let status = if graphql_response && request_error { StatusCode::BAD_REQUEST } else { StatusCode::OK };
     let content_type = if graphql_response { GRAPHQL_RESPONSE } else { JSON };
     // Serialized straight to a string: a serde_json::Value would sort the keys and lose the
     // selection-set order.
-    let body = match serde_json::to_string(&response) {
-        Ok(body) => body,
-        Err(_) => return StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+    let body = match (&response, graphql_response) {
+        (BatchResponse::Single(r), true) if is_request_error(r) => serde_json::to_string(&Unexecuted::from(r)),
+        (BatchResponse::Batch(rs), true) => serde_json::to_string(&rs.iter().map(Answer::from).collect::<Vec<_>>()),
+        _ => serde_json::to_string(&response),
     };
-    (status, [(header::CONTENT_TYPE, content_type)], body).into_response()
+    match body {
+        Ok(body) => (status, [(header::CONTENT_TYPE, content_type)], body).into_response(),
+        Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+    }
+}
+
+/// A request that never reached execution (it did not parse, validate, or fit the limits): its
+/// errors point at no field.
+fn is_request_error(response: &async_graphql::Response) -> bool {
+    response.data == async_graphql::Value::Null
+        && !response.errors.is_empty()
+        && response.errors.iter().all(|e| e.path.is_empty())
+}
+
+/// Under graphql-response+json a request that was not executed has no `data` entry at all (the
+/// GraphQL-over-HTTP spec: `data` is present only once execution started).
+#[derive(serde::Serialize)]
+struct Unexecuted<'a> {
+    errors: &'a [async_graphql::ServerError],
+}
+
+impl<'a> From<&'a async_graphql::Response> for Unexecuted<'a> {
+    fn from(response: &'a async_graphql::Response) -> Self {
+        Unexecuted { errors: &response.errors }
+    }
+}
+
+#[derive(serde::Serialize)]
+#[serde(untagged)]
+enum Answer<'a> {
+    Unexecuted(Unexecuted<'a>),
+    Executed(&'a async_graphql::Response),
+}
+
+impl<'a> From<&'a async_graphql::Response> for Answer<'a> {
+    fn from(response: &'a async_graphql::Response) -> Self {
+        if is_request_error(response) { Answer::Unexecuted(response.into()) } else { Answer::Executed(response) }
+    }
 }
 
 fn request_error(headers: &HeaderMap, code: Code, message: &str) -> Response {
@@ -200,6 +232,9 @@ async fn websocket(state: HttpState, request: Request) -> Response {
     upgrade
         .read_buffer_size(8 * 1024)
         .write_buffer_size(8 * 1024)
+        // A GraphQL message is a few KiB; tungstenite would accept 64 MiB.
+        .max_message_size(MAX_WS_MESSAGE)
+        .max_frame_size(MAX_WS_MESSAGE)
         .protocols(ALL_WEBSOCKET_PROTOCOLS)
         .on_upgrade(move |socket| async move {
             let _open = GaugeGuard::new(state.metrics.clone(), "vps_graph_websocket_connections");

@@ -1,7 +1,10 @@
 //! HTTP: `/graphql` (POST, GET for queries only, WebSocket), GraphiQL at `/`, `/healthz`,
 //! `/readyz`, `/metrics`. It knows nothing of SQL or providers.
+mod edge;
 mod graphql;
 mod playground;
+
+pub use edge::{REQUEST_ID_HEADER, with_edge};
 
 use std::sync::Arc;
 
@@ -11,7 +14,7 @@ use axum::http::{StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use tower_http::trace::{DefaultMakeSpan, DefaultOnResponse, TraceLayer};
+use tower_http::trace::{DefaultOnResponse, TraceLayer};
 use tracing::Level;
 
 use crate::config::LimitArgs;
@@ -31,9 +34,12 @@ pub struct HttpState {
 pub fn router(state: HttpState, limits: &LimitArgs) -> Router {
     // One line per request at info: the access log.
     let trace = TraceLayer::new_for_http()
-        .make_span_with(DefaultMakeSpan::new().level(Level::INFO))
+        .make_span_with(|request: &Request<_>| {
+            let id = request.headers().get(REQUEST_ID_HEADER).and_then(|v| v.to_str().ok()).unwrap_or("");
+            tracing::info_span!("request", method = %request.method(), uri = %request.uri(), request_id = %id)
+        })
         .on_response(DefaultOnResponse::new().level(Level::INFO));
-    Router::new()
+    let router = Router::new()
         .route("/graphql", get(graphql::get).post(graphql::post))
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(readyz))
@@ -43,7 +49,8 @@ pub fn router(state: HttpState, limits: &LimitArgs) -> Router {
         .layer(middleware::from_fn_with_state(state.clone(), count_requests))
         .layer(DefaultBodyLimit::max(limits.max_body_bytes))
         .layer(trace)
-        .with_state(state)
+        .with_state(state);
+    with_edge(router, std::time::Duration::from_millis(limits.request_timeout_ms))
 }
 
 async fn readyz(State(state): State<HttpState>) -> Response {

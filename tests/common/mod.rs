@@ -410,3 +410,25 @@ pub async fn vpc_names(sim_url: &str) -> Vec<String> {
     }
     names
 }
+
+impl Ws {
+    /// Sends a text frame as it is.
+    pub async fn send_text(&mut self, text: String) -> bool {
+        self.stream.send(Message::text(text)).await.is_ok()
+    }
+
+    /// Reads until the server closes the socket: its close code and reason, or None when it
+    /// dropped the connection without a close frame. Panics when it stays open for `wait`.
+    pub async fn closed(&mut self, wait: Duration) -> Option<(u16, String)> {
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            let next = tokio::time::timeout_at(deadline, self.stream.next()).await;
+            let message = next.expect("the server kept the socket open")?;
+            match message {
+                Ok(Message::Close(Some(frame))) => return Some((frame.code.into(), frame.reason.to_string())),
+                Ok(Message::Close(None)) | Err(_) => return None,
+                Ok(_) => {}
+            }
+        }
+    }
+}
