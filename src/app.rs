@@ -144,6 +144,7 @@ impl App {
             services: self.services.clone(),
             metrics: self.services.metrics.clone(),
             max_batch: self.limits.max_batch,
+            ws_init_timeout: Duration::from_millis(self.limits.ws_init_timeout_ms),
         };
         http::router(state, &self.limits)
     }

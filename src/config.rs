@@ -169,6 +169,10 @@ pub struct LimitArgs {
     /// Longest a request may take before it is answered with TIMEOUT, in milliseconds.
     #[arg(long, env = "VPS_GRAPH_REQUEST_TIMEOUT_MS", default_value_t = 30_000)]
     pub request_timeout_ms: u64,
+    /// How long a WebSocket may take to send `connection_init` before it is closed (4408), in
+    /// milliseconds.
+    #[arg(long, env = "VPS_GRAPH_WS_INIT_TIMEOUT_MS", default_value_t = 10_000)]
+    pub ws_init_timeout_ms: u64,
     /// How often the event tailer looks at the outbox when nothing woke it, in milliseconds.
     #[arg(long, env = "VPS_GRAPH_FEED_POLL_MS", default_value_t = 1000)]
     pub feed_poll_ms: u64,
@@ -185,6 +189,7 @@ impl Default for LimitArgs {
             max_body_bytes: 256 * 1024,
             feed_poll_ms: 1000,
             request_timeout_ms: 30_000,
+            ws_init_timeout_ms: 10_000,
         }
     }
 }

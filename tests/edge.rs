@@ -301,3 +301,74 @@ async fn a_websocket_message_over_the_limit_closes_the_socket() {
     let closed = ws.closed(WAIT).await;
     assert!(closed.as_ref().is_none_or(|(code, _)| *code == 1009), "{closed:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_websocket_that_never_sends_connection_init_is_closed_with_4408() {
+    let db = common::TestDb::new(Backend::Sqlite).await;
+    let mut config = common::config(&db.url);
+    config.limits.ws_init_timeout_ms = 300;
+    let server = TestServer::with_config(config).await;
+    let mut silent = server.ws_uninitialised().await;
+    let closed = silent.closed(WAIT).await.expect("a close frame");
+    assert_eq!(closed.0, 4408, "{closed:?}");
+    // One that does initialise in time stays open past the deadline and is answered.
+    let mut prompt = server.ws(json!({ "Authorization": format!("Bearer {ADMIN}") })).await;
+    assert_eq!(prompt.next(WAIT).await.unwrap()["type"], "connection_ack");
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    prompt.send(json!({ "type": "ping" })).await;
+    assert_eq!(prompt.next(WAIT).await.expect("still open")["type"], "pong");
+}
+
+db_test!(a_connection_holds_at_most_100_subscriptions, |backend: Backend| async move {
+    let server = TestServer::start(backend).await;
+    server.tenant("t").await;
+    let mut ws = server.ws(json!({ "Authorization": format!("Bearer {ADMIN}") })).await;
+    assert_eq!(ws.next(WAIT).await.unwrap()["type"], "connection_ack");
+    let live = "subscription { events(tenantId: \"t\", types: [\"nothing.*\"]) { type } }";
+    for i in 0..100 {
+        ws.subscribe(&i.to_string(), live, json!({})).await;
+    }
+    ws.subscribe("one-more", live, json!({})).await;
+    let refused = ws.next(WAIT).await.expect("an answer for the 101st");
+    assert_eq!(refused["id"], "one-more", "{refused}");
+    assert_eq!(refused["type"], "error", "{refused}");
+    assert_eq!(refused["payload"][0]["extensions"]["code"], "LIMIT_EXCEEDED", "{refused}");
+    assert_eq!(refused["payload"][0]["extensions"]["details"]["max"], 100, "{refused}");
+    // Completing one frees its place: the next subscription reaches GraphQL (and is validated).
+    ws.send(json!({ "id": "0", "type": "complete" })).await;
+    ws.subscribe("after", "subscription { events(tenantId: \"t\") { noSuchField } }", json!({})).await;
+    let mut answered = ws.next(WAIT).await.expect("an answer");
+    while answered["id"] != "after" {
+        assert_eq!(answered, json!({ "id": "0", "type": "complete" }), "only the completed one's end comes first");
+        answered = ws.next(WAIT).await.expect("an answer");
+    }
+    let errors = if answered["type"] == "error" { &answered["payload"] } else { &answered["payload"]["errors"] };
+    assert_ne!(errors[0]["extensions"]["code"], "LIMIT_EXCEEDED", "{answered}");
+    assert!(errors[0]["message"].as_str().unwrap().contains("noSuchField"), "{answered}");
+});
+
+db_test!(revoking_a_token_closes_the_sockets_that_used_it_with_4403, |backend: Backend| async move {
+    let server = TestServer::start(backend).await;
+    server.tenant("acme").await;
+    let issued = server
+        .ok(
+            Some(ADMIN),
+            "mutation { tokenIssue(input: { tenantId: \"acme\", grants: [{ permission: \"compute:*\", scope: \"tenant/acme\" }] }) { secret token { id } } }",
+            json!({}),
+        )
+        .await;
+    let secret = issued["tokenIssue"]["secret"].as_str().unwrap().to_owned();
+    let token_id = issued["tokenIssue"]["token"]["id"].as_str().unwrap().to_owned();
+    let other = server.token(Some("acme"), &[("compute:*", "tenant/acme")]).await;
+    let mut revoked_socket = server.ws(json!({ "Authorization": format!("Bearer {secret}") })).await;
+    assert_eq!(revoked_socket.next(WAIT).await.unwrap()["type"], "connection_ack");
+    let mut other_socket = server.ws(json!({ "Authorization": format!("Bearer {other}") })).await;
+    assert_eq!(other_socket.next(WAIT).await.unwrap()["type"], "connection_ack");
+    let revoke = "mutation($id: String!) { tokenRevoke(input: { tokenId: $id }) { revokedAt } }";
+    server.ok(Some(ADMIN), revoke, json!({ "id": token_id })).await;
+    let closed = revoked_socket.closed(Duration::from_secs(20)).await.expect("a close frame");
+    assert_eq!(closed.0, 4403, "{closed:?}");
+    // The socket of another token is untouched: it still answers.
+    other_socket.send(json!({ "type": "ping" })).await;
+    assert_eq!(other_socket.next(WAIT).await.expect("still open")["type"], "pong");
+});

@@ -3,10 +3,9 @@
 //! request error under graphql-response+json is status 400, an unsupported body type 415, and a
 //! mutation over GET 405. The bearer token is read once per request (or per WebSocket, from
 //! `connection_init`) and handed to resolvers as the `Caller`.
-use async_graphql::http::{ALL_WEBSOCKET_PROTOCOLS, parse_query_string};
+use async_graphql::http::{ALL_WEBSOCKET_PROTOCOLS, WebSocketProtocols, parse_query_string};
 use async_graphql::parser::types::OperationType;
-use async_graphql::{BatchRequest, BatchResponse, Data};
-use async_graphql_axum::{GraphQLProtocol, GraphQLWebSocket};
+use async_graphql::{BatchRequest, BatchResponse};
 use axum::body::Bytes;
 use axum::extract::{FromRequestParts, Request, State, WebSocketUpgrade};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -20,7 +19,6 @@ use super::HttpState;
 use crate::error::Code;
 use crate::graphql::Caller;
 use crate::graphql::loaders::Loaders;
-use crate::metrics::GaugeGuard;
 use crate::store::STATEMENTS;
 
 const GRAPHQL_RESPONSE: &str = "application/graphql-response+json";
@@ -194,7 +192,7 @@ fn header_token(headers: &HeaderMap) -> Option<String> {
 }
 
 /// `Bearer <secret>` → `<secret>`; anything else is taken as the secret itself (and fails).
-fn bearer(value: &str) -> String {
+pub(super) fn bearer(value: &str) -> String {
     let value = value.trim();
     match value.split_once(' ') {
         Some((scheme, secret)) if scheme.eq_ignore_ascii_case("bearer") => secret.trim().to_owned(),
@@ -202,7 +200,7 @@ fn bearer(value: &str) -> String {
     }
 }
 
-async fn caller(state: &HttpState, token: Option<String>) -> Caller {
+pub(super) async fn caller(state: &HttpState, token: Option<String>) -> Caller {
     match token {
         None => Caller::Anonymous,
         Some(secret) => match state.services.authenticate(&secret).await {
@@ -217,16 +215,16 @@ async fn caller(state: &HttpState, token: Option<String>) -> Caller {
 /// a token that does not authenticate closes the connection.
 async fn websocket(state: HttpState, request: Request) -> Response {
     let (mut parts, _) = request.into_parts();
-    let protocol = match GraphQLProtocol::from_request_parts(&mut parts, &state).await {
-        Ok(protocol) => protocol,
-        Err(rejection) => return rejection.into_response(),
+    let offered = parts.headers.get(header::SEC_WEBSOCKET_PROTOCOL).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let Some(protocol) = offered.split(',').find_map(|p| p.trim().parse::<WebSocketProtocols>().ok()) else {
+        return (StatusCode::BAD_REQUEST, "offer graphql-transport-ws (or graphql-ws) in Sec-WebSocket-Protocol\n")
+            .into_response();
     };
     let upgrade = match WebSocketUpgrade::from_request_parts(&mut parts, &state).await {
         Ok(upgrade) => upgrade,
         Err(rejection) => return rejection.into_response(),
     };
     let header = header_token(&parts.headers);
-    let schema = state.schema.clone();
     // tungstenite's default 128 KiB read buffer per socket would dominate the memory of many idle
     // subscribers; GraphQL messages are small, and larger frames still arrive (the buffer grows).
     upgrade
@@ -236,29 +234,6 @@ async fn websocket(state: HttpState, request: Request) -> Response {
         .max_message_size(MAX_WS_MESSAGE)
         .max_frame_size(MAX_WS_MESSAGE)
         .protocols(ALL_WEBSOCKET_PROTOCOLS)
-        .on_upgrade(move |socket| async move {
-            let _open = GaugeGuard::new(state.metrics.clone(), "vps_graph_websocket_connections");
-            GraphQLWebSocket::new(socket, schema, protocol)
-                .on_connection_init(move |payload| async move {
-                    let token = init_token(&payload).or(header);
-                    match caller(&state, token).await {
-                        Caller::Rejected(err) => Err(async_graphql::Error::from(err)),
-                        caller => {
-                            let mut data = Data::default();
-                            data.insert(caller);
-                            Ok(data)
-                        }
-                    }
-                })
-                .serve()
-                .await
-        })
+        .on_upgrade(move |socket| super::websocket::serve(socket, state, protocol, header))
         .into_response()
-}
-
-fn init_token(payload: &serde_json::Value) -> Option<String> {
-    ["Authorization", "authorization", "authToken", "token"]
-        .iter()
-        .find_map(|key| payload.get(key).and_then(|v| v.as_str()))
-        .map(bearer)
 }

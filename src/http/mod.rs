@@ -3,6 +3,7 @@
 mod edge;
 mod graphql;
 mod playground;
+mod websocket;
 
 pub use edge::{REQUEST_ID_HEADER, with_edge};
 
@@ -29,6 +30,8 @@ pub struct HttpState {
     pub services: Services,
     pub metrics: Arc<Metrics>,
     pub max_batch: usize,
+    /// How long a WebSocket may take to send `connection_init`.
+    pub ws_init_timeout: std::time::Duration,
 }
 
 pub fn router(state: HttpState, limits: &LimitArgs) -> Router {

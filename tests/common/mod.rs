@@ -329,12 +329,17 @@ impl TestServer {
 
     /// A WebSocket speaking graphql-transport-ws, initialised with `init` as payload.
     pub async fn ws(&self, init: Value) -> Ws {
+        let mut ws = self.ws_uninitialised().await;
+        ws.send(json!({ "type": "connection_init", "payload": init })).await;
+        ws
+    }
+
+    /// A WebSocket speaking graphql-transport-ws that has sent nothing yet.
+    pub async fn ws_uninitialised(&self) -> Ws {
         let mut request = format!("ws://{}/graphql", self.addr).into_client_request().expect("ws request");
         request.headers_mut().insert("Sec-WebSocket-Protocol", HeaderValue::from_static("graphql-transport-ws"));
         let (stream, _) = tokio_tungstenite::connect_async(request).await.expect("ws connect");
-        let mut ws = Ws { stream };
-        ws.send(json!({ "type": "connection_init", "payload": init })).await;
-        ws
+        Ws { stream }
     }
 }
 
@@ -420,13 +425,21 @@ impl Ws {
     /// Reads until the server closes the socket: its close code and reason, or None when it
     /// dropped the connection without a close frame. Panics when it stays open for `wait`.
     pub async fn closed(&mut self, wait: Duration) -> Option<(u16, String)> {
+        self.read_until_closed(wait).await.1
+    }
+
+    /// The protocol messages that came before the server closed the socket, and its close
+    /// frame as `closed` gives it.
+    pub async fn read_until_closed(&mut self, wait: Duration) -> (Vec<Value>, Option<(u16, String)>) {
         let deadline = tokio::time::Instant::now() + wait;
+        let mut seen = Vec::new();
         loop {
             let next = tokio::time::timeout_at(deadline, self.stream.next()).await;
-            let message = next.expect("the server kept the socket open")?;
+            let Some(message) = next.expect("the server kept the socket open") else { return (seen, None) };
             match message {
-                Ok(Message::Close(Some(frame))) => return Some((frame.code.into(), frame.reason.to_string())),
-                Ok(Message::Close(None)) | Err(_) => return None,
+                Ok(Message::Close(Some(frame))) => return (seen, Some((frame.code.into(), frame.reason.to_string()))),
+                Ok(Message::Close(None)) | Err(_) => return (seen, None),
+                Ok(Message::Text(text)) => seen.push(serde_json::from_str(&text).expect("json frame")),
                 Ok(_) => {}
             }
         }
