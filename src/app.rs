@@ -31,7 +31,7 @@ use crate::store::{self, queue};
 pub struct AppConfig {
     pub database_url: String,
     pub db_max_connections: u32,
-    pub admin_token: Option<String>,
+    pub admin_token: Option<crate::secret::Secret>,
     pub demo: bool,
     pub limits: LimitArgs,
     /// The in-process simulated cloud, if any.
@@ -79,7 +79,7 @@ pub struct App {
 
 impl App {
     pub async fn start(config: AppConfig) -> Result<App> {
-        if config.admin_token.as_ref().is_some_and(|t| t.trim().len() < 16) {
+        if config.admin_token.as_ref().is_some_and(|t| t.expose().trim().len() < 16) {
             return Err(Error::invalid_input("adminToken", "the admin token must be at least 16 characters"));
         }
         prepare_sqlite_dir(&config.database_url);
@@ -104,7 +104,7 @@ impl App {
             feed,
             providers: Arc::new(Providers::new(sim_url, config.provider_timeout, metrics.clone())),
             metrics,
-            admin_token_hash: config.admin_token.as_deref().map(tokens::hash_secret),
+            admin_token_hash: config.admin_token.as_ref().map(|t| tokens::hash_secret(t.expose())),
             clock: config.clock.clone(),
             work: work.clone(),
         };

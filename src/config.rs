@@ -73,7 +73,7 @@ pub struct ServeArgs {
     /// A static operator token for automation, like an admin secret, at least 16 characters
     /// (kept only as a hash in memory).
     #[arg(long, env = "VPS_GRAPH_ADMIN_TOKEN", hide_env_values = true)]
-    pub admin_token: Option<String>,
+    pub admin_token: Option<crate::secret::Secret>,
     /// Create the demo tenant, pool and tokens on first start: `auto` does on SQLite only.
     #[arg(long, env = "VPS_GRAPH_DEMO", value_enum, default_value = "auto")]
     pub demo: Demo,

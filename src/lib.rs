@@ -13,6 +13,7 @@ pub mod ids;
 pub mod metrics;
 pub mod provider;
 pub mod reconcile;
+pub mod secret;
 pub mod service;
 pub mod sim;
 pub mod store;

@@ -13,6 +13,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::metrics::Metrics;
+use crate::secret::Secret;
 
 /// The kinds of provider account.
 pub const KIND_DIGITALOCEAN: &str = "digitalocean";
@@ -681,9 +682,9 @@ impl Providers {
             return none;
         }
         let (base, token) = if account.sim {
-            (self.sim_url.clone().unwrap_or_default(), Ok(format!("sim-{}", account.id)))
+            (self.sim_url.clone().unwrap_or_default(), Ok(Secret::new(format!("sim-{}", account.id))))
         } else {
-            (account.api_url.to_owned(), read_credential(account.credential_ref))
+            (account.api_url.to_owned(), read_credential(account.credential_ref).map(Secret::new))
         };
         let client =
             Arc::new(digitalocean::DigitalOcean::new(account.id, &base, token, self.timeout, self.metrics.clone()));

@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 
 use super::{ActionStatus, Actions, Networks, ProviderError, ProviderResult, Vpc, VpcCreate};
 use crate::metrics::Metrics;
+use crate::secret::Secret;
 
 /// Requests kept back from the hourly budget (at least this many, or 5 % of the limit), so the
 /// budget is never spent to a 429.
@@ -25,7 +26,7 @@ const PER_PAGE: u32 = 200;
 pub struct DigitalOcean {
     account_id: String,
     base: String,
-    token: Result<String, String>,
+    token: Result<Secret, String>,
     http: reqwest::Client,
     budget: Mutex<Budget>,
     metrics: Arc<Metrics>,
@@ -65,7 +66,7 @@ impl DigitalOcean {
     pub fn new(
         account_id: &str,
         base: &str,
-        token: Result<String, String>,
+        token: Result<Secret, String>,
         timeout: Duration,
         metrics: Arc<Metrics>,
     ) -> Self {
@@ -108,7 +109,7 @@ impl DigitalOcean {
             budget.remaining = budget.remaining.map(|r| r - 1);
         }
         let acts = method == Method::POST;
-        let mut request = self.http.request(method, format!("{}{path}", self.base)).bearer_auth(token);
+        let mut request = self.http.request(method, format!("{}{path}", self.base)).bearer_auth(token.expose());
         if let Some(body) = body {
             request = request.json(&body);
         }
