@@ -60,6 +60,8 @@ fn table(ids: &Ids) -> Vec<(&'static str, &'static str, String)> {
         ),
         ("Query", "filesystems", q(format!("filesystems({t}, networkId: \"{}\") {{ id }}", ids.network))),
         ("Query", "events", q(format!("events({t}) {{ edges {{ cursor }} }}"))),
+        ("Query", "node", q(format!("node(id: \"{}\") {{ id }}", ids.volume))),
+        ("Query", "nodes", q(format!("nodes(ids: [\"{}\", \"{}\"]) {{ id }}", ids.volume, ids.network))),
         (
             "Query",
             "usage",
@@ -386,6 +388,12 @@ db_test!(every_root_field_refuses_another_tenant, |backend: Backend| async move 
     for (kind, field, document) in table(&ids) {
         if field == "me" {
             continue; // The caller's own.
+        }
+        if field == "nodes" {
+            // Relay's nodes answers null for each id node would refuse as NOT_FOUND.
+            let body = server.gql(Some(&globex), &document, json!({})).await;
+            assert_eq!(body["data"]["nodes"], json!([null, null]), "{kind}.{field} answered another tenant: {body}");
+            continue;
         }
         let got = refusal(&server, Some(&globex), kind, &document).await;
         assert!(

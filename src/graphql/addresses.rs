@@ -1,5 +1,5 @@
 //! Provider addresses: reserved public IPs and their assignment to an instance.
-use async_graphql::{Context, Enum, InputObject, Object, Result, SimpleObject, Subscription};
+use async_graphql::{Context, Enum, ID, InputObject, Object, Result, SimpleObject, Subscription};
 use chrono::{DateTime, Utc};
 use futures_util::{Stream, StreamExt};
 
@@ -49,8 +49,8 @@ pub struct ProviderAddress(pub AddressView);
 
 #[Object]
 impl ProviderAddress {
-    async fn id(&self) -> &str {
-        &self.0.id
+    pub async fn id(&self) -> ID {
+        ID(self.0.id.clone())
     }
     async fn tenant_id(&self) -> &str {
         &self.0.tenant_id

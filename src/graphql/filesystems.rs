@@ -1,5 +1,5 @@
 //! Shared filesystems on a tenant network (EFS and FSx for Lustre on AWS).
-use async_graphql::{Context, Enum, InputObject, Object, Result, SimpleObject, Subscription};
+use async_graphql::{Context, Enum, ID, InputObject, Object, Result, SimpleObject, Subscription};
 use chrono::{DateTime, Utc};
 use futures_util::{Stream, StreamExt};
 
@@ -53,8 +53,8 @@ pub struct Filesystem(pub FilesystemView);
 
 #[Object]
 impl Filesystem {
-    async fn id(&self) -> &str {
-        &self.0.id
+    pub async fn id(&self) -> ID {
+        ID(self.0.id.clone())
     }
     async fn tenant_id(&self) -> &str {
         &self.0.tenant_id

@@ -1,5 +1,5 @@
 //! Instances, as far as volumes need them.
-use async_graphql::{Context, Enum, InputObject, Object, Result, SimpleObject, Subscription};
+use async_graphql::{Context, Enum, ID, InputObject, Object, Result, SimpleObject, Subscription};
 use chrono::{DateTime, Utc};
 use futures_util::{Stream, StreamExt};
 
@@ -30,8 +30,8 @@ pub struct Instance(pub InstanceView);
 
 #[Object]
 impl Instance {
-    async fn id(&self) -> &str {
-        &self.0.id
+    pub async fn id(&self) -> ID {
+        ID(self.0.id.clone())
     }
     async fn tenant_id(&self) -> &str {
         &self.0.tenant_id

@@ -8,6 +8,7 @@ mod instances;
 mod limits;
 pub mod loaders;
 mod networks;
+mod nodes;
 mod pools;
 mod snapshots;
 mod tenants;
@@ -37,6 +38,7 @@ pub struct Query(
     filesystems::FilesystemQuery,
     usage::UsageQuery,
     events::EventQuery,
+    nodes::NodeQuery,
 );
 
 #[derive(MergedObject, Default)]

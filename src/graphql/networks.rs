@@ -1,5 +1,5 @@
 //! Tenant networks and their subnets.
-use async_graphql::{Context, Enum, InputObject, Object, Result, SimpleObject, Subscription};
+use async_graphql::{Context, Enum, ID, InputObject, Object, Result, SimpleObject, Subscription};
 use chrono::{DateTime, Utc};
 use futures_util::{Stream, StreamExt};
 
@@ -87,8 +87,8 @@ pub struct Network(pub NetworkView);
 
 #[Object]
 impl Network {
-    async fn id(&self) -> &str {
-        &self.0.id
+    pub async fn id(&self) -> ID {
+        ID(self.0.id.clone())
     }
     async fn tenant_id(&self) -> &str {
         &self.0.tenant_id

@@ -1,5 +1,5 @@
 //! Provider snapshots.
-use async_graphql::{Context, InputObject, Object, Result, SimpleObject, Subscription};
+use async_graphql::{Context, ID, InputObject, Object, Result, SimpleObject, Subscription};
 use chrono::{DateTime, Utc};
 use futures_util::{Stream, StreamExt};
 
@@ -13,8 +13,8 @@ pub struct ProviderSnapshot(pub SnapshotView);
 
 #[Object]
 impl ProviderSnapshot {
-    async fn id(&self) -> &str {
-        &self.0.id
+    pub async fn id(&self) -> ID {
+        ID(self.0.id.clone())
     }
     async fn tenant_id(&self) -> &str {
         &self.0.tenant_id

@@ -1,5 +1,5 @@
 //! Tenants and projects.
-use async_graphql::{Context, InputObject, Object, Result};
+use async_graphql::{Context, ID, InputObject, Object, Result};
 use chrono::{DateTime, Utc};
 
 use super::{actor, services};
@@ -28,8 +28,8 @@ pub struct Project(pub project::Model);
 
 #[Object]
 impl Project {
-    async fn id(&self) -> &str {
-        &self.0.id
+    pub async fn id(&self) -> ID {
+        ID(self.0.id.clone())
     }
     async fn tenant_id(&self) -> &str {
         &self.0.tenant_id

@@ -1,5 +1,5 @@
 //! Provider volumes (block and shared), their attachments and mounts.
-use async_graphql::{Context, Enum, InputObject, Object, Result, SimpleObject, Subscription};
+use async_graphql::{Context, Enum, ID, InputObject, Object, Result, SimpleObject, Subscription};
 use chrono::{DateTime, Utc};
 use futures_util::{Stream, StreamExt};
 
@@ -132,8 +132,8 @@ impl ProviderVolume {
 
 #[Object]
 impl ProviderVolume {
-    async fn id(&self) -> &str {
-        &self.view.id
+    pub async fn id(&self) -> ID {
+        ID(self.view.id.clone())
     }
     async fn tenant_id(&self) -> &str {
         &self.view.tenant_id

@@ -11,6 +11,7 @@ pub mod filesystems;
 pub mod instances;
 pub mod mounts;
 pub mod networks;
+pub mod nodes;
 pub mod pools;
 pub mod rows;
 pub mod snapshots;

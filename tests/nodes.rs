@@ -1,0 +1,84 @@
+//! Relay's object identification: `node(id:)` and `nodes(ids:)` refetch the tenant's resources
+//! by id alone, each decided exactly as its type's own read.
+mod common;
+
+use common::{ADMIN, Backend, TestServer, first_code};
+use serde_json::{Value, json};
+
+const NODE: &str =
+    "query($id: ID!) { node(id: $id) { __typename id ... on Network { name tenantId } ... on Project { name } } }";
+const NODES: &str = "query($ids: [ID!]!) { nodes(ids: $ids) { __typename id } }";
+
+async fn network(server: &TestServer, tenant: &str, pool: &str, name: &str) -> String {
+    let input = json!({ "i": { "tenantId": tenant, "poolId": pool, "name": name, "idempotencyKey": name,
+        "subnets": [{ "region": "nyc3", "ipRange": "10.30.0.0/24" }] } });
+    let made =
+        server.ok(Some(ADMIN), "mutation($i: NetworkCreateInput!) { networkCreate(input: $i) { id } }", input).await;
+    made["networkCreate"]["id"].as_str().unwrap().to_owned()
+}
+
+async fn setup(server: &TestServer) -> (String, String, String) {
+    let pool = server.sim_pool("nodes", &["nyc3"], None).await;
+    for tenant in ["acme", "other"] {
+        server.tenant(tenant).await;
+        server.offer(&pool, tenant, json!([])).await;
+    }
+    let mine = network(server, "acme", &pool, "mine").await;
+    let theirs = network(server, "other", &pool, "theirs").await;
+    let project = server.project("acme", "web").await;
+    (mine, theirs, project)
+}
+
+db_test!(node_refetches_a_resource_by_its_id_alone, |backend: Backend| async move {
+    let server = TestServer::start(backend).await;
+    let (mine, _, project) = setup(&server).await;
+    let token = server.token(Some("acme"), &[("compute:*", "tenant/acme")]).await;
+    let found = server.ok(Some(&token), NODE, json!({ "id": mine })).await;
+    assert_eq!(found["node"], json!({ "__typename": "Network", "id": mine, "name": "mine", "tenantId": "acme" }));
+    let found = server.ok(Some(&token), NODE, json!({ "id": project })).await;
+    assert_eq!(found["node"]["__typename"], "Project");
+    assert_eq!(found["node"]["name"], "web");
+});
+
+db_test!(node_of_another_tenants_id_is_not_found, |backend: Backend| async move {
+    let server = TestServer::start(backend).await;
+    let (mine, theirs, _) = setup(&server).await;
+    let token = server.token(Some("acme"), &[("compute:*", "tenant/acme")]).await;
+    let body = server.gql(Some(&token), NODE, json!({ "id": theirs })).await;
+    assert_eq!(first_code(&body).as_deref(), Some("NOT_FOUND"), "{body}");
+    assert!(!body.to_string().contains("theirs"), "nothing of the other tenant's network shows: {body}");
+    // An id of no known kind, and one of a known kind that does not exist, are NOT_FOUND too.
+    for id in ["nothing_here", "net_01jzzzzzzzzzzzzzzzzzzzzzzz"] {
+        let body = server.gql(Some(&token), NODE, json!({ "id": id })).await;
+        assert_eq!(first_code(&body).as_deref(), Some("NOT_FOUND"), "{id}: {body}");
+    }
+    // `nodes` answers in the order asked, null where `node` is NOT_FOUND.
+    let found = server.ok(Some(&token), NODES, json!({ "ids": [theirs, mine, "nothing_here"] })).await;
+    assert_eq!(found["nodes"], json!([null, { "__typename": "Network", "id": mine }, null]));
+});
+
+db_test!(node_is_decided_as_the_types_own_read, |backend: Backend| async move {
+    let server = TestServer::start(backend).await;
+    let (mine, _, project) = setup(&server).await;
+    // Volumes only: the network's own read (compute:networks:read) is not granted.
+    let volumes_only = server.token(Some("acme"), &[("compute:volumes:read", "tenant/acme")]).await;
+    let body = server.gql(Some(&volumes_only), NODE, json!({ "id": mine })).await;
+    let network_read = server
+        .gql(
+            Some(&volumes_only),
+            "query($n: String!) { network(tenantId: \"acme\", networkId: $n) { id } }",
+            json!({ "n": mine }),
+        )
+        .await;
+    assert_eq!(first_code(&body), first_code(&network_read), "node: {body}, network: {network_read}");
+    assert!(first_code(&body).is_some(), "{body}");
+    // Granted on the network itself: readable through node.
+    let on_it = server.token(Some("acme"), &[("compute:networks:read", &format!("network/{mine}"))]).await;
+    assert_eq!(server.ok(Some(&on_it), NODE, json!({ "id": mine })).await["node"]["id"], mine);
+    let body = server.gql(Some(&on_it), NODE, json!({ "id": project })).await;
+    assert!(first_code(&body).is_some(), "the project is not that token's: {body}");
+    // No token at all: UNAUTHENTICATED, as every read.
+    assert_eq!(server.code(None, NODE, json!({ "id": mine })).await, "UNAUTHENTICATED");
+    let many: Vec<Value> = (0..101).map(|_| json!(mine)).collect();
+    assert_eq!(server.code(Some(&on_it), NODES, json!({ "ids": many })).await, "INVALID_INPUT");
+});
