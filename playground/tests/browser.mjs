@@ -4,22 +4,39 @@
 //
 // Opens <base-url>/ with the Headers tab holding {"Authorization":"Bearer <token>"}
 // and the query `{ me { tenantId } }`, clicks Run, waits for "tenantId" in the
-// result pane and saves a screenshot. DNS resolves nothing but loopback, and any
-// request to another host fails the run: the page must work fully offline.
-// Prints one JSON line, {"ok":true,"result":...,"requests":N} or
-// {"ok":false,"error":...}, and exits 0 or 1 accordingly.
+// result pane and saves a screenshot. Then it checks that the schema reached what
+// a person sees: the Docs explorer lists the root field `providerVolumes`
+// (screenshot <path minus .png>-docs.png), and the query editor, typed into
+// inside a `ProviderVolume` selection, suggests its field `attachments`
+// (screenshot <path minus .png>-autocomplete.png, taken while the suggestions
+// show). DNS resolves nothing but loopback, and any request to another host
+// fails the run: the page must work fully offline.
+// Prints one JSON line, {"ok":true,"result":...,"docs":true,"docsFields":[...],
+// "completions":[...],"requests":N} or {"ok":false,"error":...}, and exits 0 or 1
+// accordingly. On failure the screenshot of the step that failed is saved.
 // Chromium is /usr/bin/chromium unless the CHROMIUM variable names another.
 import fs from 'node:fs';
 import { chromium } from 'playwright-core';
 
-const TIMEOUT_MS = 60_000;
+// Three steps of up to STEP_TIMEOUT_MS each; the Rust test gives the run 120 s.
+const TIMEOUT_MS = 90_000;
 const STEP_TIMEOUT_MS = 25_000;
 const QUERY = '{ me { tenantId } }';
+// A root field of Query that the Docs explorer must list.
+const DOCS_FIELD = 'providerVolumes';
+// Typed into the query editor: the cursor ends inside a ProviderVolume selection,
+// where COMPLETION_PREFIX is typed to open the suggestions, which must offer
+// COMPLETION (a field of ProviderVolume).
+const COMPLETION_QUERY = '{ providerVolumes(tenantId: "x") { edges { node { ';
+const COMPLETION_PREFIX = 'a';
+const COMPLETION = 'attachments';
 
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const [baseUrl, token, screenshotPath] = process.argv.slice(2);
 let browser;
 let page;
+// Where the next screenshot goes: the step under way, so a failure shows it.
+let currentShot = screenshotPath;
 let finished = false;
 
 async function finish(report) {
@@ -41,6 +58,11 @@ function editorText(selector) {
   return [...document.querySelectorAll(`${selector} .view-line`)]
     .map((line) => line.textContent.replaceAll('\u00a0', ' '))
     .join('\n');
+}
+
+// `shot.png` -> `shot-<step>.png`: one screenshot per step.
+function stepShot(step) {
+  return screenshotPath.replace(/(\.png)?$/i, `-${step}.png`);
 }
 
 // Resolves once the editor under `selector` shows any of `needles`.
@@ -108,14 +130,108 @@ async function run() {
   await page.screenshot({ path: screenshotPath });
   if (!result.includes('"tenantId"')) throw new Error(`no "tenantId" in the result pane: ${result}`);
 
+  currentShot = stepShot('docs');
+  const docsFields = await checkDocs();
+  await page.screenshot({ path: currentShot });
+
+  currentShot = stepShot('autocomplete');
+  const completions = await checkCompletion();
+  // Taken while the suggestions are still open.
+  await page.screenshot({ path: currentShot });
+
   const remote = requests.filter((url) => !isLoopback(url));
   if (remote.length) throw new Error(`requests to non-loopback hosts: ${remote.join(', ')}`);
-  return { ok: true, result, requests: requests.length };
+  return { ok: true, result, docs: true, docsFields, completions, requests: requests.length };
+}
+
+// Opens the Docs plugin from the sidebar, follows the root `query: Query` link
+// and returns the Query fields it lists (first few), once DOCS_FIELD is visible.
+// The explorer renders from the introspected schema, so an empty explorer (e.g.
+// introspection refused) shows as "Error fetching schema" or a timeout here.
+async function checkDocs() {
+  // @graphiql/react's sidebar labels a plugin button `Show <plugin title>`
+  // (`Hide ...` once open); the doc explorer plugin's title is this one.
+  await page.click('.graphiql-sidebar button[aria-label="Show Documentation Explorer"]', {
+    timeout: STEP_TIMEOUT_MS,
+  });
+  const explorer = page.locator('section.graphiql-doc-explorer');
+  // The schema root lists `query: <TypeLink>`; the link is an <a> with the type's
+  // name. Waiting on it also waits for introspection to finish.
+  const queryLink = explorer
+    .locator('.graphiql-doc-explorer-root-type', { hasText: /^query$/ })
+    .locator('xpath=..')
+    .locator('a.graphiql-doc-explorer-type-name')
+    .first();
+  await queryLink.waitFor({ state: 'visible', timeout: STEP_TIMEOUT_MS }).catch(async (err) => {
+    const shown = await explorer.innerText().catch(() => '(no explorer)');
+    throw new Error(`no query root type in the Docs explorer (${err.message}); it shows: ${shown.slice(0, 300)}`);
+  });
+  const queryType = (await queryLink.innerText()).trim();
+  await queryLink.click({ timeout: STEP_TIMEOUT_MS });
+  await explorer
+    .locator('.graphiql-doc-explorer-title', { hasText: new RegExp(`^${queryType}$`) })
+    .waitFor({ state: 'visible', timeout: STEP_TIMEOUT_MS });
+  // Fields are links named `graphiql-doc-explorer-field-name`.
+  const fieldLinks = explorer.locator('a.graphiql-doc-explorer-field-name');
+  const wanted = fieldLinks.filter({ hasText: new RegExp(`^${DOCS_FIELD}$`) }).first();
+  await wanted.waitFor({ state: 'attached', timeout: STEP_TIMEOUT_MS }).catch(async () => {
+    const names = await fieldLinks.allInnerTexts();
+    throw new Error(`the Docs explorer of ${queryType} does not list ${DOCS_FIELD}: ${names.join(', ')}`);
+  });
+  // "On screen": scrolled into the explorer's viewport, and so in the screenshot.
+  await wanted.scrollIntoViewIfNeeded({ timeout: STEP_TIMEOUT_MS });
+  await wanted.waitFor({ state: 'visible', timeout: STEP_TIMEOUT_MS });
+  const names = (await fieldLinks.allInnerTexts()).map((name) => name.trim());
+  // The first few, plus DOCS_FIELD, which the Rust test looks for.
+  return [...new Set([...names.slice(0, 5), DOCS_FIELD])].filter((name) => names.includes(name));
+}
+
+// Types COMPLETION_QUERY into the query editor, then COMPLETION_PREFIX, and
+// returns the labels of the suggestion widget once it offers COMPLETION.
+async function checkCompletion() {
+  // Focus Monaco (its input is a hidden textarea) and replace the whole query.
+  await page.click('.graphiql-query-editor .monaco-editor .view-lines', { timeout: STEP_TIMEOUT_MS });
+  await page.keyboard.press('ControlOrMeta+A');
+  // Inserted in one go, like a paste: typed key by key, Monaco would auto-close
+  // brackets and quotes and could accept a suggestion on a commit character.
+  await page.keyboard.insertText(COMPLETION_QUERY);
+  await waitForText('.graphiql-query-editor', [COMPLETION_QUERY.trimEnd()]);
+  // A key press, as a person types: this is what opens the suggestions.
+  await page.keyboard.type(COMPLETION_PREFIX);
+  const rowLabels = ([widget]) => [...document.querySelectorAll(`${widget} .monaco-list-row`)].map(
+    (row) => (row.querySelector('.monaco-icon-name-container')?.textContent ?? row.getAttribute('aria-label') ?? '').trim(),
+  );
+  // Only one editor's suggest widget is `.visible` at a time.
+  const widget = '.graphiql-query-editor .suggest-widget.visible';
+  let opened = await page
+    .waitForFunction(
+      ([fn, sel, wanted]) => new Function(`return ${fn}`)()([sel]).includes(wanted),
+      [rowLabels.toString(), widget, COMPLETION],
+      { timeout: STEP_TIMEOUT_MS / 2 },
+    )
+    .then(() => true, () => false);
+  if (!opened) {
+    // Suggestions typed too early (schema not yet handed to the editor) do not
+    // reopen by themselves; Ctrl+Space asks again.
+    await page.keyboard.press('Control+Space');
+    await page
+      .waitForFunction(
+        ([fn, sel, wanted]) => new Function(`return ${fn}`)()([sel]).includes(wanted),
+        [rowLabels.toString(), widget, COMPLETION],
+        { timeout: STEP_TIMEOUT_MS / 2 },
+      )
+      .catch(async (err) => {
+        const seen = await page.evaluate(rowLabels, [widget]);
+        const text = await page.evaluate(editorText, '.graphiql-query-editor');
+        throw new Error(`no ${COMPLETION} among the suggestions (${err.message}): [${seen.join(', ')}] for: ${text}`);
+      });
+  }
+  return page.evaluate(rowLabels, [widget]);
 }
 
 setTimeout(() => finish({ ok: false, error: `timed out after ${TIMEOUT_MS / 1000} s` }), TIMEOUT_MS);
 run().then(finish, async (err) => {
   // A picture of the failure helps whoever reads the test log.
-  if (page && screenshotPath) await page.screenshot({ path: screenshotPath }).catch(() => {});
+  if (page && currentShot) await page.screenshot({ path: currentShot }).catch(() => {});
   await finish({ ok: false, error: String(err?.message ?? err) });
 });
