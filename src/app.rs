@@ -32,6 +32,8 @@ pub struct AppConfig {
     pub database_url: String,
     pub db_max_connections: u32,
     pub admin_token: Option<crate::secret::Secret>,
+    /// When set, `/metrics` needs it as a bearer token.
+    pub metrics_token: Option<crate::secret::Secret>,
     pub demo: bool,
     pub limits: LimitArgs,
     /// The in-process simulated cloud, if any.
@@ -47,6 +49,7 @@ impl From<&ServeArgs> for AppConfig {
             database_url: args.database.database_url.clone(),
             db_max_connections: args.database.db_max_connections,
             admin_token: args.admin_token.clone(),
+            metrics_token: args.metrics_token.clone(),
             demo: match args.demo {
                 Demo::On => true,
                 Demo::Off => false,
@@ -74,6 +77,7 @@ pub struct App {
     /// The in-process simulated cloud, when running.
     pub sim: Option<Sim>,
     limits: LimitArgs,
+    metrics_token: Option<crate::secret::Secret>,
     runtime: tokio::task::JoinHandle<()>,
 }
 
@@ -127,7 +131,8 @@ impl App {
             introspection: config.limits.introspection == crate::config::Toggle::On,
         };
         let schema = graphql::build(services.clone(), limits);
-        Ok(App { services, schema, stop, first_start, sim, limits: config.limits, runtime })
+        let metrics_token = config.metrics_token;
+        Ok(App { services, schema, stop, first_start, sim, limits: config.limits, metrics_token, runtime })
     }
 
     /// Stops the feed and the reconcilers: runs in progress finish, then the leases are given back.
@@ -145,6 +150,7 @@ impl App {
             metrics: self.services.metrics.clone(),
             max_batch: self.limits.max_batch,
             ws_init_timeout: Duration::from_millis(self.limits.ws_init_timeout_ms),
+            metrics_token: self.metrics_token.clone(),
         };
         http::router(state, &self.limits)
     }

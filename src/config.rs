@@ -74,6 +74,9 @@ pub struct ServeArgs {
     /// (kept only as a hash in memory).
     #[arg(long, env = "VPS_GRAPH_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<crate::secret::Secret>,
+    /// When set, `/metrics` answers only requests bearing this token.
+    #[arg(long, env = "VPS_GRAPH_METRICS_TOKEN", hide_env_values = true)]
+    pub metrics_token: Option<crate::secret::Secret>,
     /// Create the demo tenant, pool and tokens on first start: `auto` does on SQLite only.
     #[arg(long, env = "VPS_GRAPH_DEMO", value_enum, default_value = "auto")]
     pub demo: Demo,

@@ -1,113 +1,197 @@
-//! Process metrics in the Prometheus text format: labelled counters and gauges kept in memory.
-//! Cheap enough for the request path (one short lock per update).
-use std::collections::BTreeMap;
-use std::fmt::Write;
-use std::sync::Mutex;
+//! Process metrics for Prometheus, through the Prometheus client library: counters, gauges and
+//! latency histograms, each a typed family. Updates are atomic; a labelled family takes a shared
+//! read lock to find its series, and the per-event delivery path touches only a plain counter.
+use std::sync::atomic::AtomicU64;
+use std::time::Duration;
 
-#[derive(Default)]
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+/// Latency buckets from 1 ms to about 33 s, doubling.
+fn latency() -> Histogram {
+    Histogram::new(exponential_buckets(0.001, 2.0, 16))
+}
+
+type Latencies<L> = Family<L, Histogram, fn() -> Histogram>;
+
+fn latencies<L: Clone + std::hash::Hash + Eq>() -> Latencies<L> {
+    Family::new_with_constructor(latency as fn() -> Histogram)
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct HttpRequest {
+    pub route: String,
+    pub method: String,
+    pub status: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct HttpOperation {
+    /// `query`, `mutation`, `subscription`, `batch`, or `none` for a request that is not GraphQL.
+    pub operation: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ErrorCode {
+    pub code: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReconcileRun {
+    pub kind: String,
+    pub outcome: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ProviderCall {
+    pub provider: String,
+    pub endpoint: String,
+    pub status: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct Account {
+    pub account: String,
+}
+
 pub struct Metrics {
-    series: Mutex<BTreeMap<(&'static str, String), f64>>,
+    registry: Registry,
+    pub http_requests: Family<HttpRequest, Counter>,
+    pub http_seconds: Latencies<HttpOperation>,
+    pub graphql_errors: Family<ErrorCode, Counter>,
+    pub subscribers: Gauge,
+    pub websocket_connections: Gauge,
+    pub events_delivered: Counter,
+    pub events_tailed: Counter,
+    /// How old the newest event was when the tailer handed it to the subscribers.
+    pub feed_lag_seconds: Gauge<f64, AtomicU64>,
+    pub reconcile_runs: Family<ReconcileRun, Counter>,
+    pub reconcile_seconds: Latencies<ReconcileRun>,
+    pub queue_due: Gauge,
+    pub queue_failing: Gauge,
+    pub queue_oldest_due_seconds: Gauge<f64, AtomicU64>,
+    pub provider_calls: Family<ProviderCall, Counter>,
+    pub provider_seconds: Latencies<ProviderCall>,
+    pub provider_budget_remaining: Family<Account, Gauge>,
 }
 
-struct Family {
-    name: &'static str,
-    kind: &'static str,
-    help: &'static str,
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut metrics = Metrics {
+            registry: Registry::default(),
+            http_requests: Family::default(),
+            http_seconds: latencies(),
+            graphql_errors: Family::default(),
+            subscribers: Gauge::default(),
+            websocket_connections: Gauge::default(),
+            events_delivered: Counter::default(),
+            events_tailed: Counter::default(),
+            feed_lag_seconds: Gauge::default(),
+            reconcile_runs: Family::default(),
+            reconcile_seconds: latencies(),
+            queue_due: Gauge::default(),
+            queue_failing: Gauge::default(),
+            queue_oldest_due_seconds: Gauge::default(),
+            provider_calls: Family::default(),
+            provider_seconds: latencies(),
+            provider_budget_remaining: Family::default(),
+        };
+        metrics.register();
+        metrics
+    }
 }
-
-const FAMILIES: &[Family] = &[
-    Family { name: "vps_graph_http_requests_total", kind: "counter", help: "HTTP requests by route and status." },
-    Family { name: "vps_graph_graphql_errors_total", kind: "counter", help: "GraphQL errors by extensions.code." },
-    Family { name: "vps_graph_subscribers", kind: "gauge", help: "Open GraphQL subscriptions." },
-    Family { name: "vps_graph_websocket_connections", kind: "gauge", help: "Open WebSocket connections." },
-    Family { name: "vps_graph_events_delivered_total", kind: "counter", help: "Events delivered to subscribers." },
-    Family {
-        name: "vps_graph_events_tailed_total",
-        kind: "counter",
-        help: "Events read from the outbox by this process's tailer.",
-    },
-    Family { name: "vps_graph_reconcile_runs_total", kind: "counter", help: "Reconcile runs by kind and outcome." },
-    Family { name: "vps_graph_queue_due", kind: "gauge", help: "Work items due now." },
-    Family {
-        name: "vps_graph_queue_oldest_due_seconds",
-        kind: "gauge",
-        help: "How long the oldest due work item has waited.",
-    },
-    Family { name: "vps_graph_provider_calls_total", kind: "counter", help: "Provider calls by endpoint and status." },
-    Family {
-        name: "vps_graph_provider_budget_remaining",
-        kind: "gauge",
-        help: "Provider API requests left in the account's budget.",
-    },
-];
 
 impl Metrics {
-    pub fn add(&self, name: &'static str, labels: &[(&str, &str)], by: f64) {
-        let key = (name, render_labels(labels));
-        let mut series = self.series.lock().unwrap_or_else(|e| e.into_inner());
-        *series.entry(key).or_insert(0.0) += by;
+    fn register(&mut self) {
+        let r = &mut self.registry;
+        r.register("vps_graph_http_requests", "HTTP requests by route, method and status.", self.http_requests.clone());
+        r.register(
+            "vps_graph_http_request_seconds",
+            "HTTP request latency by GraphQL operation type.",
+            self.http_seconds.clone(),
+        );
+        r.register("vps_graph_graphql_errors", "GraphQL errors by extensions.code.", self.graphql_errors.clone());
+        r.register("vps_graph_subscribers", "Open GraphQL subscriptions.", self.subscribers.clone());
+        r.register(
+            "vps_graph_websocket_connections",
+            "Open WebSocket connections.",
+            self.websocket_connections.clone(),
+        );
+        r.register("vps_graph_events_delivered", "Events delivered to subscribers.", self.events_delivered.clone());
+        r.register(
+            "vps_graph_events_tailed",
+            "Events read from the outbox by this process's tailer.",
+            self.events_tailed.clone(),
+        );
+        r.register(
+            "vps_graph_feed_lag_seconds",
+            "Age of the newest event when this process's tailer handed it out.",
+            self.feed_lag_seconds.clone(),
+        );
+        r.register("vps_graph_reconcile_runs", "Reconcile runs by kind and outcome.", self.reconcile_runs.clone());
+        r.register(
+            "vps_graph_reconcile_run_seconds",
+            "Reconcile run latency by kind and outcome.",
+            self.reconcile_seconds.clone(),
+        );
+        r.register("vps_graph_queue_due", "Work items due now.", self.queue_due.clone());
+        r.register("vps_graph_queue_failing", "Work items whose last run failed.", self.queue_failing.clone());
+        r.register(
+            "vps_graph_queue_oldest_due_seconds",
+            "How long the oldest due work item has waited.",
+            self.queue_oldest_due_seconds.clone(),
+        );
+        r.register(
+            "vps_graph_provider_calls",
+            "Provider calls by provider, endpoint and status.",
+            self.provider_calls.clone(),
+        );
+        r.register(
+            "vps_graph_provider_call_seconds",
+            "Provider call latency by provider, endpoint and status.",
+            self.provider_seconds.clone(),
+        );
+        r.register(
+            "vps_graph_provider_budget_remaining",
+            "Provider API requests left in the account's budget.",
+            self.provider_budget_remaining.clone(),
+        );
     }
 
-    pub fn inc(&self, name: &'static str, labels: &[(&str, &str)]) {
-        self.add(name, labels, 1.0);
-    }
-
-    pub fn set(&self, name: &'static str, labels: &[(&str, &str)], value: f64) {
-        let key = (name, render_labels(labels));
-        self.series.lock().unwrap_or_else(|e| e.into_inner()).insert(key, value);
-    }
-
-    pub fn get(&self, name: &'static str, labels: &[(&str, &str)]) -> f64 {
-        let key = (name, render_labels(labels));
-        self.series.lock().unwrap_or_else(|e| e.into_inner()).get(&key).copied().unwrap_or(0.0)
-    }
-
+    /// The OpenMetrics text exposition.
     pub fn render(&self) -> String {
-        let series = self.series.lock().unwrap_or_else(|e| e.into_inner());
         let mut out = String::new();
-        for family in FAMILIES {
-            let _ = writeln!(out, "# HELP {} {}\n# TYPE {} {}", family.name, family.help, family.name, family.kind);
-            let mut any = false;
-            for ((name, labels), value) in series.iter() {
-                if *name == family.name {
-                    any = true;
-                    let _ = writeln!(out, "{name}{labels} {value}");
-                }
-            }
-            if !any && family.kind == "gauge" {
-                let _ = writeln!(out, "{} 0", family.name);
-            }
-        }
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
         out
     }
-}
 
-fn render_labels(labels: &[(&str, &str)]) -> String {
-    if labels.is_empty() {
-        return String::new();
+    /// Counts a provider call and its latency.
+    pub fn provider_call(&self, provider: &str, endpoint: &str, status: &str, took: Duration) {
+        let labels =
+            ProviderCall { provider: provider.to_owned(), endpoint: endpoint.to_owned(), status: status.to_owned() };
+        self.provider_calls.get_or_create(&labels).inc();
+        self.provider_seconds.get_or_create(&labels).observe(took.as_secs_f64());
     }
-    let inner: Vec<String> = labels
-        .iter()
-        .map(|(k, v)| format!("{k}=\"{}\"", v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")))
-        .collect();
-    format!("{{{}}}", inner.join(","))
 }
 
 /// Keeps a gauge up by one while alive.
 pub struct GaugeGuard {
-    metrics: std::sync::Arc<Metrics>,
-    name: &'static str,
+    gauge: Gauge,
 }
 
 impl GaugeGuard {
-    pub fn new(metrics: std::sync::Arc<Metrics>, name: &'static str) -> Self {
-        metrics.add(name, &[], 1.0);
-        GaugeGuard { metrics, name }
+    pub fn new(gauge: &Gauge) -> Self {
+        gauge.inc();
+        GaugeGuard { gauge: gauge.clone() }
     }
 }
 
 impl Drop for GaugeGuard {
     fn drop(&mut self) {
-        self.metrics.add(self.name, &[], -1.0);
+        self.gauge.dec();
     }
 }

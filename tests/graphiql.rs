@@ -1,6 +1,7 @@
 //! GraphiQL served at `/` from the embedded playground build, loaded in headless Chromium with
 //! every non-loopback host unresolvable: the page renders, runs a query with the token in its
-//! headers, and shows the result. Skipped, with a message, only where Chromium is absent.
+//! headers, and shows the result; its Docs explorer and its query editor's autocompletion show
+//! the schema. Skipped, with a message, only where Chromium is absent.
 mod common;
 
 use std::path::Path;
@@ -38,6 +39,8 @@ async fn graphiql_runs_a_query_offline_in_chromium() {
     server.tenant("browser-tenant").await;
     let token = server.token(Some("browser-tenant"), &[("compute:*", "tenant/browser-tenant")]).await;
     let screenshot = std::env::temp_dir().join(format!("vps-graph-graphiql-{}.png", std::process::id()));
+    // The driver saves one screenshot per step next to this one (`-docs.png`, `-autocomplete.png`).
+    let shots = screenshot.with_extension("").display().to_string();
     let base = server.url("");
     let run = tokio::task::spawn_blocking(move || {
         Command::new("node").arg(driver).arg(base).arg(token).arg(&screenshot).env("CHROMIUM", chromium).output()
@@ -50,4 +53,24 @@ async fn graphiql_runs_a_query_offline_in_chromium() {
     assert_eq!(report["ok"], true, "{report}");
     let result = report["result"].as_str().unwrap();
     assert!(result.contains("\"tenantId\": \"browser-tenant\""), "GraphiQL showed: {result}");
+    // Docs and autocompletion both come from the schema GraphiQL introspects at start-up; when the
+    // server refused that introspection query (it once hit the depth limit), queries still ran
+    // but the Docs explorer stayed empty and the editor suggested nothing.
+    let names = |key: &str| -> Vec<String> {
+        let list = report[key].as_array().unwrap_or_else(|| panic!("no {key} list: {report}"));
+        list.iter().map(|name| name.as_str().unwrap_or_default().to_owned()).collect()
+    };
+    assert_eq!(report["docs"], true, "{report}");
+    let docs_fields = names("docsFields");
+    assert!(
+        docs_fields.iter().any(|name| name == "providerVolumes"),
+        "the Docs explorer's Query type lacks providerVolumes: {docs_fields:?} (see {shots}-docs.png)"
+    );
+    // Typed inside `providerVolumes { edges { node { ... } } }`, so the editor must know the field's
+    // type down to ProviderVolume, not merely the root fields.
+    let completions = names("completions");
+    assert!(
+        completions.iter().any(|name| name == "attachments"),
+        "no ProviderVolume field among the suggestions: {completions:?} (see {shots}-autocomplete.png)"
+    );
 }

@@ -568,6 +568,19 @@ db_test!(create_with_an_instance_follows_the_attach_rules, |backend: Backend| as
     let volumes_only = s.server.token(Some("acme"), &[("compute:volumes:*", "tenant/acme")]).await;
     let body = s.server.gql(Some(&volumes_only), CREATE, s.volume("not-mine", json!({ "instanceId": near }))).await;
     assert_eq!(code(&body), "ACCESS_DENIED", "the caller's own compute:instances:update");
+    // The machine exists and its destroy does not answer, so the instance stays deleting however
+    // fast the reconciler runs (an instance never made would finish its delete at once).
+    let read = "query($i: String!) { instance(tenantId: \"acme\", instanceId: $i) { state } }";
+    for _ in 0..400 {
+        if s.server.ok(Some(&s.token), read, json!({ "i": near })).await["instance"]["state"] == "READY" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let sim = s.server.app.sim.as_ref().unwrap();
+    for endpoint in ["droplets.delete", "droplets.destroy_with_associated_resources.selective.delete"] {
+        sim.inject(endpoint, vps_graph::sim::Fault::Stall, 5);
+    }
     s.server
         .ok(
             Some(&s.token),

@@ -192,39 +192,35 @@ async function checkCompletion() {
   // Focus Monaco (its input is a hidden textarea) and replace the whole query.
   await page.click('.graphiql-query-editor .monaco-editor .view-lines', { timeout: STEP_TIMEOUT_MS });
   await page.keyboard.press('ControlOrMeta+A');
-  // Inserted in one go, like a paste: typed key by key, Monaco would auto-close
-  // brackets and quotes and could accept a suggestion on a commit character.
+  // Inserted in one go, like a paste, so that no suggestion pops up (and could be
+  // accepted) half-way. Monaco still closes the open braces: the editor then
+  // holds `... node { }}}}` with the cursor before the first `}`.
   await page.keyboard.insertText(COMPLETION_QUERY);
   await waitForText('.graphiql-query-editor', [COMPLETION_QUERY.trimEnd()]);
   // A key press, as a person types: this is what opens the suggestions.
   await page.keyboard.type(COMPLETION_PREFIX);
+  // Runs in the page: the labels of the rows Monaco's list draws (it draws only
+  // the rows in view, best matches first).
   const rowLabels = ([widget]) => [...document.querySelectorAll(`${widget} .monaco-list-row`)].map(
     (row) => (row.querySelector('.monaco-icon-name-container')?.textContent ?? row.getAttribute('aria-label') ?? '').trim(),
   );
-  // Only one editor's suggest widget is `.visible` at a time.
+  // The query editor's suggest widget, while it shows (Monaco toggles `visible`).
   const widget = '.graphiql-query-editor .suggest-widget.visible';
-  let opened = await page
-    .waitForFunction(
-      ([fn, sel, wanted]) => new Function(`return ${fn}`)()([sel]).includes(wanted),
-      [rowLabels.toString(), widget, COMPLETION],
-      { timeout: STEP_TIMEOUT_MS / 2 },
-    )
-    .then(() => true, () => false);
+  const offered = (timeout) => page.waitForFunction(
+    ([fn, sel, wanted]) => new Function(`return ${fn}`)()([sel]).includes(wanted),
+    [rowLabels.toString(), widget, COMPLETION],
+    { timeout },
+  );
+  const opened = await offered(STEP_TIMEOUT_MS / 2).then(() => true, () => false);
   if (!opened) {
-    // Suggestions typed too early (schema not yet handed to the editor) do not
-    // reopen by themselves; Ctrl+Space asks again.
+    // Had the schema not reached the editor yet when the key was typed, the
+    // suggestions would not come back by themselves; Ctrl+Space asks again.
     await page.keyboard.press('Control+Space');
-    await page
-      .waitForFunction(
-        ([fn, sel, wanted]) => new Function(`return ${fn}`)()([sel]).includes(wanted),
-        [rowLabels.toString(), widget, COMPLETION],
-        { timeout: STEP_TIMEOUT_MS / 2 },
-      )
-      .catch(async (err) => {
-        const seen = await page.evaluate(rowLabels, [widget]);
-        const text = await page.evaluate(editorText, '.graphiql-query-editor');
-        throw new Error(`no ${COMPLETION} among the suggestions (${err.message}): [${seen.join(', ')}] for: ${text}`);
-      });
+    await offered(STEP_TIMEOUT_MS / 2).catch(async (err) => {
+      const seen = await page.evaluate(rowLabels, [widget]);
+      const text = await page.evaluate(editorText, '.graphiql-query-editor');
+      throw new Error(`no ${COMPLETION} among the suggestions (${err.message}): [${seen.join(', ')}] for: ${text}`);
+    });
   }
   return page.evaluate(rowLabels, [widget]);
 }

@@ -36,6 +36,7 @@ pub async fn pass_figures(database_url: &str, args: &BenchArgs) -> BenchResult<U
         database_url: database_url.to_owned(),
         db_max_connections: 16,
         admin_token: Some(ADMIN.into()),
+        metrics_token: None,
         demo: false,
         limits: LimitArgs::default(),
         sim: None,

@@ -44,11 +44,39 @@ pub async fn post(State(state): State<HttpState>, headers: HeaderMap, body: Byte
         let message = format!("a batch holds at most {} operations, not {}", state.max_batch, operations.len());
         return request_error(&headers, Code::LimitExceeded, &message);
     }
+    let mut batch = batch;
+    let operation = operation_of(&mut batch);
     let caller = caller(&state, header_token(&headers)).await;
     let statements = Arc::new(AtomicU64::new(0));
     let batch = with_loaders(&state, &caller, &statements, batch.data(caller.clone()));
     let response = STATEMENTS.scope(statements.clone(), state.schema.execute_batch(batch)).await;
-    counted(respond(&state, &headers, response), &statements)
+    labelled(counted(respond(&state, &headers, response), &statements), operation)
+}
+
+/// The GraphQL operation type of a request, for the latency metrics (`batch` for several).
+#[derive(Clone, Copy)]
+pub struct Operation(pub &'static str);
+
+/// Parses a single request once (execution reuses the document) to learn its operation type.
+fn operation_of(batch: &mut BatchRequest) -> Operation {
+    let BatchRequest::Single(request) = batch else { return Operation("batch") };
+    let name = request.operation_name.clone();
+    let Ok(document) = request.parsed_query() else { return Operation("invalid") };
+    let chosen = match &name {
+        Some(name) => document.operations.iter().find(|(n, _)| n.map(|n| n.as_str()) == Some(name.as_str())),
+        None => document.operations.iter().next(),
+    };
+    Operation(match chosen.map(|(_, op)| op.node.ty) {
+        Some(OperationType::Query) => "query",
+        Some(OperationType::Mutation) => "mutation",
+        Some(OperationType::Subscription) => "subscription",
+        None => "invalid",
+    })
+}
+
+fn labelled(mut response: Response, operation: Operation) -> Response {
+    response.extensions_mut().insert(operation);
+    response
 }
 
 /// The request's DataLoaders, counting their statements with the request's.
@@ -93,7 +121,7 @@ pub async fn get(State(state): State<HttpState>, request: Request) -> Response {
     let batch = BatchRequest::Single(graphql_request.data(caller.clone()));
     let batch = with_loaders(&state, &caller, &statements, batch);
     let response = STATEMENTS.scope(statements.clone(), state.schema.execute_batch(batch)).await;
-    counted(respond(&state, &headers, response), &statements)
+    labelled(counted(respond(&state, &headers, response), &statements), Operation("query"))
 }
 
 fn is_mutation(request: &async_graphql::Request) -> bool {
@@ -128,7 +156,7 @@ fn respond(state: &HttpState, headers: &HeaderMap, response: BatchResponse) -> R
             Some(async_graphql::Value::String(code)) => code.as_str(),
             _ => "GRAPHQL_VALIDATION_FAILED",
         };
-        state.metrics.inc("vps_graph_graphql_errors_total", &[("code", code)]);
+        state.metrics.graphql_errors.get_or_create(&crate::metrics::ErrorCode { code: code.to_owned() }).inc();
     }
     let graphql_response = wants_graphql_response(headers);
     let request_error = responses.iter().any(|r| is_request_error(r));

@@ -21,7 +21,7 @@ use tracing::Level;
 use crate::config::LimitArgs;
 
 use crate::graphql::AppSchema;
-use crate::metrics::Metrics;
+use crate::metrics::{HttpOperation, HttpRequest, Metrics};
 use crate::service::Services;
 
 #[derive(Clone)]
@@ -32,6 +32,8 @@ pub struct HttpState {
     pub max_batch: usize,
     /// How long a WebSocket may take to send `connection_init`.
     pub ws_init_timeout: std::time::Duration,
+    /// When set, `/metrics` needs it as a bearer token.
+    pub metrics_token: Option<crate::secret::Secret>,
 }
 
 pub fn router(state: HttpState, limits: &LimitArgs) -> Router {
@@ -64,16 +66,32 @@ async fn readyz(State(state): State<HttpState>) -> Response {
     }
 }
 
-async fn metrics(State(state): State<HttpState>) -> Response {
-    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], state.metrics.render()).into_response()
+async fn metrics(State(state): State<HttpState>, headers: axum::http::HeaderMap) -> Response {
+    if let Some(token) = &state.metrics_token {
+        let sent = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).map(graphql::bearer);
+        if sent.as_deref() != Some(token.expose()) {
+            let challenge = [(header::WWW_AUTHENTICATE, "Bearer")];
+            return (StatusCode::UNAUTHORIZED, challenge, "send Authorization: Bearer <metrics token>\n")
+                .into_response();
+        }
+    }
+    let content_type = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+    ([(header::CONTENT_TYPE, content_type)], state.metrics.render()).into_response()
 }
 
 async fn count_requests(State(state): State<HttpState>, request: Request, next: Next) -> Response {
     let route =
         request.extensions().get::<MatchedPath>().map(|p| p.as_str().to_owned()).unwrap_or_else(|| "other".into());
     let method = request.method().as_str().to_owned();
+    let started = std::time::Instant::now();
     let response = next.run(request).await;
+    let operation = response.extensions().get::<graphql::Operation>().map_or("none", |o| o.0);
+    state
+        .metrics
+        .http_seconds
+        .get_or_create(&HttpOperation { operation: operation.into() })
+        .observe(started.elapsed().as_secs_f64());
     let status = response.status().as_u16().to_string();
-    state.metrics.inc("vps_graph_http_requests_total", &[("route", &route), ("method", &method), ("status", &status)]);
+    state.metrics.http_requests.get_or_create(&HttpRequest { route, method, status }).inc();
     response
 }

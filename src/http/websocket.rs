@@ -34,7 +34,7 @@ impl Running {
 }
 
 pub async fn serve(socket: WebSocket, state: HttpState, protocol: WebSocketProtocols, header_token: Option<String>) {
-    let _open = GaugeGuard::new(state.metrics.clone(), "vps_graph_websocket_connections");
+    let _open = GaugeGuard::new(&state.metrics.websocket_connections);
     let (mut sink, stream) = socket.split();
     let running = Arc::new(Running::default());
     let (refused_tx, mut refused_rx) = mpsc::unbounded_channel::<String>();

@@ -202,7 +202,9 @@ async fn work(shared: Arc<Shared>) {
 async fn run_one(shared: &Shared, claimed: Claimed) {
     let Some(reconciler) = shared.reconcilers.iter().find(|r| r.kind() == claimed.kind) else { return };
     let run = Run { services: &shared.services, claimed: &claimed };
+    let started = std::time::Instant::now();
     let result = reconciler.run(&run).await;
+    let took = started.elapsed();
     let now = shared.services.clock.now_ms();
     let (next_due, failed, outcome) = match &result {
         Ok(Next::Now) => (Some(now), None, "more"),
@@ -219,7 +221,9 @@ async fn run_one(shared: &Shared, claimed: Claimed) {
             (Some(now + RETRY_LATER_MS), Some(err.describe()), "failed")
         }
     };
-    shared.services.metrics.inc("vps_graph_reconcile_runs_total", &[("kind", &claimed.kind), ("outcome", outcome)]);
+    let labels = crate::metrics::ReconcileRun { kind: claimed.kind.clone(), outcome: outcome.to_owned() };
+    shared.services.metrics.reconcile_runs.get_or_create(&labels).inc();
+    shared.services.metrics.reconcile_seconds.get_or_create(&labels).observe(took.as_secs_f64());
     if let Err(err) = queue::finish(&shared.services.db, &claimed, now, next_due, failed.as_deref()).await {
         tracing::warn!(error = err.describe(), "could not finish a run; its lease will expire");
     }
@@ -229,10 +233,11 @@ async fn run_one(shared: &Shared, claimed: Claimed) {
 async fn report_depth(shared: Arc<Shared>) {
     loop {
         let now = shared.services.clock.now_ms();
-        if let Ok((due, oldest)) = queue::depth(&shared.services.db, now).await {
+        if let Ok((due, oldest, failing)) = queue::depth(&shared.services.db, now).await {
             let metrics = &shared.services.metrics;
-            metrics.set("vps_graph_queue_due", &[], due as f64);
-            metrics.set("vps_graph_queue_oldest_due_seconds", &[], oldest.map_or(0.0, |t| (now - t) as f64 / 1000.0));
+            metrics.queue_due.set(due);
+            metrics.queue_failing.set(failing);
+            metrics.queue_oldest_due_seconds.set(oldest.map_or(0.0, |t| (now - t) as f64 / 1000.0));
         }
         tokio::select! {
             _ = shared.stop.cancelled() => return,

@@ -188,7 +188,7 @@ impl Feed {
             ready: VecDeque::new(),
             revoked: false,
             told_revoked: false,
-            _open: GaugeGuard::new(self.inner.metrics.clone(), "vps_graph_subscribers"),
+            _open: GaugeGuard::new(&self.inner.metrics.subscribers),
         };
         futures_util::stream::unfold(state, |mut state| async move {
             let item = state.next().await?;
@@ -215,7 +215,7 @@ impl Subscriber {
     async fn next(&mut self) -> Option<Result<Arc<Event>>> {
         loop {
             if let Some(event) = self.ready.pop_front() {
-                self.feed.inner.metrics.inc("vps_graph_events_delivered_total", &[]);
+                self.feed.inner.metrics.events_delivered.inc();
                 return Some(Ok(event));
             }
             if self.revoked {
@@ -296,7 +296,11 @@ async fn drain(feed: &Feed) -> Result<()> {
         let head = feed.inner.live.lock().unwrap_or_else(|e| e.into_inner()).head;
         let batch = outbox::read_after(feed.db(), head, None, TAIL_BATCH).await?;
         let full = batch.len() as u64 == TAIL_BATCH;
-        feed.inner.metrics.add("vps_graph_events_tailed_total", &[], batch.len() as f64);
+        feed.inner.metrics.events_tailed.inc_by(batch.len() as u64);
+        if let Some(newest) = batch.last() {
+            let age = chrono::Utc::now().signed_duration_since(newest.time);
+            feed.inner.metrics.feed_lag_seconds.set(age.num_milliseconds().max(0) as f64 / 1000.0);
+        }
         let mut live = feed.inner.live.lock().unwrap_or_else(|e| e.into_inner());
         for event in batch {
             live.head = event.position;

@@ -158,17 +158,19 @@ pub async fn release(conn: &impl ConnectionTrait, owner: &str, now: i64) -> Resu
 }
 
 /// How many items are due now, and the oldest due time among them.
-pub async fn depth(conn: &impl ConnectionTrait, now: i64) -> Result<(i64, Option<i64>)> {
+/// Work items due now, the oldest due time among them, and the items whose last run failed.
+pub async fn depth(conn: &impl ConnectionTrait, now: i64) -> Result<(i64, Option<i64>, i64)> {
     let row = conn
         .query_one_raw(stmt(
             conn.get_database_backend(),
-            "SELECT COUNT(*) AS due, MIN(due_at) AS oldest FROM work_items WHERE due_at <= $1",
+            "SELECT COUNT(CASE WHEN due_at <= $1 THEN 1 END) AS due, MIN(CASE WHEN due_at <= $1 THEN due_at END) AS oldest, \
+             COUNT(last_error) AS failing FROM work_items",
             vec![now.into()],
         ))
         .await?;
     match row {
-        Some(row) => Ok((row.try_get("", "due")?, row.try_get("", "oldest")?)),
-        None => Ok((0, None)),
+        Some(row) => Ok((row.try_get("", "due")?, row.try_get("", "oldest")?, row.try_get("", "failing")?)),
+        None => Ok((0, None, 0)),
     }
 }
 

@@ -107,6 +107,7 @@ pub fn config(url: &str) -> AppConfig {
         database_url: url.to_owned(),
         db_max_connections: 16,
         admin_token: Some(ADMIN.into()),
+        metrics_token: None,
         demo: false,
         limits: LimitArgs { feed_poll_ms: 200, ..LimitArgs::default() },
         sim: Some(SimConfig::default()),

@@ -233,9 +233,10 @@ impl Aws {
             for (name, value) in &signed {
                 request = request.header(name.as_str(), value.as_str());
             }
+            let started = std::time::Instant::now();
             let retryable = match request.send().await {
                 Err(err) => {
-                    self.count("ec2", &action, "transport");
+                    self.count("ec2", &action, "transport", started);
                     let message = format!("EC2 did not answer: {err}");
                     // Never sent at all, or it only read: safe to send again.
                     if acts && !err.is_connect() {
@@ -245,7 +246,7 @@ impl Aws {
                 }
                 Ok(response) => {
                     let status = response.status().as_u16();
-                    self.count("ec2", &action, &status.to_string());
+                    self.count("ec2", &action, &status.to_string(), started);
                     let text = response.text().await.unwrap_or_default();
                     if (200..300).contains(&status) {
                         return parse_xml(&text).map_err(|message| lost(acts, &message));

@@ -60,6 +60,7 @@ impl Aws {
         tags: &[Tag],
     ) -> ProviderResult<EfsFileSystem> {
         let efs = self.regional(region)?.efs;
+        let started = std::time::Instant::now();
         let result = efs
             .create_file_system()
             .creation_token(token)
@@ -69,7 +70,7 @@ impl Aws {
             .set_tags(Some(sdk_tags(tags)?))
             .send()
             .await;
-        self.count("efs", "CreateFileSystem", status_word(&result));
+        self.count("efs", "CreateFileSystem", status_word(&result), started);
         match result {
             Ok(created) => {
                 let id = created.file_system_id().to_owned();
@@ -100,8 +101,9 @@ impl Aws {
 
     pub(super) async fn sdk_efs_get(&self, region: &str, id: &str) -> ProviderResult<Option<EfsFileSystem>> {
         let efs = self.regional(region)?.efs;
+        let started = std::time::Instant::now();
         let result = efs.describe_file_systems().file_system_id(id).send().await;
-        self.count("efs", "DescribeFileSystems", status_word(&result));
+        self.count("efs", "DescribeFileSystems", status_word(&result), started);
         match result {
             Ok(answer) => Ok(answer
                 .file_systems()
@@ -120,8 +122,9 @@ impl Aws {
         token: &str,
     ) -> ProviderResult<Option<EfsFileSystem>> {
         let efs = self.regional(region)?.efs;
+        let started = std::time::Instant::now();
         let result = efs.describe_file_systems().creation_token(token).send().await;
-        self.count("efs", "DescribeFileSystems", status_word(&result));
+        self.count("efs", "DescribeFileSystems", status_word(&result), started);
         match result {
             Ok(answer) => Ok(answer
                 .file_systems()
@@ -136,8 +139,9 @@ impl Aws {
 
     pub(super) async fn sdk_efs_delete(&self, region: &str, id: &str) -> ProviderResult<bool> {
         let efs = self.regional(region)?.efs;
+        let started = std::time::Instant::now();
         let result = efs.delete_file_system().file_system_id(id).send().await;
-        self.count("efs", "DeleteFileSystem", status_word(&result));
+        self.count("efs", "DeleteFileSystem", status_word(&result), started);
         match result {
             Ok(_) => Ok(true),
             Err(err) if sdk_code(&err) == Some("FileSystemNotFound") => Ok(false),
@@ -154,6 +158,7 @@ impl Aws {
         security_group_ids: &[String],
     ) -> ProviderResult<MountTarget> {
         let efs = self.regional(region)?.efs;
+        let started = std::time::Instant::now();
         let result = efs
             .create_mount_target()
             .file_system_id(file_system_id)
@@ -161,7 +166,7 @@ impl Aws {
             .set_security_groups(Some(security_group_ids.to_vec()))
             .send()
             .await;
-        self.count("efs", "CreateMountTarget", status_word(&result));
+        self.count("efs", "CreateMountTarget", status_word(&result), started);
         match result {
             Ok(created) => Ok(MountTarget {
                 id: created.mount_target_id().to_owned(),
@@ -185,9 +190,10 @@ impl Aws {
         let mut found = Vec::new();
         let mut marker: Option<String> = None;
         loop {
+            let started = std::time::Instant::now();
             let result =
                 efs.describe_mount_targets().file_system_id(file_system_id).set_marker(marker.clone()).send().await;
-            self.count("efs", "DescribeMountTargets", status_word(&result));
+            self.count("efs", "DescribeMountTargets", status_word(&result), started);
             let answer = match result {
                 Ok(answer) => answer,
                 Err(err) if sdk_code(&err) == Some("FileSystemNotFound") => return Ok(Vec::new()),
@@ -203,8 +209,9 @@ impl Aws {
 
     pub(super) async fn sdk_mount_target_delete(&self, region: &str, mount_target_id: &str) -> ProviderResult<bool> {
         let efs = self.regional(region)?.efs;
+        let started = std::time::Instant::now();
         let result = efs.delete_mount_target().mount_target_id(mount_target_id).send().await;
-        self.count("efs", "DeleteMountTarget", status_word(&result));
+        self.count("efs", "DeleteMountTarget", status_word(&result), started);
         match result {
             Ok(_) => Ok(true),
             Err(err) if sdk_code(&err) == Some("MountTargetNotFound") => Ok(false),

@@ -49,6 +49,7 @@ impl Aws {
     ) -> ProviderResult<LustreFileSystem> {
         let fsx = self.regional(region)?.fsx;
         let tags = request.tags.iter().map(|t| aws_sdk_fsx::types::Tag::builder().key(&t.key).value(&t.value).build());
+        let started = std::time::Instant::now();
         let result = fsx
             .create_file_system()
             .client_request_token(request.client_request_token)
@@ -60,7 +61,7 @@ impl Aws {
             .lustre_configuration(lustre_configuration(request.deployment))
             .send()
             .await;
-        self.count("fsx", "CreateFileSystem", status_word(&result));
+        self.count("fsx", "CreateFileSystem", status_word(&result), started);
         match result {
             Ok(answer) => answer.file_system().map(lustre_from).filter(|f| !f.id.is_empty()).ok_or_else(|| {
                 crate::provider::ProviderError::Unknown { message: "AWS: no file system in the FSx answer".into() }
@@ -71,8 +72,9 @@ impl Aws {
 
     pub(super) async fn sdk_lustre_get(&self, region: &str, id: &str) -> ProviderResult<Option<LustreFileSystem>> {
         let fsx = self.regional(region)?.fsx;
+        let started = std::time::Instant::now();
         let result = fsx.describe_file_systems().file_system_ids(id).send().await;
-        self.count("fsx", "DescribeFileSystems", status_word(&result));
+        self.count("fsx", "DescribeFileSystems", status_word(&result), started);
         match result {
             Ok(answer) => Ok(answer.file_systems().iter().map(lustre_from).find(|f| f.id == id)),
             Err(err) if sdk_code(&err) == Some("FileSystemNotFound") => Ok(None),
@@ -89,8 +91,9 @@ impl Aws {
         let mut found = Vec::new();
         let mut next: Option<String> = None;
         loop {
+            let started = std::time::Instant::now();
             let result = fsx.describe_file_systems().set_next_token(next.clone()).send().await;
-            self.count("fsx", "DescribeFileSystems", status_word(&result));
+            self.count("fsx", "DescribeFileSystems", status_word(&result), started);
             let answer = result.map_err(|err| sdk_error(&err, false))?;
             found.extend(
                 answer
@@ -109,13 +112,14 @@ impl Aws {
 
     pub(super) async fn sdk_lustre_delete(&self, region: &str, id: &str) -> ProviderResult<bool> {
         let fsx = self.regional(region)?.fsx;
+        let started = std::time::Instant::now();
         let result = fsx
             .delete_file_system()
             .file_system_id(id)
             .lustre_configuration(DeleteFileSystemLustreConfiguration::builder().skip_final_backup(true).build())
             .send()
             .await;
-        self.count("fsx", "DeleteFileSystem", status_word(&result));
+        self.count("fsx", "DeleteFileSystem", status_word(&result), started);
         match result {
             Ok(_) => Ok(true),
             Err(err) if sdk_code(&err) == Some("FileSystemNotFound") => Ok(false),

@@ -228,11 +228,8 @@ impl Aws {
         sdk_client!(aws_sdk_fsx, self, region, credentials)
     }
 
-    fn count(&self, service: &str, operation: &str, status: &str) {
-        self.metrics.inc(
-            "vps_graph_provider_calls_total",
-            &[("provider", "aws"), ("endpoint", &format!("{service}.{operation}")), ("status", status)],
-        );
+    fn count(&self, service: &str, operation: &str, status: &str, started: std::time::Instant) {
+        self.metrics.provider_call("aws", &format!("{service}.{operation}"), status, started.elapsed());
     }
 }
 

@@ -99,7 +99,7 @@ impl DigitalOcean {
         {
             let mut budget = self.budget.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(after) = budget.exhausted(now_s) {
-                self.count(endpoint, "budget");
+                self.count(endpoint, "budget", Duration::ZERO);
                 return Err(ProviderError::RetryLater {
                     message: "waiting for the account's API budget".into(),
                     after,
@@ -113,10 +113,11 @@ impl DigitalOcean {
         if let Some(body) = body {
             request = request.json(&body);
         }
+        let started = std::time::Instant::now();
         let response = match request.send().await {
             Ok(response) => response,
             Err(err) => {
-                self.count(endpoint, "transport");
+                self.count(endpoint, "transport", started.elapsed());
                 let message = format!("DigitalOcean did not answer: {err}");
                 return Err(if acts && !err.is_connect() {
                     ProviderError::Unknown { message }
@@ -126,7 +127,7 @@ impl DigitalOcean {
             }
         };
         let status = response.status();
-        self.count(endpoint, status.as_str());
+        self.count(endpoint, status.as_str(), started.elapsed());
         self.learn_budget(response.headers());
         let retry_after = header_seconds(response.headers(), "retry-after");
         let body: Value = response.json().await.unwrap_or(Value::Null);
@@ -159,18 +160,16 @@ impl DigitalOcean {
         }
         if let Some(remaining) = header_seconds(headers, "ratelimit-remaining") {
             budget.remaining = Some(remaining as i64);
-            self.metrics.set("vps_graph_provider_budget_remaining", &[("account", &self.account_id)], remaining as f64);
+            let account = crate::metrics::Account { account: self.account_id.clone() };
+            self.metrics.provider_budget_remaining.get_or_create(&account).set(remaining as i64);
         }
         if let Some(reset) = header_seconds(headers, "ratelimit-reset") {
             budget.reset_at = Some(reset as i64);
         }
     }
 
-    fn count(&self, endpoint: &str, status: &str) {
-        self.metrics.inc(
-            "vps_graph_provider_calls_total",
-            &[("provider", "digitalocean"), ("endpoint", endpoint), ("status", status)],
-        );
+    fn count(&self, endpoint: &str, status: &str, took: Duration) {
+        self.metrics.provider_call("digitalocean", endpoint, status, took);
     }
 }
 
