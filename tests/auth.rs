@@ -252,15 +252,26 @@ db_test!(refused_inputs_write_nothing, |backend: Backend| async move {
         let body = server.gql(Some(ADMIN), mutation, json!({})).await;
         assert!(body["errors"][0]["extensions"]["code"].is_string(), "{mutation}: {body}");
     }
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    let events = server.ok(Some(ADMIN), "{ events(first: 1000) { edges { node { type subject } } } }", json!({})).await;
-    let written: Vec<String> = events["events"]["edges"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| format!("{} {}", e["node"]["type"].as_str().unwrap(), e["node"]["subject"].as_str().unwrap()))
-        .collect();
-    assert_eq!(written, vec!["tenant.created acme".to_owned()], "only the setup wrote anything");
+    // A known event after the refusals: once it is handed out, so is anything written before it
+    // (on PostgreSQL the feed waits for older transactions anywhere on the cluster).
+    let marker = server.project("acme", "marker").await;
+    let mut written = Vec::new();
+    for _ in 0..200 {
+        let events =
+            server.ok(Some(ADMIN), "{ events(first: 1000) { edges { node { type subject } } } }", json!({})).await;
+        written = events["events"]["edges"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| format!("{} {}", e["node"]["type"].as_str().unwrap(), e["node"]["subject"].as_str().unwrap()))
+            .collect();
+        if written.last().is_some_and(|last| last.ends_with(&marker)) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let expected = vec!["tenant.created acme".to_owned(), format!("project.created {marker}")];
+    assert_eq!(written, expected, "only the setup and the marker wrote anything");
 });
 
 db_test!(byo_pool_rules, |backend: Backend| async move {

@@ -350,15 +350,7 @@ db_test!(a_connection_holds_at_most_100_subscriptions, |backend: Backend| async 
 db_test!(revoking_a_token_closes_the_sockets_that_used_it_with_4403, |backend: Backend| async move {
     let server = TestServer::start(backend).await;
     server.tenant("acme").await;
-    let issued = server
-        .ok(
-            Some(ADMIN),
-            "mutation { tokenIssue(input: { tenantId: \"acme\", grants: [{ permission: \"compute:*\", scope: \"tenant/acme\" }] }) { secret token { id } } }",
-            json!({}),
-        )
-        .await;
-    let secret = issued["tokenIssue"]["secret"].as_str().unwrap().to_owned();
-    let token_id = issued["tokenIssue"]["token"]["id"].as_str().unwrap().to_owned();
+    let (secret, token_id) = server.token_with_id(Some("acme"), &[("compute:*", "tenant/acme")]).await;
     let other = server.token(Some("acme"), &[("compute:*", "tenant/acme")]).await;
     let mut revoked_socket = server.ws(json!({ "Authorization": format!("Bearer {secret}") })).await;
     assert_eq!(revoked_socket.next(WAIT).await.unwrap()["type"], "connection_ack");

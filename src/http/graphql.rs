@@ -3,11 +3,11 @@
 //! request error under graphql-response+json is status 400, an unsupported body type 415, and a
 //! mutation over GET 405. The bearer token is read once per request (or per WebSocket, from
 //! `connection_init`) and handed to resolvers as the `Caller`.
-use async_graphql::http::{ALL_WEBSOCKET_PROTOCOLS, WebSocketProtocols, parse_query_string};
+use async_graphql::http::parse_query_string;
 use async_graphql::parser::types::OperationType;
 use async_graphql::{BatchRequest, BatchResponse};
 use axum::body::Bytes;
-use axum::extract::{FromRequestParts, Request, State, WebSocketUpgrade};
+use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
@@ -16,6 +16,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::HttpState;
+use super::bearer::{caller, header_token};
 use crate::error::Code;
 use crate::graphql::Caller;
 use crate::graphql::loaders::Loaders;
@@ -23,8 +24,6 @@ use crate::store::STATEMENTS;
 
 const GRAPHQL_RESPONSE: &str = "application/graphql-response+json";
 const JSON: &str = "application/json";
-/// The largest WebSocket message (and frame) a client may send: as large as an HTTP body may be.
-const MAX_WS_MESSAGE: usize = 256 * 1024;
 
 pub async fn post(State(state): State<HttpState>, headers: HeaderMap, body: Bytes) -> Response {
     let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
@@ -97,7 +96,7 @@ fn counted(mut response: Response, statements: &AtomicU64) -> Response {
 
 pub async fn get(State(state): State<HttpState>, request: Request) -> Response {
     if request.headers().contains_key(header::UPGRADE) {
-        return websocket(state, request).await;
+        return super::websocket::upgrade(state, request).await;
     }
     let headers = request.headers().clone();
     let query = request.uri().query().unwrap_or("");
@@ -213,55 +212,4 @@ fn request_error(headers: &HeaderMap, code: Code, message: &str) -> Response {
     let body = json!({ "errors": [{ "message": message, "extensions": { "code": code.as_str() } }] });
     let content_type = if wants_graphql_response(headers) { GRAPHQL_RESPONSE } else { JSON };
     (StatusCode::BAD_REQUEST, [(header::CONTENT_TYPE, content_type)], body.to_string()).into_response()
-}
-
-fn header_token(headers: &HeaderMap) -> Option<String> {
-    headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).map(bearer)
-}
-
-/// `Bearer <secret>` → `<secret>`; anything else is taken as the secret itself (and fails).
-pub(super) fn bearer(value: &str) -> String {
-    let value = value.trim();
-    match value.split_once(' ') {
-        Some((scheme, secret)) if scheme.eq_ignore_ascii_case("bearer") => secret.trim().to_owned(),
-        _ => value.to_owned(),
-    }
-}
-
-pub(super) async fn caller(state: &HttpState, token: Option<String>) -> Caller {
-    match token {
-        None => Caller::Anonymous,
-        Some(secret) => match state.services.authenticate(&secret).await {
-            Ok(actor) => Caller::Authenticated(actor),
-            Err(err) => Caller::Rejected(err),
-        },
-    }
-}
-
-/// graphql-transport-ws (and the legacy graphql-ws) on the same path. The token comes in
-/// `connection_init` (`{"Authorization": "Bearer …"}`), or else from the upgrade request's header;
-/// a token that does not authenticate closes the connection.
-async fn websocket(state: HttpState, request: Request) -> Response {
-    let (mut parts, _) = request.into_parts();
-    let offered = parts.headers.get(header::SEC_WEBSOCKET_PROTOCOL).and_then(|v| v.to_str().ok()).unwrap_or("");
-    let Some(protocol) = offered.split(',').find_map(|p| p.trim().parse::<WebSocketProtocols>().ok()) else {
-        return (StatusCode::BAD_REQUEST, "offer graphql-transport-ws (or graphql-ws) in Sec-WebSocket-Protocol\n")
-            .into_response();
-    };
-    let upgrade = match WebSocketUpgrade::from_request_parts(&mut parts, &state).await {
-        Ok(upgrade) => upgrade,
-        Err(rejection) => return rejection.into_response(),
-    };
-    let header = header_token(&parts.headers);
-    // tungstenite's default 128 KiB read buffer per socket would dominate the memory of many idle
-    // subscribers; GraphQL messages are small, and larger frames still arrive (the buffer grows).
-    upgrade
-        .read_buffer_size(8 * 1024)
-        .write_buffer_size(8 * 1024)
-        // A GraphQL message is a few KiB; tungstenite would accept 64 MiB.
-        .max_message_size(MAX_WS_MESSAGE)
-        .max_frame_size(MAX_WS_MESSAGE)
-        .protocols(ALL_WEBSOCKET_PROTOCOLS)
-        .on_upgrade(move |socket| super::websocket::serve(socket, state, protocol, header))
-        .into_response()
 }

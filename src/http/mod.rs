@@ -1,5 +1,6 @@
 //! HTTP: `/graphql` (POST, GET for queries only, WebSocket), GraphiQL at `/`, `/healthz`,
 //! `/readyz`, `/metrics`. It knows nothing of SQL or providers.
+mod bearer;
 mod edge;
 mod graphql;
 mod playground;
@@ -68,7 +69,7 @@ async fn readyz(State(state): State<HttpState>) -> Response {
 
 async fn metrics(State(state): State<HttpState>, headers: axum::http::HeaderMap) -> Response {
     if let Some(token) = &state.metrics_token {
-        let sent = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).map(graphql::bearer);
+        let sent = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).map(bearer::bearer);
         if sent.as_deref() != Some(token.expose()) {
             let challenge = [(header::WWW_AUTHENTICATE, "Bearer")];
             return (StatusCode::UNAUTHORIZED, challenge, "send Authorization: Bearer <metrics token>\n")

@@ -8,17 +8,24 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use async_graphql::Data;
+use async_graphql::http::ALL_WEBSOCKET_PROTOCOLS;
 use async_graphql::http::{WebSocket as GraphQLSocket, WebSocketProtocols, WsMessage};
 use axum::extract::ws::{CloseFrame, Message, WebSocket};
+use axum::extract::{FromRequestParts, Request, WebSocketUpgrade};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use futures_util::{SinkExt, StreamExt, future};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
-use super::HttpState;
+use super::{HttpState, bearer};
 use crate::graphql::Caller;
 use crate::metrics::GaugeGuard;
 use crate::service::authz::Actor;
 use crate::service::feed::Filter;
+
+/// The largest WebSocket message (and frame) a client may send: as large as an HTTP body may be.
+const MAX_WS_MESSAGE: usize = 256 * 1024;
 
 /// Subscriptions one connection may hold at once.
 pub const MAX_SUBSCRIPTIONS: usize = 100;
@@ -33,7 +40,35 @@ impl Running {
     }
 }
 
-pub async fn serve(socket: WebSocket, state: HttpState, protocol: WebSocketProtocols, header_token: Option<String>) {
+/// graphql-transport-ws (and the legacy graphql-ws) on the same path. The token comes in
+/// `connection_init` (`{"Authorization": "Bearer …"}`), or else from the upgrade request's header;
+/// a token that does not authenticate closes the connection.
+pub async fn upgrade(state: HttpState, request: Request) -> Response {
+    let (mut parts, _) = request.into_parts();
+    let offered = parts.headers.get(header::SEC_WEBSOCKET_PROTOCOL).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let Some(protocol) = offered.split(',').find_map(|p| p.trim().parse::<WebSocketProtocols>().ok()) else {
+        return (StatusCode::BAD_REQUEST, "offer graphql-transport-ws (or graphql-ws) in Sec-WebSocket-Protocol\n")
+            .into_response();
+    };
+    let upgrade = match WebSocketUpgrade::from_request_parts(&mut parts, &state).await {
+        Ok(upgrade) => upgrade,
+        Err(rejection) => return rejection.into_response(),
+    };
+    let header = bearer::header_token(&parts.headers);
+    // tungstenite's default 128 KiB read buffer per socket would dominate the memory of many idle
+    // subscribers; GraphQL messages are small, and larger frames still arrive (the buffer grows).
+    upgrade
+        .read_buffer_size(8 * 1024)
+        .write_buffer_size(8 * 1024)
+        // A GraphQL message is a few KiB; tungstenite would accept 64 MiB.
+        .max_message_size(MAX_WS_MESSAGE)
+        .max_frame_size(MAX_WS_MESSAGE)
+        .protocols(ALL_WEBSOCKET_PROTOCOLS)
+        .on_upgrade(move |socket| serve(socket, state, protocol, header))
+        .into_response()
+}
+
+async fn serve(socket: WebSocket, state: HttpState, protocol: WebSocketProtocols, header_token: Option<String>) {
     let _open = GaugeGuard::new(&state.metrics.websocket_connections);
     let (mut sink, stream) = socket.split();
     let running = Arc::new(Running::default());
@@ -51,7 +86,7 @@ pub async fn serve(socket: WebSocket, state: HttpState, protocol: WebSocketProto
     let mut output = GraphQLSocket::new(state.schema.clone(), input, protocol)
         .on_connection_init(move |payload| async move {
             let token = init_token(&payload).or(header_token);
-            match super::graphql::caller(&init_state, token).await {
+            match bearer::caller(&init_state, token).await {
                 Caller::Rejected(err) => Err(async_graphql::Error::from(err)),
                 caller => {
                     if let Caller::Authenticated(actor) = &caller {
@@ -171,5 +206,5 @@ fn init_token(payload: &Value) -> Option<String> {
     ["Authorization", "authorization", "authToken", "token"]
         .iter()
         .find_map(|key| payload.get(key).and_then(|v| v.as_str()))
-        .map(super::graphql::bearer)
+        .map(bearer::bearer)
 }

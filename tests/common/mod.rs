@@ -221,6 +221,11 @@ impl TestServer {
 
     /// Issues a token with `grants` of (permission, scope) and returns its secret.
     pub async fn token(&self, tenant: Option<&str>, grants: &[(&str, &str)]) -> String {
+        self.token_with_id(tenant, grants).await.0
+    }
+
+    /// Issues a token with `grants` and returns its secret and its id.
+    pub async fn token_with_id(&self, tenant: Option<&str>, grants: &[(&str, &str)]) -> (String, String) {
         let grants: Vec<Value> = grants.iter().map(|(p, s)| json!({ "permission": p, "scope": s })).collect();
         let data = self
             .ok(
@@ -229,7 +234,8 @@ impl TestServer {
                 json!({ "i": { "tenantId": tenant, "grants": grants } }),
             )
             .await;
-        data["tokenIssue"]["secret"].as_str().expect("secret").to_owned()
+        let secret = data["tokenIssue"]["secret"].as_str().expect("secret").to_owned();
+        (secret, data["tokenIssue"]["token"]["id"].as_str().expect("token id").to_owned())
     }
 
     /// A platform DigitalOcean account and a METERED pool on it; returns the pool id.
