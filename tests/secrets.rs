@@ -1,7 +1,7 @@
 //! Secrets are never printed: a full run of the binary at debug level (the API with the static
 //! operator token, a DigitalOcean account whose token is read from the environment, and a
 //! network converged through it at a separate simulated cloud) leaves neither the operator token
-//! nor the provider token in any log line of either process.
+//! nor the provider token in any log line of either process. Its access log names request ids.
 use std::io::Read;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -124,7 +124,18 @@ async fn no_log_line_of_a_full_run_carries_the_operator_token_or_a_provider_toke
     assert_eq!(state, "READY", "the network converged through the provider token");
     // A wrong token is refused and logged as refused, without its text either.
     gql(&http, &base, &format!("{ADMIN}-wrong"), "{ me { tenantId } }", json!({})).await;
-    let logs = output(server) + &output(sim);
+    // The access log line names the request id the client sent (and was answered with).
+    let traced =
+        http.get(format!("{base}/healthz")).header("x-request-id", "trace-in-the-log-42").send().await.unwrap();
+    assert_eq!(traced.headers()["x-request-id"], "trace-in-the-log-42");
+    let server_logs = output(server);
+    let access =
+        server_logs.lines().find(|l| l.contains("trace-in-the-log-42") && l.contains("finished processing request"));
+    assert!(
+        access.is_some_and(|l| l.contains("\"request_id\":\"trace-in-the-log-42\"")),
+        "no access log line names it: {access:?}"
+    );
+    let logs = server_logs + &output(sim);
     let _ = std::fs::remove_dir_all(&data);
     assert!(logs.lines().count() > 20, "the run logged: {logs}");
     for secret in [ADMIN, DO_TOKEN] {
