@@ -291,6 +291,11 @@ db_test!(filesystems_are_listed_by_name_and_read_on_the_network, |backend: Backe
     let stranger = s.server.token(Some("acme"), &[("compute:volumes:*", "tenant/acme")]).await;
     let body = s.server.gql(Some(&stranger), get, json!({ "n": s.network, "f": id })).await;
     assert_eq!(code(&body), "ACCESS_DENIED", "{body}");
+    // `node` decides it as the filesystem's own read, on its network.
+    let node = "query($f: ID!) { node(id: $f) { __typename ... on Filesystem { name } } }";
+    let found = s.server.ok(Some(&reader), node, json!({ "f": id })).await;
+    assert_eq!(found["node"], json!({ "__typename": "Filesystem", "name": "alpha" }));
+    assert_eq!(code(&s.server.gql(Some(&stranger), node, json!({ "f": id })).await), "ACCESS_DENIED");
     // Another network's id does not reach it.
     let other = s.aws_network("other", "10.30.0.0/16").await;
     let body = s.server.gql(Some(&s.token), get, json!({ "n": other, "f": id })).await;

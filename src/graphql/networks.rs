@@ -44,12 +44,12 @@ impl DesiredState {
     }
 }
 
-pub struct Subnet(SubnetView);
+pub struct Subnet(pub SubnetView);
 
 #[Object]
 impl Subnet {
-    async fn id(&self) -> &str {
-        &self.0.id
+    pub async fn id(&self) -> ID {
+        ID(self.0.id.clone())
     }
     async fn region(&self) -> &str {
         &self.0.region

@@ -1,14 +1,16 @@
-//! Relay's object identification: `interface Node { id: ID! }` on the tenant's resources, and
+//! Relay's object identification: `interface Node { id: ID! }` on every object with an id, and
 //! `node(id:)` / `nodes(ids:)` to refetch any of them by id alone. Each id is handed to its
 //! type's own read, so it is decided exactly as that read is: another tenant's id is NOT_FOUND.
 use async_graphql::{Context, ID, Interface, Object, Result};
 
 use super::filesystems::Filesystem;
 use super::instances::Instance;
-use super::networks::Network;
+use super::networks::{Network, Subnet};
+use super::pools::{Pool, ProviderAccount};
 use super::snapshots::ProviderSnapshot;
-use super::tenants::Project;
-use super::volumes::ProviderVolume;
+use super::tenants::{Project, Tenant};
+use super::tokens::Token;
+use super::volumes::{Attachment, ProviderVolume};
 use super::{actor, addresses::ProviderAddress, services};
 use crate::error::{Code, Error};
 use crate::service::nodes::NodeKind;
@@ -20,13 +22,19 @@ const MAX_IDS: usize = 100;
 #[derive(Interface)]
 #[graphql(field(name = "id", ty = "ID"))]
 pub enum Node {
+    Tenant(Tenant),
+    Project(Project),
+    ProviderAccount(ProviderAccount),
+    Pool(Pool),
+    Token(Token),
+    Network(Network),
+    Subnet(Subnet),
+    Instance(Instance),
     ProviderVolume(ProviderVolume),
+    Attachment(Attachment),
     ProviderSnapshot(ProviderSnapshot),
     ProviderAddress(ProviderAddress),
-    Network(Network),
-    Instance(Instance),
     Filesystem(Filesystem),
-    Project(Project),
 }
 
 #[derive(Default)]
@@ -63,21 +71,31 @@ impl NodeQuery {
 async fn node(ctx: &Context<'_>, id: &str) -> Result<Node, Error> {
     let (svc, actor) = (services(ctx), actor(ctx)?);
     let owner = svc.node_owner(id).await?;
-    let tenant = owner.tenant_id.as_str();
+    let (tenant, parent) = (owner.tenant_id.as_str(), owner.parent_id.as_deref().unwrap_or_default());
+    let missing = || Error::not_found("node", id);
     Ok(match owner.kind {
+        NodeKind::Tenant => Node::Tenant(Tenant(svc.tenant_get(actor, tenant).await?)),
+        NodeKind::Project => Node::Project(Project(svc.project_get(actor, tenant, id).await?)),
+        NodeKind::ProviderAccount => Node::ProviderAccount(ProviderAccount(svc.provider_account_get(actor, id).await?)),
+        NodeKind::Pool => Node::Pool(Pool(svc.pool_get(actor, id).await?)),
+        NodeKind::Token => Node::Token(Token(svc.token_get(actor, id).await?)),
+        NodeKind::Network => Node::Network(Network(svc.network_get(actor, tenant, id).await?)),
+        NodeKind::Subnet => {
+            let network = svc.network_get(actor, tenant, parent).await?;
+            Node::Subnet(Subnet(network.subnets.into_iter().find(|s| s.id == id).ok_or_else(missing)?))
+        }
+        NodeKind::Instance => Node::Instance(Instance(svc.instance_get(actor, tenant, id).await?)),
         NodeKind::ProviderVolume => {
             Node::ProviderVolume(ProviderVolume::whole(svc.volume_get(actor, tenant, id).await?))
+        }
+        NodeKind::Attachment => {
+            let volume = svc.volume_get(actor, tenant, parent).await?;
+            Node::Attachment(Attachment(volume.attachments.into_iter().find(|a| a.id == id).ok_or_else(missing)?))
         }
         NodeKind::ProviderSnapshot => {
             Node::ProviderSnapshot(ProviderSnapshot(svc.snapshot_get(actor, tenant, id).await?))
         }
         NodeKind::ProviderAddress => Node::ProviderAddress(ProviderAddress(svc.address_get(actor, tenant, id).await?)),
-        NodeKind::Network => Node::Network(Network(svc.network_get(actor, tenant, id).await?)),
-        NodeKind::Instance => Node::Instance(Instance(svc.instance_get(actor, tenant, id).await?)),
-        NodeKind::Project => Node::Project(Project(svc.project_get(actor, tenant, id).await?)),
-        NodeKind::Filesystem => {
-            let network = owner.network_id.as_deref().unwrap_or_default();
-            Node::Filesystem(Filesystem(svc.filesystem_get(actor, tenant, network, id).await?))
-        }
+        NodeKind::Filesystem => Node::Filesystem(Filesystem(svc.filesystem_get(actor, tenant, parent, id).await?)),
     })
 }

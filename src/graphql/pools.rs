@@ -1,5 +1,5 @@
 //! Provider accounts, pools and quotas.
-use async_graphql::{Context, Enum, InputObject, Object, Result, SimpleObject};
+use async_graphql::{Context, Enum, ID, InputObject, Object, Result, SimpleObject};
 use chrono::{DateTime, Utc};
 
 use super::{actor, services};
@@ -47,8 +47,8 @@ pub struct ProviderAccount(pub provider_account::Model);
 
 #[Object]
 impl ProviderAccount {
-    async fn id(&self) -> &str {
-        &self.0.id
+    pub async fn id(&self) -> ID {
+        ID(self.0.id.clone())
     }
     async fn name(&self) -> &str {
         &self.0.name
@@ -82,8 +82,8 @@ pub struct Pool(pub PoolView);
 
 #[Object]
 impl Pool {
-    async fn id(&self) -> &str {
-        &self.0.pool.id
+    pub async fn id(&self) -> ID {
+        ID(self.0.pool.id.clone())
     }
     async fn name(&self) -> &str {
         &self.0.pool.name

@@ -10,8 +10,8 @@ pub struct Tenant(pub tenant::Model);
 
 #[Object]
 impl Tenant {
-    async fn id(&self) -> &str {
-        &self.0.id
+    pub async fn id(&self) -> ID {
+        ID(self.0.id.clone())
     }
     async fn name(&self) -> &str {
         &self.0.name

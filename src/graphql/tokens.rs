@@ -1,5 +1,5 @@
 //! API tokens and the caller's own identity.
-use async_graphql::{Context, InputObject, Object, Result, SimpleObject};
+use async_graphql::{Context, ID, InputObject, Object, Result, SimpleObject};
 use chrono::{DateTime, Utc};
 
 use super::{actor, services};
@@ -24,8 +24,8 @@ pub struct Token(pub ServiceToken);
 
 #[Object]
 impl Token {
-    async fn id(&self) -> &str {
-        &self.0.token.id
+    pub async fn id(&self) -> ID {
+        ID(self.0.token.id.clone())
     }
     async fn tenant_id(&self) -> Option<&str> {
         self.0.token.tenant_id.as_deref()

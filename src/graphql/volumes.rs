@@ -54,8 +54,8 @@ pub struct Attachment(pub AttachmentView);
 /// A volume on an instance.
 #[Object]
 impl Attachment {
-    async fn id(&self) -> &str {
-        &self.0.id
+    pub async fn id(&self) -> ID {
+        ID(self.0.id.clone())
     }
     async fn instance_id(&self) -> &str {
         &self.0.instance_id
