@@ -14,6 +14,13 @@ impl Secret {
     pub fn expose(&self) -> &str {
         &self.0
     }
+
+    /// Whether `sent` is this secret, in time that does not depend on where they first differ
+    /// (only on the length), so a client cannot find it a byte at a time.
+    pub fn matches(&self, sent: &str) -> bool {
+        let (ours, theirs) = (self.0.as_bytes(), sent.as_bytes());
+        ours.len() == theirs.len() && ours.iter().zip(theirs).fold(0u8, |diff, (a, b)| diff | (a ^ b)) == 0
+    }
 }
 
 impl fmt::Debug for Secret {
@@ -52,5 +59,14 @@ mod tests {
         let printed = format!("{secret:?} {secret} {:?}", Some(&secret));
         assert!(!printed.contains("do-not-print-me"), "{printed}");
         assert_eq!(secret.expose(), "vpsg_do-not-print-me");
+    }
+
+    #[test]
+    fn a_secret_matches_itself_only() {
+        let secret = Secret::new("metrics-token-1");
+        assert!(secret.matches("metrics-token-1"));
+        for other in ["metrics-token-2", "metrics-token-", "metrics-token-11", "", "Metrics-token-1"] {
+            assert!(!secret.matches(other), "{other}");
+        }
     }
 }

@@ -70,7 +70,7 @@ async fn readyz(State(state): State<HttpState>) -> Response {
 async fn metrics(State(state): State<HttpState>, headers: axum::http::HeaderMap) -> Response {
     if let Some(token) = &state.metrics_token {
         let sent = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).map(bearer::bearer);
-        if sent.as_deref() != Some(token.expose()) {
+        if !sent.is_some_and(|sent| token.matches(&sent)) {
             let challenge = [(header::WWW_AUTHENTICATE, "Bearer")];
             return (StatusCode::UNAUTHORIZED, challenge, "send Authorization: Bearer <metrics token>\n")
                 .into_response();

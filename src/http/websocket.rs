@@ -184,7 +184,7 @@ async fn revocation(state: HttpState, actor: oneshot::Receiver<Actor>) {
     let Ok(actor) = actor.await else { return future::pending().await };
     let Some(token_id) = actor.token_id.clone() else { return future::pending().await };
     let filter = Filter {
-        actor,
+        actor: actor.clone(),
         tenant_id: None,
         types: vec!["token.revoked".into()],
         subject: Some(token_id),
@@ -193,6 +193,11 @@ async fn revocation(state: HttpState, actor: oneshot::Receiver<Actor>) {
     };
     // The feed ends a subscriber's stream with an error once its own token is revoked.
     let events = state.services.feed.subscribe(filter, None);
+    // A revocation committed between the socket's authentication and this subscription is not
+    // in the stream; the token's row says so.
+    if state.services.ensure_active(&actor).await.is_err() {
+        return;
+    }
     tokio::pin!(events);
     while let Some(event) = events.next().await {
         if event.is_err() {
