@@ -467,6 +467,77 @@ db_test!(restore_rules, |backend: Backend| async move {
     assert_eq!(body["errors"][0]["extensions"]["details"]["reason"], "sharedRestore");
 });
 
+db_test!(a_replayed_create_returns_what_it_made_whatever_the_state_rules_say_now, |backend: Backend| async move {
+    let s = setup(backend).await;
+    // A volume made on an instance, replayed once the instance is being deleted.
+    let on = s.instance("web-a", "nyc3", None).await;
+    let first = s.create("pinned", json!({ "instanceId": on })).await;
+    let delete = "mutation($i: String!) { instanceDelete(input: { tenantId: \"acme\", instanceId: $i }) { state } }";
+    s.server.ok(Some(&s.token), delete, json!({ "i": on })).await;
+    let (got, _) = s.create_code("fresh", json!({ "instanceId": on })).await;
+    assert_eq!(got, "INVALID_STATE", "a new create on it is refused");
+    let again = s.create("pinned", json!({ "instanceId": on })).await;
+    assert_eq!(again["id"], first["id"], "the replay returns the volume it made");
+    // A restore, replayed once its snapshot is being deleted.
+    let v = s.create("data", json!({})).await;
+    let snap = s
+        .server
+        .ok(
+            Some(&s.token),
+            SNAPSHOT,
+            json!({ "i": { "tenantId": "acme", "volumeId": v["id"], "name": "s", "idempotencyKey": "s" } }),
+        )
+        .await["providerVolumeSnapshot"]["id"]
+        .clone();
+    const RESTORE: &str = "mutation($i: ProviderSnapshotRestoreInput!) { providerSnapshotRestore(input: $i) { id } }";
+    let input = json!({ "i": { "tenantId": "acme", "snapshotId": snap, "name": "copy", "idempotencyKey": "r" } });
+    let copy = s.server.ok(Some(&s.token), RESTORE, input.clone()).await["providerSnapshotRestore"]["id"].clone();
+    let delete =
+        "mutation($s: String!) { providerSnapshotDelete(input: { tenantId: \"acme\", snapshotId: $s }) { state } }";
+    s.server.ok(Some(&s.token), delete, json!({ "s": snap })).await;
+    let replay = s.server.ok(Some(&s.token), RESTORE, input).await["providerSnapshotRestore"]["id"].clone();
+    assert_eq!(replay, copy, "the replay returns the volume it made");
+    let fresh = json!({ "i": { "tenantId": "acme", "snapshotId": snap, "name": "copy2", "idempotencyKey": "r2" } });
+    assert_eq!(s.server.code(Some(&s.token), RESTORE, fresh).await, "INVALID_STATE", "a new restore is refused");
+    assert_eq!(s.used().await, 30, "each booked once");
+});
+
+db_test!(a_restore_is_decided_on_the_snapshot, |backend: Backend| async move {
+    let s = setup(backend).await;
+    let v = s.create("data", json!({})).await;
+    let snap = s
+        .server
+        .ok(
+            Some(&s.token),
+            SNAPSHOT,
+            json!({ "i": { "tenantId": "acme", "volumeId": v["id"], "name": "s", "idempotencyKey": "s" } }),
+        )
+        .await["providerVolumeSnapshot"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    const RESTORE: &str =
+        "mutation($i: ProviderSnapshotRestoreInput!) { providerSnapshotRestore(input: $i) { id sourceSnapshotId } }";
+    let input =
+        |key: &str| json!({ "i": { "tenantId": "acme", "snapshotId": snap, "name": key, "idempotencyKey": key } });
+    // Manage on that snapshot alone: the new volume needs no grant of its own.
+    let on_snapshot =
+        s.server.token(Some("acme"), &[("compute:volumes:manage", &format!("provider-snapshot/{snap}"))]).await;
+    let copy = s.server.ok(Some(&on_snapshot), RESTORE, input("copy")).await;
+    assert_eq!(copy["providerSnapshotRestore"]["sourceSnapshotId"], snap.as_str());
+    // Manage on the snapshot's volume, or read on the snapshot, is not manage on the snapshot.
+    let on_volume = s
+        .server
+        .token(Some("acme"), &[("compute:volumes:manage", &format!("provider-volume/{}", v["id"].as_str().unwrap()))])
+        .await;
+    let reader = s.server.token(Some("acme"), &[("compute:volumes:read", &format!("provider-snapshot/{snap}"))]).await;
+    for token in [&on_volume, &reader] {
+        let body = s.server.gql(Some(token), RESTORE, input("other")).await;
+        assert_eq!(code(&body), "ACCESS_DENIED", "{body}");
+        assert_eq!(body["errors"][0]["extensions"]["details"]["scope"], format!("provider-snapshot/{snap}"), "{body}");
+    }
+});
+
 db_test!(quota_race_200_concurrent_creates_on_room_for_50_book_exactly_50, |backend: Backend| async move {
     let s = setup(backend).await;
     s.server

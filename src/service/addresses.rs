@@ -121,12 +121,7 @@ impl Services {
         let id = ids::new_id(ids::ADDRESS);
         actor.decide(MANAGE, &Target::resource(&input.tenant_id, input.project_id.as_deref(), KIND, &id))?;
         let txn = self.begin().await?;
-        let pool = rows::offered_pool(&txn, &input.tenant_id, &input.pool_id).await?;
-        if !provider::supports_addresses(&pool.account.kind) {
-            return Err(networks::unsupported("addresses", &pool.account.kind));
-        }
-        rows::check_project(&txn, &input.tenant_id, input.project_id.as_deref()).await?;
-        rows::check_region(&pool, &input.region)?;
+        // The key first: a replay answers what it made, whatever the state rules say now.
         let key = idempotency::Key {
             tenant_id: &input.tenant_id,
             operation: "providerAddressCreate",
@@ -138,6 +133,12 @@ impl Services {
             drop(txn);
             return Ok(view(&find_address(&self.db, &input.tenant_id, &existing).await?));
         }
+        let pool = rows::offered_pool(&txn, &input.tenant_id, &input.pool_id).await?;
+        if !provider::supports_addresses(&pool.account.kind) {
+            return Err(networks::unsupported("addresses", &pool.account.kind));
+        }
+        rows::check_project(&txn, &input.tenant_id, input.project_id.as_deref()).await?;
+        rows::check_region(&pool, &input.region)?;
         let created = insert_address(&txn, &id, &input, &pool.account.id, self.clock.now()).await?;
         let holding =
             quota::Holding { tenant_id: &input.tenant_id, pool_id: &input.pool_id, quota: QUOTA, resource_id: &id };

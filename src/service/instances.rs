@@ -137,13 +137,7 @@ impl Services {
         let id = ids::new_id(ids::INSTANCE);
         actor.decide(CREATE, &Target::resource(&input.tenant_id, input.project_id.as_deref(), KIND, &id))?;
         let txn = self.begin().await?;
-        let pool = rows::offered_pool(&txn, &input.tenant_id, &input.pool_id).await?;
-        if !provider::supports_instances(&pool.account.kind) {
-            return Err(networks::unsupported("instances", &pool.account.kind));
-        }
-        rows::check_project(&txn, &input.tenant_id, input.project_id.as_deref()).await?;
-        rows::check_region(&pool, &input.region)?;
-        // A replay answers what the first request made, whatever its network and filesystems are now.
+        // The key first: a replay answers what it made, whatever the state rules say now.
         let key =
             idempotency::Key { tenant_id: &input.tenant_id, operation: "instanceCreate", key: &input.idempotency_key };
         if let Claim::Existing(existing) =
@@ -152,6 +146,12 @@ impl Services {
             drop(txn);
             return self.instance_load(&self.db, &input.tenant_id, &existing).await.map(|i| view(&i));
         }
+        let pool = rows::offered_pool(&txn, &input.tenant_id, &input.pool_id).await?;
+        if !provider::supports_instances(&pool.account.kind) {
+            return Err(networks::unsupported("instances", &pool.account.kind));
+        }
+        rows::check_project(&txn, &input.tenant_id, input.project_id.as_deref()).await?;
+        rows::check_region(&pool, &input.region)?;
         let aws = pool.account.kind == provider::KIND_AWS;
         if !input.filesystems.is_empty() && !provider::supports_filesystems(&pool.account.kind) {
             return Err(networks::unsupported("filesystems", &pool.account.kind));

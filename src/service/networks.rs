@@ -190,14 +190,7 @@ impl Services {
             return Err(Error::invalid_input("subnets", format!("a network has 1 to {MAX_SUBNETS} subnets")));
         }
         let txn = self.begin().await?;
-        let pool = offered_pool(&txn, &input.tenant_id, &input.pool_id).await?;
-        if !provider::supports_networks(&pool.account.kind) {
-            return Err(unsupported("networks", &pool.account.kind));
-        }
-        super::rows::check_project(&txn, &input.tenant_id, input.project_id.as_deref()).await?;
-        let place = Place::of(&pool.account, None);
-        let vpc = place.check_vpc(input.ip_range.as_deref())?;
-        let subnets = place.check_subnets(&input.subnets, &[], vpc)?;
+        // The key first: a replay answers what it made, whatever the state rules say now.
         let key =
             idempotency::Key { tenant_id: &input.tenant_id, operation: "networkCreate", key: &input.idempotency_key };
         if let Claim::Existing(existing) =
@@ -206,6 +199,14 @@ impl Services {
             drop(txn);
             return self.network_load(&self.db, &input.tenant_id, &existing).await;
         }
+        let pool = offered_pool(&txn, &input.tenant_id, &input.pool_id).await?;
+        if !provider::supports_networks(&pool.account.kind) {
+            return Err(unsupported("networks", &pool.account.kind));
+        }
+        super::rows::check_project(&txn, &input.tenant_id, input.project_id.as_deref()).await?;
+        let place = Place::of(&pool.account, None);
+        let vpc = place.check_vpc(input.ip_range.as_deref())?;
+        let subnets = place.check_subnets(&input.subnets, &[], vpc)?;
         let taken = network::Entity::find()
             .filter(network::Column::TenantId.eq(input.tenant_id.clone()))
             .filter(network::Column::Name.eq(input.name.clone()))
@@ -246,6 +247,15 @@ impl Services {
         let id = ids::new_id(ids::NETWORK);
         actor.decide(UPDATE, &Target::resource(&input.tenant_id, input.project_id.as_deref(), KIND, &id))?;
         let txn = self.begin().await?;
+        // The key first: a replay answers what it made, whatever the state rules say now.
+        let key =
+            idempotency::Key { tenant_id: &input.tenant_id, operation: "networkAdopt", key: &input.idempotency_key };
+        if let Claim::Existing(existing) =
+            idempotency::claim(&txn, &key, &idempotency::request_hash(&input), &id).await?
+        {
+            drop(txn);
+            return self.network_load(&self.db, &input.tenant_id, &existing).await;
+        }
         let pool = offered_pool(&txn, &input.tenant_id, &input.pool_id).await?;
         if pool.account.kind != provider::KIND_AWS {
             return Err(unsupported("networkAdopt", &pool.account.kind));
@@ -259,14 +269,6 @@ impl Services {
         let regions = super::pools::strings(&pool.account.regions);
         let region = input.region.clone().or_else(|| regions.first().cloned()).unwrap_or_default();
         super::rows::check_region(&pool, &region)?;
-        let key =
-            idempotency::Key { tenant_id: &input.tenant_id, operation: "networkAdopt", key: &input.idempotency_key };
-        if let Claim::Existing(existing) =
-            idempotency::claim(&txn, &key, &idempotency::request_hash(&input), &id).await?
-        {
-            drop(txn);
-            return self.network_load(&self.db, &input.tenant_id, &existing).await;
-        }
         let recorded = network::Entity::find()
             .filter(network::Column::ProviderAccountId.eq(pool.account.id.clone()))
             .filter(network::Column::ProviderId.eq(input.vpc_id.clone()))

@@ -282,7 +282,21 @@ impl Services {
         let txn = self.begin().await?;
         rows::lock(&txn, "provider_snapshots", &input.snapshot_id).await?;
         let source = find_snapshot(&txn, &input.tenant_id, &input.snapshot_id).await?;
+        // Decided on the snapshot alone (the seeds: a restore on the snapshot), and the key before
+        // any state rule: a replay returns the volume it made, whatever the snapshot's state now.
         actor.decide(MANAGE, &Target::resource(&input.tenant_id, source.project_id.as_deref(), KIND, &source.id))?;
+        let id = ids::new_id(ids::VOLUME);
+        let key = idempotency::Key {
+            tenant_id: &input.tenant_id,
+            operation: "providerSnapshotRestore",
+            key: &input.idempotency_key,
+        };
+        if let Claim::Existing(existing) =
+            idempotency::claim(&txn, &key, &idempotency::request_hash(&input), &id).await?
+        {
+            drop(txn);
+            return self.volume_load(&self.db, &input.tenant_id, &existing).await;
+        }
         if source.volume_kind == volumes::SHARED {
             return Err(Error::new(Code::Unsupported, "a shared volume's snapshot cannot be restored yet")
                 .with_details(json!({ "reason": "sharedRestore" })));
@@ -300,19 +314,6 @@ impl Services {
             .with_details(json!({ "field": "sizeGiB", "min": source.min_disk_size })));
         }
         let filesystem = volumes::find_volume(&txn, &input.tenant_id, &source.volume_id).await?.filesystem;
-        let id = ids::new_id(ids::VOLUME);
-        actor.decide(MANAGE, &Target::resource(&input.tenant_id, source.project_id.as_deref(), volumes::KIND, &id))?;
-        let key = idempotency::Key {
-            tenant_id: &input.tenant_id,
-            operation: "providerSnapshotRestore",
-            key: &input.idempotency_key,
-        };
-        if let Claim::Existing(existing) =
-            idempotency::claim(&txn, &key, &idempotency::request_hash(&input), &id).await?
-        {
-            drop(txn);
-            return self.volume_load(&self.db, &input.tenant_id, &existing).await;
-        }
         let create = VolumeCreate {
             tenant_id: input.tenant_id.clone(),
             project_id: source.project_id.clone(),

@@ -179,6 +179,18 @@ impl Services {
         let id = ids::new_id(ids::VOLUME);
         actor.decide(MANAGE, &Target::resource(&input.tenant_id, input.project_id.as_deref(), KIND, &id))?;
         let txn = self.begin().await?;
+        // The key first: a replay returns what it made, whatever the state rules say now.
+        let key = idempotency::Key {
+            tenant_id: &input.tenant_id,
+            operation: "providerVolumeCreate",
+            key: &input.idempotency_key,
+        };
+        if let Claim::Existing(existing) =
+            idempotency::claim(&txn, &key, &idempotency::request_hash(&input), &id).await?
+        {
+            drop(txn);
+            return self.volume_load(&self.db, &input.tenant_id, &existing).await;
+        }
         let pool = rows::offered_pool(&txn, &input.tenant_id, &input.pool_id).await?;
         let account_kind = pool.account.kind.clone();
         if !provider::supports_volumes(&account_kind) {
@@ -197,17 +209,6 @@ impl Services {
             }
             None => None,
         };
-        let key = idempotency::Key {
-            tenant_id: &input.tenant_id,
-            operation: "providerVolumeCreate",
-            key: &input.idempotency_key,
-        };
-        if let Claim::Existing(existing) =
-            idempotency::claim(&txn, &key, &idempotency::request_hash(&input), &id).await?
-        {
-            drop(txn);
-            return self.volume_load(&self.db, &input.tenant_id, &existing).await;
-        }
         let now = self.clock.now();
         let created = insert_volume(&txn, &id, &input, &pool.account.id, None, now).await?;
         book(&txn, &created, created.size_gib).await?;
