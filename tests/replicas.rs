@@ -242,3 +242,83 @@ db_test!(a_process_killed_mid_convergence_is_taken_over_without_duplicates, |bac
     }
     let _ = std::fs::remove_dir_all(dir);
 });
+
+// The process is killed while its reserves are in flight (the provider did them; their answers
+// never came back): one address is deleted before the kill, the other after the next process
+// found the lost reserve. Either way it goes to error saying so, then is deleted, refunded.
+db_test!(a_lost_reserve_is_told_whatever_order_the_delete_and_the_discovery_come_in, |backend: Backend| async move {
+    vps_graph::init_crypto();
+    let (sim, sim_url) = Sim::spawn_local(quiet_sim(Duration::ZERO)).await.unwrap();
+    let dir = std::env::temp_dir().join(format!("vps-graph-reserve-{}", ulid::Ulid::generate()));
+    let db = TestDb::new(backend).await;
+    let url = match backend {
+        Backend::Sqlite => format!("sqlite://{}/reserve.db?mode=rwc", dir.display()),
+        Backend::Postgres => db.url.clone(),
+    };
+    let first = Process::start(&url).await;
+    let (pool, token) = setup(&first, &sim_url).await;
+    let quota = "mutation($p: String!) { quotaSet(input: { tenantId: \"acme\", poolId: $p, resource: \"addresses\", max: 5 }) { max } }";
+    first.ok(ADMIN, quota, json!({ "p": pool })).await;
+    sim.inject("reserved_ips.create", vps_graph::sim::Fault::Drop, 2);
+    let create = "mutation($i: ProviderAddressCreateInput!) { providerAddressCreate(input: $i) { id } }";
+    let mut ids = Vec::new();
+    for name in ["early", "late"] {
+        let input = json!({ "i": { "tenantId": "acme", "poolId": pool, "name": name, "region": "nyc3", "idempotencyKey": name } });
+        ids.push(first.ok(&token, create, input).await["providerAddressCreate"]["id"].as_str().unwrap().to_owned());
+    }
+    let started = Instant::now();
+    while sim.calls("reserved_ips.create") < 2 {
+        assert!(started.elapsed() < Duration::from_secs(20), "the reserves were never sent");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let delete =
+        "mutation($a: String!) { providerAddressDelete(input: { tenantId: \"acme\", addressId: $a }) { state } }";
+    first.ok(&token, delete, json!({ "a": ids[0] })).await;
+    first.kill().await;
+    let second = Process::start(&url).await;
+    let read = "query($a: String!) { providerAddress(tenantId: \"acme\", addressId: $a) { state message } }";
+    let until = |id: String, state: &'static str| {
+        let second = &second;
+        let token = &token;
+        async move {
+            let started = Instant::now();
+            loop {
+                let seen = second.ok(token, read, json!({ "a": id })).await["providerAddress"].clone();
+                if seen["state"] == state {
+                    return seen;
+                }
+                assert!(started.elapsed() < Duration::from_secs(60), "{id} never {state}: {seen}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    };
+    let found = until(ids[1].clone(), "ERROR").await;
+    assert!(found["message"].as_str().unwrap().contains("check the account"), "{found}");
+    second.ok(&token, delete, json!({ "a": ids[1] })).await;
+    for id in &ids {
+        until(id.clone(), "DELETED").await;
+    }
+    let events = second
+        .ok(&token, "{ events(tenantId: \"acme\", first: 1000) { edges { node { type subject data } } } }", json!({}))
+        .await;
+    for id in &ids {
+        let of_it: Vec<&Value> = events["events"]["edges"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["node"]["subject"] == id.as_str())
+            .collect();
+        let types: Vec<&str> = of_it.iter().map(|e| e["node"]["type"].as_str().unwrap()).collect();
+        let error = types.iter().position(|t| *t == "providerAddress.error");
+        let deleted = types.iter().position(|t| *t == "providerAddress.deleted");
+        assert!(error.is_some() && error < deleted, "{id}: an error saying so, then deleted: {types:?}");
+        let told = &of_it[error.unwrap()]["node"]["data"]["message"];
+        assert!(told.as_str().is_some_and(|m| m.contains("check the account")), "{id}: {told}");
+    }
+    let quotas = second.ok(&token, "{ quotas(tenantId: \"acme\") { resource used } }", json!({})).await;
+    let used =
+        quotas["quotas"].as_array().unwrap().iter().find(|q| q["resource"] == "addresses").unwrap()["used"].clone();
+    assert_eq!(used, 0, "both refunded");
+    assert_eq!(sim.calls("reserved_ips.create"), 2, "never reserved again");
+    let _ = std::fs::remove_dir_all(dir);
+});

@@ -172,6 +172,18 @@ impl Setup {
             .collect()
     }
 
+    /// The types of the events of `subject` once one of them is `wanted`.
+    async fn events_until(&self, subject: &str, wanted: &str) -> Vec<String> {
+        let seen = self
+            .until(
+                &format!("{wanted} in the feed"),
+                || async { json!(self.event_types(subject).await) },
+                |types| types.as_array().unwrap().iter().any(|t| t == wanted),
+            )
+            .await;
+        serde_json::from_value(seen).unwrap()
+    }
+
     async fn used(&self) -> i64 {
         let data = self.gql("{ quotas(tenantId: \"acme\") { resource used } }", json!({})).await;
         data["quotas"].as_array().unwrap().iter().find(|q| q["resource"] == "diskGiB").unwrap()["used"]
@@ -300,7 +312,7 @@ db_test!(
         assert_eq!(s.sim().name_calls("volumes.made", &provider_name(&id)), 1);
         assert_eq!(s.sim().name_calls("volumes.made", &provider_name(&copy)), 1);
         assert_eq!(s.sim().calls("volumes.create"), 2);
-        assert_eq!(s.sim().calls("volumes.actions.create"), 4, "attach, resize, detach, and the copy's resize");
+        assert_eq!(s.sim().calls("volumes.actions.create"), 3, "attach, resize, detach (the copy is made at its size)");
         assert_eq!(s.sim().calls("volumes.snapshots.create"), 1);
         assert_eq!(s.sim().calls("volumes.delete"), 1);
     }
@@ -797,4 +809,95 @@ db_test!(an_instance_whose_ownership_tag_is_gone_finishes_as_a_detach, |backend:
     let kept = s.until_volume(&going, "detached", |v| v["attachments"].as_array().unwrap().is_empty()).await;
     assert_eq!(kept["state"], "READY", "only detached, deleteWithInstance or not");
     assert!(s.sim().selective_destroys().is_empty());
+});
+
+// Issue 12's lost answers: after a call whose outcome is unknown, the next run looks before it
+// acts, so what the provider did is recorded instead of being refused when sent again.
+
+db_test!(a_resize_whose_answer_was_lost_is_looked_at_before_it_is_sent_again, |backend: Backend| async move {
+    let s = setup(backend).await;
+    let id = s.create_volume("grows", json!({ "sizeGiB": 12 })).await;
+    s.until_volume(&id, "ready", |v| v["state"] == "READY").await;
+    s.settled(&id).await;
+    s.sim().inject("volumes.actions.create", Fault::Drop, 1);
+    s.mutate("providerVolumeResize", json!({ "tenantId": "acme", "volumeId": id, "sizeGiB": 18 })).await;
+    // The clock stands still while the run waits out the client's timeout on its lease.
+    s.until_now(&id, "told of the lost answer", |v| v["message"].is_string()).await;
+    let grown = s.until_volume(&id, "grown", |v| v["state"] == "READY" && v["observedSizeGiB"] == 18).await;
+    assert_eq!(grown["sizeGiB"], 18);
+    assert_eq!(s.sim().calls("volumes.actions.create"), 1, "the resize was sent once");
+    // The feed may show the resize a moment after the row (PostgreSQL's horizon).
+    let events = s.events_until(&id, "providerVolume.resized").await;
+    assert!(!events.iter().any(|e| e == "providerVolume.error"), "never in error: {events:?}");
+});
+
+db_test!(an_attach_whose_answer_was_lost_is_looked_at_before_it_is_sent_again, |backend: Backend| async move {
+    let s = setup(backend).await;
+    let (instance, droplet) = s.instance("web", None).await;
+    let id = s.create_volume("data", json!({})).await;
+    s.until_volume(&id, "ready", |v| v["state"] == "READY").await;
+    s.settled(&id).await;
+    s.sim().inject("volumes.actions.create", Fault::Drop, 1);
+    s.mutate("providerVolumeAttach", json!({ "tenantId": "acme", "volumeId": id, "instanceId": instance })).await;
+    s.until_now(&id, "told of the lost answer", |v| v["attachments"][0]["message"].is_string()).await;
+    let attached = s.until_volume(&id, "attached", |v| v["attachments"][0]["state"] == "READY").await;
+    assert!(attached["attachments"][0]["message"].is_null(), "{attached}");
+    assert_eq!(s.sim().calls("volumes.actions.create"), 1, "the attach was sent once");
+    let (_, at_sim) = s.at_sim(&format!("/v2/volumes?name={}", provider_name(&id))).await;
+    assert_eq!(at_sim["volumes"][0]["droplet_ids"], json!([droplet.parse::<u64>().unwrap()]));
+    let events = s.events_until(&id, "providerVolume.attached").await;
+    assert!(!events.iter().any(|e| e == "providerVolume.error"), "never in error: {events:?}");
+});
+
+db_test!(a_resize_asked_while_the_create_is_in_flight_is_sent_once_the_volume_is_made, |backend: Backend| async move {
+    let s = setup(backend).await;
+    s.sim().inject("volumes.create", Fault::Drop, 1);
+    let id = s.create_volume("early", json!({ "sizeGiB": 5 })).await;
+    s.until_now(&id, "told of the lost answer", |v| {
+        v["message"].as_str().is_some_and(|m| m.contains("looked up by its name"))
+    })
+    .await;
+    s.mutate("providerVolumeResize", json!({ "tenantId": "acme", "volumeId": id, "sizeGiB": 8 })).await;
+    assert_eq!(s.used().await, 8, "booked at once");
+    // Within `until`'s ten minutes of clock: long before the hourly drift read.
+    let grown = s.until_volume(&id, "grown", |v| v["state"] == "READY" && v["observedSizeGiB"] == 8).await;
+    assert_eq!(grown["sizeGiB"], 8);
+    assert_eq!(s.sim().calls("volumes.create"), 1);
+});
+
+db_test!(a_snapshots_sizes_are_the_providers_not_the_volumes_at_request_time, |backend: Backend| async move {
+    let s = setup(backend).await;
+    let id = s.create_volume("db", json!({ "sizeGiB": 10 })).await;
+    s.until_volume(&id, "ready", |v| v["state"] == "READY").await;
+    // The provider takes the snapshot only after the volume has grown.
+    s.sim().inject("volumes.snapshots.create", Fault::Status { status: 503 }, 1);
+    let snap = s
+        .gql(
+            "mutation($v: String!) { providerVolumeSnapshot(input: { tenantId: \"acme\", volumeId: $v, name: \"before\", idempotencyKey: \"before\" }) { id minDiskSizeGiB } }",
+            json!({ "v": id }),
+        )
+        .await["providerVolumeSnapshot"]
+        .clone();
+    assert_eq!(snap["minDiskSizeGiB"], 10, "the volume's size until the provider says");
+    s.mutate("providerVolumeResize", json!({ "tenantId": "acme", "volumeId": id, "sizeGiB": 20 })).await;
+    s.until_volume(&id, "grown", |v| v["observedSizeGiB"] == 20).await;
+    let query =
+        "query($s: String!) { providerSnapshot(tenantId: \"acme\", snapshotId: $s) { state minDiskSizeGiB sizeGiB } }";
+    let ready = s
+        .until(
+            "the snapshot ready",
+            || async { s.gql(query, json!({ "s": snap["id"] })).await["providerSnapshot"].clone() },
+            |v| v["state"] == "READY",
+        )
+        .await;
+    assert_eq!(ready["minDiskSizeGiB"], 20, "the provider's min_disk_size: {ready}");
+    assert_eq!(ready["sizeGiB"], 1.0, "the provider's billable GiB: {ready}");
+    // A restore defaults to, and is checked against, the provider's size.
+    let restore = "mutation($s: String!, $size: Int) { providerSnapshotRestore(input: { tenantId: \"acme\", snapshotId: $s, name: \"copy\", sizeGiB: $size, idempotencyKey: \"copy\" }) { id sizeGiB } }";
+    let small = s.server.gql(Some(&s.token), restore, json!({ "s": snap["id"], "size": 15 })).await;
+    assert_eq!(common::first_code(&small).as_deref(), Some("INVALID_INPUT"), "{small}");
+    let copy = s.gql(restore, json!({ "s": snap["id"], "size": null })).await["providerSnapshotRestore"].clone();
+    assert_eq!(copy["sizeGiB"], 20);
+    let made = s.until_volume(copy["id"].as_str().unwrap(), "restored", |v| v["state"] == "READY").await;
+    assert_eq!(made["observedSizeGiB"], 20);
 });

@@ -160,6 +160,14 @@ pub enum VolumeAction {
     Resize { size_gib: i64 },
 }
 
+/// What a volume action does, to find one still running after a call whose answer was lost.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VolumeActionKind {
+    Attach,
+    Detach,
+    Resize,
+}
+
 /// A network file share as the provider shows it: `status` `CREATING`, `ACTIVE`, `INACTIVE`
 /// (on no VPC), `FAILED`; `host` and `mount_path` once it is active.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -192,6 +200,9 @@ pub trait Volumes: Send + Sync {
     async fn volume_delete(&self, id: &str) -> ProviderResult<bool>;
     /// Starts an action; returns its id, to be looked at through `Actions`.
     async fn volume_action(&self, volume_id: &str, region: &str, action: &VolumeAction) -> ProviderResult<u64>;
+    /// The id of an action of `kind` the provider is still running on the volume: what a call
+    /// whose answer was lost may have started.
+    async fn volume_action_running(&self, volume_id: &str, kind: VolumeActionKind) -> ProviderResult<Option<u64>>;
     async fn share_create(&self, name: &str, region: &str, size_gib: i64, vpc_id: &str) -> ProviderResult<Share>;
     async fn share_get(&self, id: &str) -> ProviderResult<Option<Share>>;
     async fn share_find_by_name(&self, name: &str, region: &str) -> ProviderResult<Option<Share>>;
@@ -208,7 +219,8 @@ pub struct Snapshot {
     pub name: String,
     /// The billable GiB.
     pub size_gib: f64,
-    pub min_disk_size: i64,
+    /// The smallest volume a restore makes; None where the provider says none (a share's).
+    pub min_disk_size: Option<i64>,
     pub ready: bool,
     pub failed: bool,
 }

@@ -192,9 +192,14 @@ async fn reserve(ctx: &Ctx<'_>, a: &address::Model) -> Result<Next> {
 }
 
 /// Releases the address at the provider, if it still is ours there; a lost one, one never
-/// reserved, or one whose reserve was lost finishes without a provider call.
+/// reserved, or one whose reserve was lost finishes without a provider call. A reserve whose
+/// outcome nobody saw (the process died before writing its answer back) is first recorded as
+/// lost, saying so, so that the tenant checks the account whatever order the delete came in.
 async fn release(ctx: &Ctx<'_>, a: &address::Model) -> Result<Next> {
     let run = ctx.run;
+    if a.address.is_none() && a.reserve_attempts > 0 && !a.lost {
+        return record(run, &a.id, |now, _| now.lost(LOST_RESERVE.into()), Next::Now).await;
+    }
     let deleted = Observed { action_id: None, ..Observed::of(a).state(state::DELETED, None) };
     let Some(ip) = a.address.clone().filter(|_| !a.lost) else { return write(run, a, deleted, Next::Done).await };
     let found = match ctx.api.address_get(ctx.family, &ip).await {

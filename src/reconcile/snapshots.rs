@@ -19,6 +19,8 @@ struct Observed {
     state: String,
     provider_id: Option<String>,
     size_gib: Option<f64>,
+    /// The volume's asked size when the snapshot was recorded, then the provider's word.
+    min_disk_size: i64,
     create_attempts: i32,
     lost: bool,
     message: Option<String>,
@@ -30,6 +32,7 @@ impl Observed {
             state: s.state.clone(),
             provider_id: s.provider_id.clone(),
             size_gib: s.size_gib,
+            min_disk_size: s.min_disk_size,
             create_attempts: s.create_attempts,
             lost: s.lost,
             message: s.message.clone(),
@@ -49,7 +52,12 @@ impl Observed {
             _ => state::PENDING,
         };
         let message = found.failed.then(|| "the provider failed to make the snapshot".to_owned());
-        Observed { provider_id: Some(found.id.clone()), size_gib: Some(found.size_gib), ..self.state(state, message) }
+        Observed {
+            provider_id: Some(found.id.clone()),
+            size_gib: Some(found.size_gib),
+            min_disk_size: found.min_disk_size.unwrap_or(self.min_disk_size),
+            ..self.state(state, message)
+        }
     }
 }
 
@@ -164,7 +172,7 @@ async fn take(run: &Run<'_>, ctx: &Ctx<'_>, s: &snapshot::Model, volume_provider
                 id,
                 name: marked.provider_name.clone(),
                 size_gib: 0.0,
-                min_disk_size: 0,
+                min_disk_size: None,
                 ready: false,
                 failed: false,
             })
@@ -242,6 +250,7 @@ async fn write(run: &Run<'_>, s: &snapshot::Model, observed: Observed, next: Nex
         .col_expr(snapshot::Column::State, Expr::value(observed.state.clone()))
         .col_expr(snapshot::Column::ProviderId, Expr::value(observed.provider_id.clone()))
         .col_expr(snapshot::Column::SizeGib, Expr::value(observed.size_gib))
+        .col_expr(snapshot::Column::MinDiskSize, Expr::value(observed.min_disk_size))
         .col_expr(snapshot::Column::CreateAttempts, Expr::value(observed.create_attempts))
         .col_expr(snapshot::Column::Lost, Expr::value(observed.lost))
         .col_expr(snapshot::Column::Message, Expr::value(observed.message.clone()))

@@ -10,7 +10,7 @@ use super::{ACTION_POLL_MS, ERROR_RETRY_MS, Next, RETRY_LATER_MS, Run, is_failur
 use crate::error::{Error, Result};
 use crate::provider::{
     ActionStatus, Actions, BlockVolume, Instances, Provider, ProviderError, Share, ShareAction, VolumeAction,
-    VolumeCreate, Volumes, ownership_tag,
+    VolumeActionKind, VolumeCreate, Volumes, ownership_tag,
 };
 use crate::service::networks::state;
 use crate::service::rows;
@@ -103,6 +103,15 @@ struct Ctx<'a> {
     /// When a volume becomes ready: `Now` if an attachment or a resize waits, else the drift
     /// read (a volume just read needs no second read now).
     once_ready: Next,
+}
+
+impl Ctx<'_> {
+    /// When to look again at a volume just seen made: now when a resize asked meanwhile (while
+    /// the create was in flight, or its answer lost) is still owed, else as the run planned.
+    fn once_made(&self, v: &volume::Model, seen: &Observed) -> Next {
+        let owed = seen.observed_size_gib.is_some_and(|size| size < v.size_gib) && v.desired_state == state::PRESENT;
+        if owed { Next::Now } else { self.once_ready }
+    }
 }
 
 pub async fn run(run: &Run<'_>) -> Result<Next> {
@@ -236,7 +245,9 @@ async fn create(ctx: &Ctx<'_>, v: &volume::Model) -> Result<Next> {
         match found {
             Err(err) => return write(run, v, failed(v, &err).0, failed(v, &err).1).await,
             Ok(Some(made)) if made.is_ours(&marker(&run.services.deployment, &v.id), &ctx.tag) => {
-                return write(run, v, made.observed(v), ctx.once_ready).await;
+                let observed = made.observed(v);
+                let next = ctx.once_made(v, &observed);
+                return write(run, v, observed, next).await;
             }
             Ok(Some(_)) => {
                 let message = format!("a volume named {} exists that this deployment did not make", v.provider_name);
@@ -293,7 +304,11 @@ async fn create(ctx: &Ctx<'_>, v: &volume::Model) -> Result<Next> {
     let (observed, next) = match answer {
         Ok(made) => {
             let observed = made.observed(&marked);
-            let next = if observed.state == state::READY { ctx.once_ready } else { Next::After(ACTION_POLL_MS) };
+            let next = if observed.state == state::READY {
+                ctx.once_made(&marked, &observed)
+            } else {
+                Next::After(ACTION_POLL_MS)
+            };
             (observed, next)
         }
         Err(ProviderError::Refused { message, .. }) => {
@@ -368,6 +383,15 @@ async fn restore_source(
 ) -> Result<std::result::Result<String, (Observed, Next)>> {
     let snapshot = provider_snapshot::Entity::find_by_id(source.to_owned()).one(&run.services.db).await?;
     Ok(match snapshot {
+        // The provider's min_disk_size may be above the size recorded when the restore was asked
+        // (the volume grew before the provider took the snapshot): the provider would refuse it.
+        Some(s) if s.state == state::READY && s.min_disk_size > v.size_gib => {
+            let message = format!(
+                "snapshot {source} holds {} GiB, more than the {} GiB this restore asked: nothing was made; delete it and restore again",
+                s.min_disk_size, v.size_gib
+            );
+            Err((Observed::of(v).state(state::ERROR, Some(message)), Next::After(ERROR_RETRY_MS)))
+        }
         Some(s) if s.desired_state == state::PRESENT && s.state == state::READY && s.provider_id.is_some() => {
             Ok(s.provider_id.unwrap_or_default())
         }
@@ -387,7 +411,11 @@ async fn settle_created(ctx: &Ctx<'_>, v: &volume::Model) -> Result<Next> {
     let id = v.provider_id.clone().unwrap_or_default();
     let (observed, next) = match v.kind.as_str() {
         BLOCK => match ctx.volumes.volume_get(&id).await {
-            Ok(Some(b)) => (Made::Block(b).observed(v), ctx.once_ready),
+            Ok(Some(b)) => {
+                let observed = Made::Block(b).observed(v);
+                let next = ctx.once_made(v, &observed);
+                (observed, next)
+            }
             Ok(None) => lost(v),
             Err(err) => failed(v, &err),
         },
@@ -395,7 +423,7 @@ async fn settle_created(ctx: &Ctx<'_>, v: &volume::Model) -> Result<Next> {
             Ok(Some(s)) => {
                 let observed = share_observed(Observed::of(v), &s);
                 let next = match observed.state.as_str() {
-                    state::READY => ctx.once_ready,
+                    state::READY => ctx.once_made(v, &observed),
                     state::ERROR => Next::After(ERROR_RETRY_MS),
                     _ => Next::After(ACTION_POLL_MS),
                 };
@@ -413,8 +441,14 @@ fn lost(v: &volume::Model) -> (Observed, Next) {
     (Observed { lost: true, action_id: None, ..Observed::of(v).state(state::ERROR, Some(message)) }, Next::Drift)
 }
 
+/// Grows the volume to its asked size. It looks first: a resize whose answer was lost (a
+/// dropped connection, or the process gone before the write-back) may be running or done, and
+/// sending it again would be refused as not larger.
 async fn resize(ctx: &Ctx<'_>, v: &volume::Model) -> Result<Next> {
     let id = v.provider_id.clone().unwrap_or_default();
+    if let Some((observed, next)) = resize_seen(ctx, v, &id).await {
+        return write(ctx.run, v, observed, next).await;
+    }
     let answer = match v.kind.as_str() {
         BLOCK => ctx
             .volumes
@@ -436,15 +470,38 @@ async fn resize(ctx: &Ctx<'_>, v: &volume::Model) -> Result<Next> {
     write(ctx.run, v, observed, next).await
 }
 
+/// What a look before a resize found, when it settles the run: a resize running (followed), the
+/// volume at its size already (ready), or gone or unreadable. None: the resize is to be sent.
+async fn resize_seen(ctx: &Ctx<'_>, v: &volume::Model, id: &str) -> Option<(Observed, Next)> {
+    let updating = |action: String| Observed { action_id: Some(action), ..Observed::of(v).state(UPDATING, None) };
+    let size = if v.kind == BLOCK {
+        match ctx.volumes.volume_action_running(id, VolumeActionKind::Resize).await {
+            Ok(Some(action)) => return Some((updating(action.to_string()), Next::After(ACTION_POLL_MS))),
+            Ok(None) => {}
+            Err(err) => return Some(failed(v, &err)),
+        }
+        ctx.volumes.volume_get(id).await.map(|b| b.map(|b| b.size_gib))
+    } else {
+        ctx.volumes.share_get(id).await.map(|s| s.map(|s| s.size_gib))
+    };
+    match size {
+        Ok(Some(size)) if size >= v.size_gib => Some((resized(v, size), Next::Now)),
+        Ok(Some(_)) => None,
+        Ok(None) => Some(lost(v)),
+        Err(err) => Some(failed(v, &err)),
+    }
+}
+
+/// The volume once the provider shows it at `size`.
+fn resized(v: &volume::Model, size: i64) -> Observed {
+    Observed { action_id: None, observed_size_gib: Some(size), ..Observed::of(v).state(state::READY, None) }
+}
+
 /// A volume action in flight (a resize): looked at again until it is done.
 async fn follow_action(ctx: &Ctx<'_>, v: &volume::Model) -> Result<Next> {
     let action = v.action_id.clone().unwrap_or_default();
     let id = v.provider_id.clone().unwrap_or_default();
-    let done = |size: i64| Observed {
-        action_id: None,
-        observed_size_gib: Some(size),
-        ..Observed::of(v).state(state::READY, None)
-    };
+    let done = |size: i64| resized(v, size);
     let (observed, next) = if let Some(target) = action.strip_prefix("share-resize:") {
         let target: i64 = target.parse().unwrap_or(v.size_gib);
         match ctx.volumes.share_get(&id).await {
@@ -590,6 +647,19 @@ async fn attach_block(
             ),
             Err(err) => attachment_waits(now, &err),
         };
+    }
+    // Looked at first: an attach whose answer was lost may be running, or done.
+    match ctx.volumes.volume_action_running(&volume_id, VolumeActionKind::Attach).await {
+        Ok(Some(action)) => {
+            return (AttachmentObserved { action_id: Some(action.to_string()), ..now }, Next::After(ACTION_POLL_MS));
+        }
+        Ok(None) => {}
+        Err(err) => return attachment_waits(now, &err),
+    }
+    match ctx.volumes.volume_get(&volume_id).await {
+        Ok(Some(b)) if b.droplet_ids.contains(&droplet) => return (now.state(state::READY, None), Next::Now),
+        Ok(_) => {}
+        Err(err) => return attachment_waits(now, &err),
     }
     match ctx.volumes.volume_action(&volume_id, &v.region, &VolumeAction::Attach { droplet_id: droplet.clone() }).await
     {
@@ -849,7 +919,9 @@ async fn mark_create_attempt(run: &Run<'_>, v: &volume::Model) -> Result<Option<
 
 /// The event a volume's change publishes.
 fn event_type(before: &volume::Model, after: &Observed) -> &'static str {
+    let grown = before.observed_size_gib.is_some_and(|was| after.observed_size_gib.is_some_and(|now| now > was));
     match (before.state.as_str(), after.state.as_str()) {
+        (state::READY, state::READY) if grown => "resized",
         (b, a) if b == a => "updated",
         (UPDATING, state::READY) => "resized",
         (_, state::READY) => "ready",

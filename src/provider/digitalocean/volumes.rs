@@ -5,8 +5,8 @@ use serde_json::{Value, json};
 
 use super::{DigitalOcean, id_text, strings};
 use crate::provider::{
-    BlockVolume, ProviderError, ProviderResult, Share, ShareAction, Snapshot, Snapshots, VolumeAction, VolumeCreate,
-    Volumes,
+    BlockVolume, ProviderError, ProviderResult, Share, ShareAction, Snapshot, Snapshots, VolumeAction,
+    VolumeActionKind, VolumeCreate, Volumes,
 };
 
 fn unreadable(what: &str) -> ProviderError {
@@ -19,7 +19,7 @@ fn volume_from(body: &Value) -> ProviderResult<BlockVolume> {
         id: id.to_owned(),
         name: body["name"].as_str().unwrap_or_default().to_owned(),
         region: body["region"]["slug"].as_str().unwrap_or_default().to_owned(),
-        size_gib: body["size_gigabytes"].as_i64().unwrap_or_default(),
+        size_gib: body["size_gigabytes"].as_i64().ok_or_else(|| unreadable("volume size"))?,
         droplet_ids: strings(&body["droplet_ids"]),
         tags: strings(&body["tags"]),
         description: body["description"].as_str().unwrap_or_default().to_owned(),
@@ -49,7 +49,7 @@ fn snapshot_from(body: &Value) -> ProviderResult<Snapshot> {
         id: id_text(id),
         name: body["name"].as_str().unwrap_or_default().to_owned(),
         size_gib: body["size_gigabytes"].as_f64().or_else(|| body["size_gib"].as_f64()).unwrap_or_default(),
-        min_disk_size: body["min_disk_size"].as_i64().unwrap_or_default(),
+        min_disk_size: body["min_disk_size"].as_i64(),
         ready: status.is_none_or(|s| s == "ACTIVE"),
         failed: status == Some("FAILED"),
     })
@@ -119,6 +119,18 @@ impl Volumes for DigitalOcean {
             return Err(ProviderError::Refused { status: 404, message: format!("volume {volume_id} is gone") });
         }
         answer.body["action"]["id"].as_u64().ok_or_else(|| unreadable("action"))
+    }
+
+    async fn volume_action_running(&self, volume_id: &str, kind: VolumeActionKind) -> ProviderResult<Option<u64>> {
+        let action_type = match kind {
+            VolumeActionKind::Attach => "attach_volume",
+            VolumeActionKind::Detach => "detach_volume",
+            VolumeActionKind::Resize => "resize_volume",
+        };
+        let path = format!("/v2/volumes/{volume_id}/actions");
+        let actions = self.list_all("volumes.actions.list", &path, "actions").await?;
+        let running = actions.iter().find(|a| a["type"] == action_type && a["status"] == "in-progress");
+        running.map(|a| a["id"].as_u64().ok_or_else(|| unreadable("action"))).transpose()
     }
 
     async fn share_create(&self, name: &str, region: &str, size_gib: i64, vpc_id: &str) -> ProviderResult<Share> {

@@ -141,7 +141,21 @@ impl Model {
                     return Err(unprocessable("the snapshot is not in the volume's region"));
                 }
                 let label = given(body.filesystem_label).unwrap_or_else(|| source.filesystem_label.clone());
-                (source.min_disk_size, source.filesystem_type.clone(), label)
+                // A restore is made at the size asked, never below what the snapshot holds.
+                let size = match body.size_gigabytes {
+                    None => source.min_disk_size,
+                    Some(size) if size < source.min_disk_size => {
+                        return Err(unprocessable(&format!(
+                            "size_gigabytes must be at least the snapshot's min_disk_size ({})",
+                            source.min_disk_size
+                        )));
+                    }
+                    Some(size) if size > MAX_GIB => {
+                        return Err(unprocessable("size_gigabytes must be from 1 to 16384"));
+                    }
+                    Some(size) => size,
+                };
+                (size, source.filesystem_type.clone(), label)
             }
             None => match body.size_gigabytes {
                 Some(size) if (1..=MAX_GIB).contains(&size) => (
@@ -738,13 +752,18 @@ mod tests {
         assert_eq!(api.get("/v2/snapshots/8fa70202-873f-11e6-8b68-000f533176b1").await.0, 404);
         assert_eq!(api.get(&path).await.1["meta"]["total"], 1);
 
-        let from = json!({ "name": "copy", "size_gigabytes": 1, "region": "nyc3", "snapshot_id": id });
+        let below = json!({ "name": "copy", "size_gigabytes": 39, "region": "nyc3", "snapshot_id": id });
+        assert_eq!(api.post("/v2/volumes", below).await.0, 422, "a restore below the snapshot's min_disk_size");
+        let from = json!({ "name": "copy", "region": "nyc3", "snapshot_id": id });
         let (status, copy) = api.post("/v2/volumes", from).await;
         assert_eq!(status, 201);
         assert_eq!(
             (copy["volume"]["size_gigabytes"].clone(), copy["volume"]["filesystem_type"].clone()),
-            (json!(40), json!("xfs"))
+            (json!(40), json!("xfs")),
+            "the snapshot's size when none is asked"
         );
+        let larger = json!({ "name": "bigger", "size_gigabytes": 60, "region": "nyc3", "snapshot_id": id });
+        assert_eq!(api.post("/v2/volumes", larger).await.1["volume"]["size_gigabytes"], 60);
         let unknown = json!({ "name": "nocopy", "region": "nyc3", "snapshot_id": volume });
         assert_eq!(api.post("/v2/volumes", unknown).await.0, 404, "not a volume snapshot");
 
