@@ -130,6 +130,8 @@ impl Setup {
             let due = vps_graph::store::queue::item(db, "vps.provider-resources", id).await.unwrap();
             if due.is_none_or(|(due, _, _)| due > self.clock.now_ms()) {
                 self.clock.advance(ms);
+                // Every run that came due in that time has happened once this returns.
+                common::idle(&self.server, &self.clock, id).await;
                 return;
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
@@ -308,7 +310,6 @@ db_test!(a_reserve_whose_answer_was_lost_goes_to_error_and_is_never_sent_again, 
     for _ in 0..3 {
         s.later(&id, 30 * 60_000).await;
     }
-    tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(s.sim().calls("reserved_ips.create"), 1, "never sent again");
     assert_eq!(
         code(&s.assign(&id, &s.instance("web", "nyc3", json!({})).await.0).await),
@@ -363,7 +364,6 @@ db_test!(
         let failed = s.until_address(&id, "an assignment error", |a| a["assignmentState"] == "ERROR").await;
         assert!(failed["assignmentMessage"].as_str().unwrap().contains(&theirs), "{failed}");
         s.later(&id, 6 * 60_000).await;
-        tokio::time::sleep(Duration::from_millis(300)).await;
         let (_, at_sim) = s.at_sim(reqwest::Method::GET, &format!("/v2/reserved_ips/{ip}"), None).await;
         assert_eq!(at_sim["reserved_ip"]["droplet"]["id"].to_string(), theirs, "nothing moved back");
         assert_ne!(theirs, droplet);
@@ -394,7 +394,6 @@ db_test!(an_address_released_outside_is_lost_for_good_and_never_readopted, |back
     assert_eq!((got.as_str(), &details["reason"]), ("INVALID_STATE", &json!("notManaged")));
     let calls_before = (s.sim().calls("reserved_ips.actions.create"), s.sim().calls("reserved_ips.get"));
     s.later(&first, 61 * 60_000).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
     let calls_after = (s.sim().calls("reserved_ips.actions.create"), s.sim().calls("reserved_ips.get"));
     assert_eq!(calls_before.0, calls_after.0, "never assigned");
     let second_reads = calls_after.1 - calls_before.1;
@@ -415,7 +414,7 @@ db_test!(a_reserved_ipv6_whose_reservation_time_changed_is_another_reservation, 
     let ip = s.until_address(&id, "reserved", |a| a["state"] == "READY").await["address"].as_str().unwrap().to_owned();
     // The run that wrote READY may look once more right after: let it settle first, so no read
     // falls between the release and the new reservation below (that read would see it gone).
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    common::idle(&s.server, &s.clock, &id).await;
     // Released and reserved again by someone else: same IP, another reservation time.
     assert_eq!(s.at_sim(reqwest::Method::DELETE, &format!("/v2/reserved_ipv6/{ip}"), None).await.0, 204);
     tokio::time::sleep(Duration::from_millis(20)).await;

@@ -188,7 +188,7 @@ db_test!(a_vpc_deleted_outside_is_found_at_the_drift_read_and_never_made_again, 
     let vpc_id = ready["providerId"].as_str().unwrap().to_owned();
     // The run that wrote READY may look once more right after: let it settle first, so no read
     // falls between the subnets' deletes and the VPC's below (it would see only a subnet gone).
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    common::idle(&s.server, &s.clock, &id).await;
     for subnet in s.ec2.subnets_of_vpc(REGION, &vpc_id).await.unwrap() {
         s.ec2.subnet_delete(REGION, &subnet.id).await.unwrap();
     }
@@ -196,8 +196,10 @@ db_test!(a_vpc_deleted_outside_is_found_at_the_drift_read_and_never_made_again, 
     s.clock.advance(vps_graph::reconcile::DRIFT_MS);
     let failed = s.until_state(&id, "ERROR").await;
     assert!(failed["message"].as_str().is_some_and(|m| m.contains(&vpc_id)), "{failed}");
-    s.clock.advance(2 * vps_graph::reconcile::DRIFT_MS);
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    for _ in 0..2 {
+        s.clock.advance(vps_graph::reconcile::DRIFT_MS);
+        common::idle(&s.server, &s.clock, &id).await;
+    }
     assert_eq!(s.sim().calls("ec2.CreateVpc"), 1, "never made again");
     assert!(s.vpcs_of(&id).await.is_empty());
     s.delete(&id).await;

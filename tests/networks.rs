@@ -189,7 +189,7 @@ db_test!(a_lost_create_answer_is_found_by_name_and_never_made_twice, |backend: B
     assert_eq!(s.vpcs_named(&name).await, 1, "exactly one VPC exists");
 });
 
-db_test!(rate_limited_create_is_requeued_30_seconds_without_a_tight_loop, |backend: Backend| async move {
+db_test!(rate_limited_create_backs_off_from_30_seconds_without_a_tight_loop, |backend: Backend| async move {
     let db = TestDb::new(backend).await;
     let (s, clock) = setup_manual(&db).await;
     s.sim().inject("vpcs.create", Fault::Status { status: 429 }, 1000);
@@ -198,19 +198,31 @@ db_test!(rate_limited_create_is_requeued_30_seconds_without_a_tight_loop, |backe
     s.until(&id, "rate-limited", |n| n["subnets"][0]["message"].as_str().is_some_and(|m| m.contains("rate-limited")))
         .await;
     s.until_due(&id, clock.now_ms() + 30_000).await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    clock.advance(29_000);
+    common::idle(&s.server, &clock, &id).await;
     assert_eq!(s.sim().calls("vpcs.create"), 1, "no retry before the 30 s are up");
-    clock.advance(30_000);
+    clock.advance(1_000);
     for _ in 0..200 {
         if s.sim().calls("vpcs.create") == 2 {
             break;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(s.sim().calls("vpcs.create"), 2, "one more call per 30 s");
+    common::idle(&s.server, &clock, &id).await;
+    assert_eq!(s.sim().calls("vpcs.create"), 2, "one more call after the 30 s");
+    // Backoff grows with each rate-limited run in a row: 60 s now, then 120 s.
+    assert_eq!(s.work_due(&id).await, clock.now_ms() + 60_000);
+    clock.advance(60_000);
+    for _ in 0..200 {
+        if s.sim().calls("vpcs.create") == 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    common::idle(&s.server, &clock, &id).await;
+    assert_eq!(s.work_due(&id).await, clock.now_ms() + 120_000);
     s.sim().clear_faults();
-    clock.advance(30_000);
+    clock.advance(120_000);
     s.until_state(&id, "READY").await;
     assert_eq!(s.vpcs_named(&provider_name(created["subnets"][0]["id"].as_str().unwrap())).await, 1);
 });
@@ -239,7 +251,7 @@ db_test!(a_vpc_deleted_behind_our_back_goes_to_error_and_is_never_made_again, |b
     assert!(failed["message"].as_str().unwrap().contains("deleted outside"), "{failed}");
     for _ in 0..3 {
         clock.advance(3_600_000);
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        common::idle(&s.server, &clock, &id).await;
     }
     assert_eq!(s.sim().calls("vpcs.create"), 1, "never made again");
     // Deleting it finishes without a provider call.
@@ -512,7 +524,7 @@ db_test!(a_404_that_is_not_the_apis_own_is_not_taken_for_gone, |backend: Backend
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    common::idle(&s.server, &clock, &id).await;
     assert_eq!(s.sim().calls("vpcs.get"), 2, "read again 30 s later");
     assert_eq!(s.get(&id).await["state"], "READY");
 });

@@ -14,7 +14,7 @@
 use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
 
-use super::{ACTION_POLL_MS, ERROR_RETRY_MS, Next, RETRY_LATER_MS, Run, is_failure, wait_for};
+use super::{ACTION_POLL_MS, ERROR_RETRY_MS, Next, RETRY_LATER_MS, Run, is_failure, retry_after};
 use crate::error::{Error, Result};
 use crate::provider::{ActionStatus, Actions, Addresses, Family, Provider, ProviderError, ReservedAddress};
 use crate::service::addresses::{self as svc, NONE};
@@ -109,7 +109,7 @@ pub async fn run(run: &Run<'_>) -> Result<Next> {
     let Some(ip) = a.address.clone() else { return reserve(&ctx, &a).await };
     let found = match ctx.api.address_get(ctx.family, &ip).await {
         Ok(found) => found,
-        Err(err) => return write(run, &a, waiting(Observed::of(&a), &err), Next::After(wait_for(&err))).await,
+        Err(err) => return write(run, &a, waiting(Observed::of(&a), &err), retry_after(&err)).await,
     };
     let found = match still_ours(&a, &ip, found) {
         Ok(found) => found,
@@ -170,12 +170,12 @@ async fn reserve(ctx: &Ctx<'_>, a: &address::Model) -> Result<Next> {
         }
         // Nothing was reserved: it is sent again.
         Err(err @ ProviderError::RetryLater { .. }) => {
-            let wait = wait_for(&err);
+            let next = retry_after(&err);
             let again = |now: Observed, _: &address::Model| Observed {
                 reserve_attempts: now.reserve_attempts - 1,
                 ..waiting(now, &err)
             };
-            record(run, &a.id, again, Next::After(wait)).await
+            record(run, &a.id, again, next).await
         }
         Err(err) if is_failure(&err) => {
             let refused = |now: Observed, _: &address::Model| Observed {
@@ -204,7 +204,7 @@ async fn release(ctx: &Ctx<'_>, a: &address::Model) -> Result<Next> {
     let Some(ip) = a.address.clone().filter(|_| !a.lost) else { return write(run, a, deleted, Next::Done).await };
     let found = match ctx.api.address_get(ctx.family, &ip).await {
         Ok(found) => found,
-        Err(err) => return write(run, a, waiting(Observed::of(a), &err), Next::After(wait_for(&err))).await,
+        Err(err) => return write(run, a, waiting(Observed::of(a), &err), retry_after(&err)).await,
     };
     if still_ours(a, &ip, found).is_err() {
         // Someone else's reservation now, or gone: never released by us.
@@ -213,8 +213,8 @@ async fn release(ctx: &Ctx<'_>, a: &address::Model) -> Result<Next> {
     match ctx.api.address_release(ctx.family, &ip).await {
         Ok(_) => write(run, a, deleted, Next::Done).await,
         Err(err) => {
-            let wait = if is_failure(&err) { RETRY_LATER_MS } else { wait_for(&err) };
-            write(run, a, waiting(Observed::of(a), &err), Next::After(wait)).await
+            let next = if is_failure(&err) { Next::After(RETRY_LATER_MS) } else { retry_after(&err) };
+            write(run, a, waiting(Observed::of(a), &err), next).await
         }
     }
 }
@@ -229,7 +229,7 @@ async fn converge_assignment(ctx: &Ctx<'_>, a: &address::Model, found: &Reserved
             Ok(Some(ActionStatus::InProgress)) => (now, Next::After(ACTION_POLL_MS)),
             // Done, failed or forgotten: what the address shows decides.
             Ok(_) => (Observed { action_id: None, ..now }, Next::Now),
-            Err(err) => (waiting(now, &err), Next::After(wait_for(&err))),
+            Err(err) => (waiting(now, &err), retry_after(&err)),
         };
         return write(run, a, observed, next).await;
     }
@@ -299,7 +299,7 @@ fn assignment_waits(now: Observed, err: &ProviderError) -> (Observed, Next) {
         let failed = Observed { assignment_state: state::ERROR.into(), assignment_message: message, ..now };
         return (failed, Next::After(ERROR_RETRY_MS));
     }
-    (Observed { assignment_message: message, ..now }, Next::After(wait_for(err)))
+    (Observed { assignment_message: message, ..now }, retry_after(err))
 }
 
 /// Records a reserve attempt before the call (fenced, version-checked).

@@ -117,7 +117,7 @@ async fn make(run: &Run<'_>, api: &dyn AwsInstances, current: &instance::Model, 
                 Observed { create_attempts: marked.create_attempts - 1, ..now.state(state::ERROR, Some(message)) };
             (failed, Next::After(ERROR_RETRY_MS))
         }
-        Err(err) => (Observed { message: Some(err.message().to_owned()), ..now }, Next::After(super::wait_for(&err))),
+        Err(err) => (Observed { message: Some(err.message().to_owned()), ..now }, super::retry_after(&err)),
     };
     write(run, &marked, observed, next).await
 }

@@ -10,7 +10,7 @@ use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{ActiveModelTrait, ColumnTrait, DatabaseTransaction, EntityTrait, QueryFilter, Set};
 
 use super::networks::{aggregate, lock_network, mark_create_attempt};
-use super::{ERROR_RETRY_MS, Next, RETRY_LATER_MS, Run, is_failure, wait_for};
+use super::{ERROR_RETRY_MS, Next, RETRY_LATER_MS, Run, is_failure, retry_after};
 use crate::error::{Error, Result};
 use crate::ids;
 use crate::provider::{AwsNetworks, AwsSubnet, AwsVpc, Provider, ProviderError, aws_owned, aws_tags, tag_value};
@@ -426,7 +426,7 @@ fn failed_call(plan: &mut Plan, call: &Call, err: &ProviderError) {
         other => other.message().to_owned(),
     };
     // A delete EC2 refuses while something remains in it is looked at again soon.
-    plan.next = Next::After(if busy { RETRY_LATER_MS } else { wait_for(err) });
+    plan.next = if busy { Next::After(RETRY_LATER_MS) } else { retry_after(err) };
     let fails = is_failure(err) && !busy;
     match call {
         Call::CreateVpc | Call::EnableDns(_) if fails => plan.verdict = Verdict::Failed(message),
@@ -503,7 +503,7 @@ pub(super) async fn run(
     let seen = match observe(api.as_ref(), &network).await {
         Ok(seen) => seen,
         // The network is as it was, as far as we know: look again soon, and write nothing.
-        Err(err) if !is_failure(&err) => return Ok(Next::After(wait_for(&err))),
+        Err(err) if !is_failure(&err) => return Ok(retry_after(&err)),
         Err(err) => {
             let mut plan = Plan::unchanged(&network, &rows);
             plan.verdict = Verdict::Failed(err.message().to_owned());
@@ -1038,7 +1038,7 @@ mod tests {
         assert_eq!((made.vpc.provider_id.as_deref(), made.next), (Some("vpc-1"), Next::Now));
         assert_eq!(network_state(PRESENT, &made.verdict, &rows).0, PENDING, "ready once its subnets are");
         let lost = after(plan.clone(), &Call::CreateVpc, Err(ProviderError::Unknown { message: "timeout".into() }));
-        assert_eq!((lost.vpc.provider_id.as_deref(), lost.next), (None, Next::After(RETRY_LATER_MS)));
+        assert_eq!((lost.vpc.provider_id.as_deref(), lost.next), (None, Next::Backoff(RETRY_LATER_MS)));
         assert!(matches!(&lost.verdict, Verdict::Waiting(Some(m)) if m.contains("lost")));
         let refused = Err(ProviderError::Refused { status: 400, message: "AWS VpcLimitExceeded: too many".into() });
         let refused = after(plan.clone(), &Call::CreateVpc, refused);
@@ -1051,7 +1051,7 @@ mod tests {
         let n = network(PRESENT, Some("vpc-1"), 1, false, false);
         let plan = decide(&n, &rows, &seen(VpcSeen::Found(vpc("vpc-1", Some(DEP))), Some(vec![])), DEP);
         let waiting = after(plan, &Call::CreateSubnet(0), limited);
-        assert_eq!((waiting.subnets[0].state.as_str(), waiting.next), (PENDING, Next::After(RETRY_LATER_MS)));
+        assert_eq!((waiting.subnets[0].state.as_str(), waiting.next), (PENDING, Next::Backoff(RETRY_LATER_MS)));
     }
 
     #[test]

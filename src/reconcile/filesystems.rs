@@ -154,6 +154,8 @@ pub enum After {
     LookAgain,
     /// Nothing done for now: say the provider's words and look again after the wait.
     Wait(String, i64),
+    /// The provider was unavailable or rate-limited, or its answer lost: say so and back off.
+    Backoff(String, i64),
     /// Refused: ERROR with the provider's words, retried every 5 minutes.
     Fail(String),
 }
@@ -171,6 +173,9 @@ pub fn after<T>(result: &std::result::Result<T, ProviderError>) -> After {
         Some("DependencyViolation" | "FileSystemInUse") => After::Wait(message, RETRY_LATER_MS),
         Some("IncorrectFileSystemLifeCycleState") => After::Wait(message, ACTION_POLL_MS),
         _ if is_failure(err) => After::Fail(message),
+        _ if matches!(err, ProviderError::RetryLater { .. } | ProviderError::Unknown { .. }) => {
+            After::Backoff(message, wait_for(err))
+        }
         _ => After::Wait(message, wait_for(err)),
     }
 }
@@ -181,6 +186,7 @@ pub fn apply(now: Observed, outcome: After) -> (Observed, Next) {
         After::Done => (now.progress(), Next::Now),
         After::LookAgain => (now, Next::Now),
         After::Wait(message, ms) => (now.message(message), Next::After(ms)),
+        After::Backoff(message, ms) => (now.message(message), Next::Backoff(ms)),
         After::Fail(message) => (now.error(message), Next::After(ERROR_RETRY_MS)),
     }
 }
@@ -746,6 +752,7 @@ fn settle_removal<T>(now: Observed, result: &std::result::Result<T, ProviderErro
     match after(result) {
         After::Done | After::LookAgain => (Observed { message: None, ..now }, Next::Now),
         After::Wait(message, ms) => (now.message(message), Next::After(ms)),
+        After::Backoff(message, ms) => (now.message(message), Next::Backoff(ms)),
         After::Fail(message) => (now.message(message), Next::After(RETRY_LATER_MS)),
     }
 }
@@ -954,8 +961,11 @@ mod tests {
         let limited = ProviderError::RetryLater { message: "slow down".into(), after: Duration::from_secs(60) };
         let cases: Vec<(std::result::Result<(), ProviderError>, After)> = vec![
             (Ok(()), After::Done),
-            (Err(limited), After::Wait("slow down".into(), 60_000)),
-            (Err(ProviderError::Unknown { message: "timeout".into() }), After::Wait("timeout".into(), RETRY_LATER_MS)),
+            (Err(limited), After::Backoff("slow down".into(), 60_000)),
+            (
+                Err(ProviderError::Unknown { message: "timeout".into() }),
+                After::Backoff("timeout".into(), RETRY_LATER_MS),
+            ),
             (
                 Err(ProviderError::Refused { status: 400, message: "AWS BadRequest: no".into() }),
                 After::Fail("AWS BadRequest: no".into()),
@@ -980,7 +990,7 @@ mod tests {
             // A code only counts on a refusal: a lost answer is still a lost answer.
             (
                 Err(ProviderError::Unknown { message: "AWS FileSystemAlreadyExists: x".into() }),
-                After::Wait("AWS FileSystemAlreadyExists: x".into(), RETRY_LATER_MS),
+                After::Backoff("AWS FileSystemAlreadyExists: x".into(), RETRY_LATER_MS),
             ),
         ];
         for (result, expected) in cases {

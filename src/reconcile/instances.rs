@@ -9,7 +9,7 @@
 use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder};
 
-use super::{ACTION_POLL_MS, Next, Reconciler, Run, is_failure, wait_for};
+use super::{ACTION_POLL_MS, Next, Reconciler, Run, is_failure, retry_after};
 use crate::error::{Error, Result};
 use crate::provider::{Droplet, DropletCreate, Instances, ProviderError, Volumes, ownership_tag};
 use crate::service::instances::{self as svc, RECONCILER};
@@ -105,9 +105,9 @@ pub(super) fn waiting(current: &instance::Model, err: ProviderError) -> (Observe
         return (Observed { message: Some(err.message().to_owned()), ..now }, Next::After(ACTION_POLL_MS));
     }
     if is_failure(&err) {
-        return (now.state(state::ERROR, Some(err.message().to_owned())), Next::After(wait_for(&err)));
+        return (now.state(state::ERROR, Some(err.message().to_owned())), retry_after(&err));
     }
-    (Observed { message: Some(err.message().to_owned()), ..now }, Next::After(wait_for(&err)))
+    (Observed { message: Some(err.message().to_owned()), ..now }, retry_after(&err))
 }
 
 async fn create(run: &Run<'_>, api: &dyn Instances, current: &instance::Model, tag: &str) -> Result<Next> {
@@ -164,7 +164,7 @@ async fn make(run: &Run<'_>, api: &dyn Instances, current: &instance::Model, tag
             let failed = Observed { create_attempts: attempts, ..now.state(state::ERROR, Some(message)) };
             (failed, Next::After(super::ERROR_RETRY_MS))
         }
-        Err(err) => (Observed { message: Some(err.message().to_owned()), ..now }, Next::After(wait_for(&err))),
+        Err(err) => (Observed { message: Some(err.message().to_owned()), ..now }, retry_after(&err)),
     };
     write(run, &marked, observed, next).await
 }

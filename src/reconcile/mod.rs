@@ -32,6 +32,8 @@ pub const ACTION_POLL_MS: i64 = 5_000;
 pub const RETRY_LATER_MS: i64 = 30_000;
 pub const ERROR_RETRY_MS: i64 = 5 * 60_000;
 pub const DRIFT_MS: i64 = 60 * 60_000;
+/// The longest a run backs off from a provider that keeps being unavailable or rate-limited.
+pub const BACKOFF_CAP_MS: i64 = 10 * 60_000;
 
 /// When to look at the resource again.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,6 +41,10 @@ pub enum Next {
     /// There is more to do now.
     Now,
     After(i64),
+    /// The provider was rate-limited or unavailable, or its answer was lost: at least this long
+    /// (what the provider asked for), and twice as long for each such run in a row, from 30 s up
+    /// to `BACKOFF_CAP_MS`, so that a provider in trouble is not asked ever faster.
+    Backoff(i64),
     /// Settled: the hourly drift read.
     Drift,
     /// Gone for good: drop the work item.
@@ -82,6 +88,23 @@ impl Run<'_> {
 
 /// How long to wait after a provider error while looking or acting: a rate-limited or
 /// unavailable provider, or a lost answer, 30 s; a refusal is an error, retried every 5 minutes.
+/// What to do after a provider error while looking or acting: back off from a provider that
+/// was unavailable or rate-limited or whose answer was lost; retry a refusal in 5 minutes.
+pub fn retry_after(err: &crate::provider::ProviderError) -> Next {
+    use crate::provider::ProviderError;
+    match err {
+        ProviderError::RetryLater { .. } | ProviderError::Unknown { .. } => Next::Backoff(wait_for(err)),
+        _ => Next::After(wait_for(err)),
+    }
+}
+
+/// How long a run backs off after `streak` runs in a row that met a provider in trouble: 30 s,
+/// then doubling, at most `BACKOFF_CAP_MS`, and never less than the provider asked.
+pub fn backoff_ms(at_least: i64, streak: i32) -> i64 {
+    let doubled = RETRY_LATER_MS.saturating_mul(1_i64 << streak.saturating_sub(1).clamp(0, 10));
+    doubled.min(BACKOFF_CAP_MS).max(at_least)
+}
+
 pub fn wait_for(err: &crate::provider::ProviderError) -> i64 {
     use crate::provider::ProviderError;
     match err {
@@ -203,12 +226,24 @@ async fn run_one(shared: &Shared, claimed: Claimed) {
     let Some(reconciler) = shared.reconcilers.iter().find(|r| r.kind() == claimed.kind) else { return };
     let run = Run { services: &shared.services, claimed: &claimed };
     let started = std::time::Instant::now();
-    let result = reconciler.run(&run).await;
+    let span = tracing::info_span!(
+        "reconcile",
+        kind = %claimed.kind,
+        id = %claimed.resource_id,
+        attempt = claimed.attempts
+    );
+    let result = tracing::Instrument::instrument(reconciler.run(&run), span).await;
     let took = started.elapsed();
     let now = shared.services.clock.now_ms();
     let (next_due, failed, outcome) = match &result {
         Ok(Next::Now) => (Some(now), None, "more"),
         Ok(Next::After(ms)) => (Some(now + ms), None, "requeued"),
+        // The streak of such runs is the item's attempts, kept while they last.
+        Ok(Next::Backoff(ms)) => (
+            Some(now + backoff_ms(*ms, claimed.attempts)),
+            Some("the provider is unavailable or rate-limited".into()),
+            "backoff",
+        ),
         Ok(Next::Drift) => (Some(drift_due(now, &claimed.resource_id)), None, "settled"),
         Ok(Next::Done) => (None, None, "done"),
         Err(err) => {
@@ -249,6 +284,15 @@ async fn report_depth(shared: Arc<Shared>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn backoff_doubles_from_30_seconds_up_to_the_cap_and_honours_the_providers_wait() {
+        let waits: Vec<i64> = (1..=7).map(|streak| backoff_ms(RETRY_LATER_MS, streak) / 1000).collect();
+        assert_eq!(waits, [30, 60, 120, 240, 480, 600, 600]);
+        assert_eq!(backoff_ms(RETRY_LATER_MS, 0), RETRY_LATER_MS);
+        assert_eq!(backoff_ms(RETRY_LATER_MS, i32::MAX), BACKOFF_CAP_MS);
+        assert_eq!(backoff_ms(900_000, 1), 900_000, "a provider's Retry-After beyond the cap is honoured");
+    }
 
     #[test]
     fn drift_reads_come_once_an_hour_at_an_offset_of_the_id() {

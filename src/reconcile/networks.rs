@@ -147,11 +147,11 @@ pub fn after(
         (Call::Delete(_), Ok(_)) => (now.with_state(state::DELETED, None), Next::Now),
         (_, Err(ProviderError::RetryLater { message, after })) => {
             let wait = std::cmp::max(RETRY_LATER_MS, after.as_millis() as i64);
-            (now.with_message(message), Next::After(wait))
+            (now.with_message(message), Next::Backoff(wait))
         }
         (Call::Create, Err(ProviderError::Unknown { message })) => {
             let message = format!("the create's answer was lost ({message}); looking for the VPC by its name");
-            (now.with_message(message), Next::After(RETRY_LATER_MS))
+            (now.with_message(message), Next::Backoff(RETRY_LATER_MS))
         }
         // A first refusal may be our own earlier create under this name (its answer lost in a
         // crash): look by name once before calling it an error.
@@ -159,7 +159,7 @@ pub fn after(
             (now.with_message(message), Next::Now)
         }
         (Call::Delete(_), Err(ProviderError::Unknown { message })) => {
-            (now.with_message(message), Next::After(RETRY_LATER_MS))
+            (now.with_message(message), Next::Backoff(RETRY_LATER_MS))
         }
         (_, Err(err)) => (now.with_state(state::ERROR, Some(err.message().to_owned())), Next::After(ERROR_RETRY_MS)),
         (Call::Create, Ok(None)) => (now, Next::Now),
@@ -171,7 +171,7 @@ fn looked_badly(s: &subnet::Model, err: ProviderError) -> (Observed, Next) {
     let now = Observed::of(s);
     match err {
         ProviderError::RetryLater { message, .. } | ProviderError::Unknown { message } => {
-            (now.with_message(message), Next::After(RETRY_LATER_MS))
+            (now.with_message(message), Next::Backoff(RETRY_LATER_MS))
         }
         other => (now.with_state(state::ERROR, Some(other.message().to_owned())), Next::After(ERROR_RETRY_MS)),
     }
@@ -297,7 +297,7 @@ async fn drift(run: &Run<'_>, api: &dyn Networks, subnets: &[subnet::Model]) -> 
         let observed = match observe(api, s).await {
             // The VPC is as it was, as far as we know: read it again soon, and write nothing.
             Err(ProviderError::RetryLater { .. } | ProviderError::Unknown { .. }) => {
-                return Ok(Next::After(RETRY_LATER_MS));
+                return Ok(Next::Backoff(RETRY_LATER_MS));
             }
             Err(err) => looked_badly(s, err).0,
             Ok(seen) => match decide(s, &seen, "") {
@@ -624,11 +624,11 @@ mod tests {
         let (o, n) = after(&pending, &Call::Create, limited);
         assert_eq!(
             (o.state.as_str(), o.create_attempts, n),
-            (PENDING, 1, Next::After(RETRY_LATER_MS)),
-            "a 429: wait 30 s"
+            (PENDING, 1, Next::Backoff(RETRY_LATER_MS)),
+            "a 429: back off from 30 s"
         );
         let (o, n) = after(&pending, &Call::Create, Err(ProviderError::Unknown { message: "timeout".into() }));
-        assert_eq!((o.create_attempts, n), (1, Next::After(RETRY_LATER_MS)), "a lost answer is looked up by name next");
+        assert_eq!((o.create_attempts, n), (1, Next::Backoff(RETRY_LATER_MS)), "a lost answer is looked up by name next");
         let refused = || Err(ProviderError::Refused { status: 422, message: "name taken".into() });
         let (o, n) = after(&pending, &Call::Create, refused());
         assert_eq!((o.state.as_str(), o.create_attempts, n), (PENDING, 1, Next::Now), "a first refusal looks by name");

@@ -4,7 +4,7 @@
 use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
 
-use super::{ACTION_POLL_MS, ERROR_RETRY_MS, Next, Run, is_failure, wait_for};
+use super::{ACTION_POLL_MS, ERROR_RETRY_MS, Next, Run, is_failure, retry_after};
 use crate::error::{Error, Result};
 use crate::provider::{ProviderError, ProviderResult, ShareAction, Snapshot, Snapshots, Volumes, ownership_tag};
 use crate::service::networks::state;
@@ -123,9 +123,7 @@ pub async fn run(run: &Run<'_>) -> Result<Next> {
                 let message = "the snapshot was deleted at the provider outside vps-graph".to_owned();
                 (Observed { lost: true, ..Observed::of(&s).state(state::ERROR, Some(message)) }, Next::Drift)
             }
-            Err(err) => {
-                (Observed { message: Some(err.message().to_owned()), ..Observed::of(&s) }, Next::After(wait_for(&err)))
-            }
+            Err(err) => (Observed { message: Some(err.message().to_owned()), ..Observed::of(&s) }, retry_after(&err)),
         }
     } else {
         match (source, volume_provider_id) {
@@ -155,7 +153,7 @@ async fn take(run: &Run<'_>, ctx: &Ctx<'_>, s: &snapshot::Model, volume_provider
                     run,
                     s,
                     Observed { message: Some(err.message().to_owned()), ..Observed::of(s) },
-                    Next::After(wait_for(&err)),
+                    retry_after(&err),
                 )
                 .await;
             }
@@ -192,7 +190,7 @@ async fn take(run: &Run<'_>, ctx: &Ctx<'_>, s: &snapshot::Model, volume_provider
             let now = Observed { create_attempts: marked.create_attempts - 1, ..now };
             (now.state(state::ERROR, Some(message)), Next::After(ERROR_RETRY_MS))
         }
-        Err(err) => (Observed { message: Some(err.message().to_owned()), ..now }, Next::After(wait_for(&err))),
+        Err(err) => (Observed { message: Some(err.message().to_owned()), ..now }, retry_after(&err)),
     };
     write(run, &marked, observed, next).await
 }
@@ -205,7 +203,7 @@ async fn delete(ctx: &Ctx<'_>, s: &snapshot::Model, volume_provider_id: Option<&
         (None, attempts, Some(vid)) if attempts > 0 => match ctx.find(vid, &s.provider_name).await {
             Ok(found) => found.map(|f| f.id),
             Err(err) => {
-                return (Observed { message: Some(err.message().to_owned()), ..now }, Next::After(wait_for(&err)));
+                return (Observed { message: Some(err.message().to_owned()), ..now }, retry_after(&err));
             }
         },
         _ => None,
@@ -213,8 +211,8 @@ async fn delete(ctx: &Ctx<'_>, s: &snapshot::Model, volume_provider_id: Option<&
     if let Some(id) = id
         && let Err(err) = ctx.delete(&id).await
     {
-        let wait = if is_failure(&err) { ERROR_RETRY_MS } else { wait_for(&err) };
-        return (Observed { message: Some(err.message().to_owned()), ..now }, Next::After(wait));
+        let next = if is_failure(&err) { Next::After(ERROR_RETRY_MS) } else { retry_after(&err) };
+        return (Observed { message: Some(err.message().to_owned()), ..now }, next);
     }
     (now.state(state::DELETED, None), Next::Done)
 }

@@ -6,7 +6,7 @@
 use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
 
-use super::{ACTION_POLL_MS, ERROR_RETRY_MS, Next, RETRY_LATER_MS, Run, is_failure, wait_for};
+use super::{ACTION_POLL_MS, ERROR_RETRY_MS, Next, RETRY_LATER_MS, Run, is_failure, retry_after};
 use crate::error::{Error, Result};
 use crate::provider::{
     ActionStatus, Actions, BlockVolume, Instances, Provider, ProviderError, Share, ShareAction, VolumeAction,
@@ -232,7 +232,7 @@ fn failed(v: &volume::Model, err: &ProviderError) -> (Observed, Next) {
     if is_failure(err) {
         return (now.state(state::ERROR, Some(err.message().to_owned())), Next::After(ERROR_RETRY_MS));
     }
-    (now.said(err.message()), Next::After(wait_for(err)))
+    (now.said(err.message()), retry_after(err))
 }
 
 async fn create(ctx: &Ctx<'_>, v: &volume::Model) -> Result<Next> {
@@ -320,7 +320,7 @@ async fn create(ctx: &Ctx<'_>, v: &volume::Model) -> Result<Next> {
         Err(err) => {
             let message =
                 format!("{} (the volume is looked up by its name before anything is sent again)", err.message());
-            (Observed::of(&marked).said(message), Next::After(wait_for(&err)))
+            (Observed::of(&marked).said(message), retry_after(&err))
         }
     };
     write(run, &marked, observed, next).await
@@ -525,7 +525,7 @@ async fn follow_action(ctx: &Ctx<'_>, v: &volume::Model) -> Result<Next> {
                 },
                 Next::After(ERROR_RETRY_MS),
             ),
-            Err(err) => (Observed::of(v).said(err.message()), Next::After(wait_for(&err))),
+            Err(err) => (Observed::of(v).said(err.message()), retry_after(&err)),
         }
     };
     write(ctx.run, v, observed, next).await
@@ -552,7 +552,7 @@ async fn delete(ctx: &Ctx<'_>, v: &volume::Model) -> Result<Next> {
                     })
                 }
                 Err(err) => {
-                    return write(run, v, Observed::of(v).said(err.message()), Next::After(wait_for(&err))).await;
+                    return write(run, v, Observed::of(v).said(err.message()), retry_after(&err)).await;
                 }
             }
         }
@@ -567,8 +567,8 @@ async fn delete(ctx: &Ctx<'_>, v: &volume::Model) -> Result<Next> {
         };
         if let Err(err) = answer {
             // An attached volume (409, its Droplet just deleted) or a busy provider: again later.
-            let wait = if is_failure(&err) { RETRY_LATER_MS } else { wait_for(&err) };
-            return write(run, v, Observed::of(v).said(err.message()), Next::After(wait)).await;
+            let next = if is_failure(&err) { Next::After(RETRY_LATER_MS) } else { retry_after(&err) };
+            return write(run, v, Observed::of(v).said(err.message()), next).await;
         }
     }
     let observed = Observed { action_id: None, ..Observed::of(v).state(state::DELETED, None) };
@@ -618,7 +618,7 @@ fn attachment_waits(now: AttachmentObserved, err: &ProviderError) -> (Attachment
     if is_failure(err) {
         return (now.state(state::ERROR, message), Next::After(ERROR_RETRY_MS));
     }
-    (AttachmentObserved { message, ..now }, Next::After(wait_for(err)))
+    (AttachmentObserved { message, ..now }, retry_after(err))
 }
 
 async fn attach_block(

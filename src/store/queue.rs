@@ -194,3 +194,16 @@ pub async fn item(
         None => Ok(None),
     }
 }
+
+/// When each work item of `resource_id` (of any kind) is due next, for tests and operators: a
+/// resource none of whose items is due at `now` has had every run it was due.
+pub async fn due_times(conn: &impl ConnectionTrait, resource_id: &str) -> Result<Vec<i64>> {
+    let rows = conn
+        .query_all_raw(stmt(
+            conn.get_database_backend(),
+            "SELECT due_at FROM work_items WHERE resource_id = $1",
+            vec![resource_id.into()],
+        ))
+        .await?;
+    rows.iter().map(|row| Ok(row.try_get("", "due_at")?)).collect()
+}

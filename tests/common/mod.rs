@@ -350,6 +350,22 @@ impl TestServer {
     }
 }
 
+/// Waits until no work item of `id` is due on `clock`: every run that was due has happened and
+/// set its next look in the future (or finished). A test that asserts something did not happen
+/// moves the clock past the moment it would have, then waits here, so the run it rules out has
+/// really come and gone.
+pub async fn idle(server: &TestServer, clock: &Clock, id: &str) {
+    let db = &server.app.services.db;
+    for _ in 0..1_000 {
+        let due = vps_graph::store::queue::due_times(db, id).await.expect("work items");
+        if due.iter().all(|&at| at > clock.now_ms()) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("{id} never went idle");
+}
+
 /// Reads with `read` until `check` holds, moving `clock` a second at a time (so a look "5 s
 /// later" comes round) while the sim's actions finish in real time.
 pub async fn until<F, Fut>(clock: &Clock, what: &str, read: F, check: impl Fn(&Value) -> bool) -> Value
