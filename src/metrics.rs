@@ -43,6 +43,8 @@ pub struct ErrorCode {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ReconcileRun {
     pub kind: String,
+    /// What the run converged (`volume`, `snapshot`, `address` …): one work kind may hold several.
+    pub resource: String,
     pub outcome: String,
 }
 

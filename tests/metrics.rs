@@ -33,7 +33,7 @@ db_test!(metrics_have_latency_histograms_and_the_queue_and_feed_gauges, |backend
     for series in [
         "vps_graph_http_request_seconds_bucket{le=\"0.001\",operation=\"query\"}",
         "vps_graph_http_request_seconds_count{operation=\"mutation\"}",
-        "vps_graph_reconcile_run_seconds_count{kind=\"vps.networks\",outcome=",
+        "vps_graph_reconcile_run_seconds_count{kind=\"vps.networks\",resource=\"network\",outcome=",
         "vps_graph_provider_call_seconds_count{provider=\"digitalocean\",endpoint=\"vpcs.create\",status=\"201\"}",
         "vps_graph_provider_calls_total{provider=\"digitalocean\",endpoint=\"vpcs.create\",status=\"201\"} 1",
         "# TYPE vps_graph_queue_failing gauge",

@@ -129,6 +129,21 @@ pub fn drift_due(now: i64, resource_id: &str) -> i64 {
     if slot <= now { slot + DRIFT_MS } else { slot }
 }
 
+/// What a work item's resource id names, for logs and metrics: `vps.provider-resources` (one
+/// reconciler, as the seeds say) converges volumes, snapshots and addresses alike.
+fn resource_of(resource_id: &str) -> &'static str {
+    use crate::ids;
+    match resource_id.split_once('_').map(|(prefix, _)| prefix) {
+        Some(ids::VOLUME) => "volume",
+        Some(ids::SNAPSHOT) => "snapshot",
+        Some(ids::ADDRESS) => "address",
+        Some(ids::NETWORK) => "network",
+        Some(ids::INSTANCE) => "instance",
+        Some(ids::FILESYSTEM) => "filesystem",
+        _ => "other",
+    }
+}
+
 fn fnv1a(text: &str) -> u64 {
     text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, b| (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
 }
@@ -226,9 +241,11 @@ async fn run_one(shared: &Shared, claimed: Claimed) {
     let Some(reconciler) = shared.reconcilers.iter().find(|r| r.kind() == claimed.kind) else { return };
     let run = Run { services: &shared.services, claimed: &claimed };
     let started = std::time::Instant::now();
+    let resource = resource_of(&claimed.resource_id);
     let span = tracing::info_span!(
         "reconcile",
         kind = %claimed.kind,
+        resource,
         id = %claimed.resource_id,
         attempt = claimed.attempts
     );
@@ -256,7 +273,11 @@ async fn run_one(shared: &Shared, claimed: Claimed) {
             (Some(now + RETRY_LATER_MS), Some(err.describe()), "failed")
         }
     };
-    let labels = crate::metrics::ReconcileRun { kind: claimed.kind.clone(), outcome: outcome.to_owned() };
+    let labels = crate::metrics::ReconcileRun {
+        kind: claimed.kind.clone(),
+        resource: resource.to_owned(),
+        outcome: outcome.to_owned(),
+    };
     shared.services.metrics.reconcile_runs.get_or_create(&labels).inc();
     shared.services.metrics.reconcile_seconds.get_or_create(&labels).observe(took.as_secs_f64());
     if let Err(err) = queue::finish(&shared.services.db, &claimed, now, next_due, failed.as_deref()).await {
@@ -292,6 +313,17 @@ mod tests {
         assert_eq!(backoff_ms(RETRY_LATER_MS, 0), RETRY_LATER_MS);
         assert_eq!(backoff_ms(RETRY_LATER_MS, i32::MAX), BACKOFF_CAP_MS);
         assert_eq!(backoff_ms(900_000, 1), 900_000, "a provider's Retry-After beyond the cap is honoured");
+    }
+
+    #[test]
+    fn a_runs_logs_and_metrics_name_what_it_converged() {
+        let id = |prefix: &str| crate::ids::new_id(prefix);
+        let named: Vec<&str> = [crate::ids::VOLUME, crate::ids::SNAPSHOT, crate::ids::ADDRESS, crate::ids::NETWORK]
+            .iter()
+            .map(|p| resource_of(&id(p)))
+            .collect();
+        assert_eq!(named, ["volume", "snapshot", "address", "network"]);
+        assert_eq!(resource_of("usage"), "other");
     }
 
     #[test]

@@ -628,7 +628,11 @@ mod tests {
             "a 429: back off from 30 s"
         );
         let (o, n) = after(&pending, &Call::Create, Err(ProviderError::Unknown { message: "timeout".into() }));
-        assert_eq!((o.create_attempts, n), (1, Next::Backoff(RETRY_LATER_MS)), "a lost answer is looked up by name next");
+        assert_eq!(
+            (o.create_attempts, n),
+            (1, Next::Backoff(RETRY_LATER_MS)),
+            "a lost answer is looked up by name next"
+        );
         let refused = || Err(ProviderError::Refused { status: 422, message: "name taken".into() });
         let (o, n) = after(&pending, &Call::Create, refused());
         assert_eq!((o.state.as_str(), o.create_attempts, n), (PENDING, 1, Next::Now), "a first refusal looks by name");
