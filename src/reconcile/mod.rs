@@ -7,8 +7,6 @@
 //! once an hour, those reads spread evenly over the hour by the resource id. The usage pass
 //! (`usage`) is one more reconciler, over a single work item, that runs at each hour's end.
 mod addresses;
-mod aws_instances;
-mod aws_networks;
 pub mod filesystems;
 pub mod instances;
 pub mod networks;

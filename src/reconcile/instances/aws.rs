@@ -6,10 +6,10 @@
 //! that name without the tag is never adopted or terminated.
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
 
-use super::instances::{DELETE_ASKED, Finish, Observed, finish_delete, mark_create_attempt, waiting, write};
-use super::{ACTION_POLL_MS, ERROR_RETRY_MS, Next, RETRY_LATER_MS, Run};
+use super::{DELETE_ASKED, Finish, Observed, finish_delete, mark_create_attempt, waiting, write};
 use crate::error::Result;
 use crate::provider::{AwsInstance, AwsInstances, InstanceRun, ProviderError, aws_owned, aws_tags};
+use crate::reconcile::{ACTION_POLL_MS, ERROR_RETRY_MS, Next, RETRY_LATER_MS, Run};
 use crate::service::boot;
 use crate::service::instances::ON_DELETE_DETACH;
 use crate::service::networks::state;
@@ -117,7 +117,7 @@ async fn make(run: &Run<'_>, api: &dyn AwsInstances, current: &instance::Model, 
                 Observed { create_attempts: marked.create_attempts - 1, ..now.state(state::ERROR, Some(message)) };
             (failed, Next::After(ERROR_RETRY_MS))
         }
-        Err(err) => (Observed { message: Some(err.message().to_owned()), ..now }, super::retry_after(&err)),
+        Err(err) => (Observed { message: Some(err.message().to_owned()), ..now }, crate::reconcile::retry_after(&err)),
     };
     write(run, &marked, observed, next).await
 }

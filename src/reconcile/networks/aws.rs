@@ -9,11 +9,11 @@ use sea_orm::prelude::DateTimeUtc;
 use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{ActiveModelTrait, ColumnTrait, DatabaseTransaction, EntityTrait, QueryFilter, Set};
 
-use super::networks::{aggregate, lock_network, mark_create_attempt};
-use super::{ERROR_RETRY_MS, Next, RETRY_LATER_MS, Run, is_failure, retry_after};
+use super::{aggregate, lock_network, mark_create_attempt};
 use crate::error::{Error, Result};
 use crate::ids;
 use crate::provider::{AwsNetworks, AwsSubnet, AwsVpc, Provider, ProviderError, aws_owned, aws_tags, tag_value};
+use crate::reconcile::{ERROR_RETRY_MS, Next, RETRY_LATER_MS, Run, is_failure, retry_after};
 use crate::service::filesystems;
 use crate::service::networks::{self as svc, state, subnets_of};
 use crate::store::entity::{network, network_subnet as subnet};

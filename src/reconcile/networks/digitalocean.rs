@@ -1,19 +1,17 @@
-//! `vps.networks`: one VPC per subnet on DigitalOcean (an AWS account's networks are handed to
-//! `aws_networks`). Each run does at most one provider step for one subnet. The decisions are
-//! plain functions of the subnet row and what the provider showed (`look` → `decide` → `after`),
-//! tested without a network; `run` does the I/O.
+//! DigitalOcean's networks: one VPC per subnet. Each run does at most one provider step for one
+//! subnet. The decisions are plain functions of the subnet row and what the provider showed
+//! (`look` → `decide` → `after`), tested without a network; `run` does the I/O.
 use sea_orm::prelude::DateTimeUtc;
 use sea_orm::sea_query::{Expr, ExprTrait};
-use sea_orm::{ColumnTrait, ConnectionTrait, DatabaseTransaction, DbBackend, EntityTrait, QueryFilter, Statement};
+use sea_orm::{ColumnTrait, DatabaseTransaction, EntityTrait, QueryFilter};
 
-use super::{ERROR_RETRY_MS, Next, RETRY_LATER_MS, Reconciler, Run};
+use super::{aggregate, lock_network, mark_create_attempt};
 use crate::error::{Error, Result};
-use crate::provider::{AccountRef, Networks, ProviderError, Vpc, VpcCreate};
-use crate::service::networks::{self as svc, RECONCILER, state, subnets_of};
-use crate::store::entity::{network, network_subnet as subnet, provider_account};
+use crate::provider::{Networks, Provider, ProviderError, Vpc, VpcCreate};
+use crate::reconcile::{ERROR_RETRY_MS, Next, RETRY_LATER_MS, Run};
+use crate::service::networks::{self as svc, state, subnets_of};
+use crate::store::entity::{network, network_subnet as subnet};
 use crate::store::queue;
-
-pub struct NetworkReconciler;
 
 /// What to read at the provider before deciding.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -176,80 +174,35 @@ fn looked_badly(s: &subnet::Model, err: ProviderError) -> (Observed, Next) {
         other => (now.with_state(state::ERROR, Some(other.message().to_owned())), Next::After(ERROR_RETRY_MS)),
     }
 }
-
-/// The network's state and message from its subnets'.
-pub fn aggregate(desired: &str, subnets: &[subnet::Model]) -> (String, Option<String>) {
-    if desired == state::ABSENT {
-        let done = subnets.iter().all(|s| s.state == state::DELETED);
-        let message = subnets.iter().find_map(|s| s.message.clone());
-        return (if done { state::DELETED } else { state::DELETING }.into(), if done { None } else { message });
-    }
-    let live: Vec<&subnet::Model> = subnets.iter().filter(|s| s.desired_state == state::PRESENT).collect();
-    if let Some(failed) = live.iter().find(|s| s.state == state::ERROR) {
-        return (state::ERROR.into(), failed.message.clone());
-    }
-    if !live.is_empty() && live.iter().all(|s| s.state == state::READY) {
-        return (state::READY.into(), None);
-    }
-    (state::PENDING.into(), live.iter().find_map(|s| s.message.clone()))
-}
-
-#[async_trait::async_trait]
-impl Reconciler for NetworkReconciler {
-    fn kind(&self) -> &'static str {
-        RECONCILER
-    }
-
-    async fn run(&self, run: &Run<'_>) -> Result<Next> {
-        let services = run.services;
-        let Some(network) = network::Entity::find_by_id(run.resource_id().to_owned()).one(&services.db).await? else {
-            return Ok(Next::Done);
-        };
-        if network.state == state::DELETED {
-            return Ok(Next::Done);
-        }
-        let subnets = subnets_of(&services.db, &network.id).await?;
-        let account = provider_account::Entity::find_by_id(network.provider_account_id.clone())
-            .one(&services.db)
-            .await?
-            .ok_or_else(|| Error::internal("network without its account"))?;
-        let provider = services.providers.for_account(&AccountRef {
-            id: &account.id,
-            kind: &account.kind,
-            api_url: &account.api_url,
-            credential_ref: &account.credential_ref,
-            sim: account.sim,
-        });
-        if account.kind == crate::provider::KIND_AWS {
-            return super::aws_networks::run(run, network, subnets, &provider).await;
-        }
-        let Some(api) = provider.networks.clone() else {
-            return Err(Error::internal(format!("account {} offers no networks", account.id)));
-        };
-        let Some(target) = pick(&subnets) else {
-            return drift(run, api.as_ref(), &subnets).await;
-        };
-        let marker = marker(&services.deployment, &target.id);
-        let (observed, hint) = match observe(api.as_ref(), target).await {
-            Err(err) => looked_badly(target, err),
-            Ok(seen) => match decide(target, &seen, &marker) {
-                Step::Write(observed, next) => (observed, next),
-                Step::Call(Call::Create) => {
-                    // Recorded before the call, so a write-back lost to a crash or a concurrent
-                    // change leaves a trace: the VPC is then looked up by name, never orphaned.
-                    let Some(marked) = mark_create_attempt(run, target).await? else { return Ok(Next::Now) };
-                    let answer = execute(api.as_ref(), &marked, &Call::Create, &marker).await;
-                    let (observed, next) = after(&marked, &Call::Create, answer);
-                    return finish_step(run, &marked, observed, next).await;
-                }
-                Step::Call(call) => {
-                    let answer = execute(api.as_ref(), target, &call, &marker).await;
-                    after(target, &call, answer)
-                }
-            },
-        };
-        finish_step(run, target, observed, hint).await
-    }
+/// One step for the subnet that needs work most, or the drift read of a settled network.
+pub(super) async fn run(run: &Run<'_>, subnets: &[subnet::Model], provider: &Provider) -> Result<Next> {
+    let services = run.services;
+    let Some(api) = provider.networks.clone() else {
+        return Err(Error::internal("a DigitalOcean account without networks"));
+    };
+    let Some(target) = pick(subnets) else {
+        return drift(run, api.as_ref(), subnets).await;
+    };
+    let marker = marker(&services.deployment, &target.id);
+    let (observed, hint) = match observe(api.as_ref(), target).await {
+        Err(err) => looked_badly(target, err),
+        Ok(seen) => match decide(target, &seen, &marker) {
+            Step::Write(observed, next) => (observed, next),
+            Step::Call(Call::Create) => {
+                // Recorded before the call, so a write-back lost to a crash or a concurrent
+                // change leaves a trace: the VPC is then looked up by name, never orphaned.
+                let Some(marked) = mark_create_attempt(run, target).await? else { return Ok(Next::Now) };
+                let answer = execute(api.as_ref(), &marked, &Call::Create, &marker).await;
+                let (observed, next) = after(&marked, &Call::Create, answer);
+                return finish_step(run, &marked, observed, next).await;
+            }
+            Step::Call(call) => {
+                let answer = execute(api.as_ref(), target, &call, &marker).await;
+                after(target, &call, answer)
+            }
+        },
+    };
+    finish_step(run, target, observed, hint).await
 }
 
 async fn finish_step(run: &Run<'_>, subnet: &subnet::Model, observed: Observed, hint: Next) -> Result<Next> {
@@ -324,37 +277,6 @@ async fn next_after(run: &Run<'_>, hint: Next) -> Result<Next> {
         Next::Now | Next::Drift => Next::Drift,
         other => other,
     })
-}
-
-/// Records a create attempt on the subnet before the call is made (fenced and version-checked);
-/// returns the subnet as written, or None when the run must look again.
-pub(super) async fn mark_create_attempt(run: &Run<'_>, current: &subnet::Model) -> Result<Option<subnet::Model>> {
-    let txn = run.services.begin().await?;
-    lock_network(&txn, &current.network_id).await?;
-    let changed = subnet::Entity::update_many()
-        .col_expr(subnet::Column::CreateAttempts, Expr::col(subnet::Column::CreateAttempts).add(1))
-        .col_expr(subnet::Column::Version, Expr::col(subnet::Column::Version).add(1))
-        .filter(subnet::Column::Id.eq(current.id.clone()))
-        .filter(subnet::Column::Version.eq(current.version))
-        .exec(&txn)
-        .await?
-        .rows_affected;
-    if changed == 0 || !queue::fence(&txn, run.claimed).await? {
-        return Ok(None);
-    }
-    let marked = subnet::Entity::find_by_id(current.id.clone()).one(&txn).await?;
-    txn.commit().await?;
-    Ok(marked)
-}
-
-/// Takes the network row's lock first (PostgreSQL), in the order the mutations take their locks
-/// too (network, subnets, work item), so a write-back and a mutation never wait in a cycle.
-pub(super) async fn lock_network(txn: &DatabaseTransaction, network_id: &str) -> Result<()> {
-    if txn.get_database_backend() == DbBackend::Postgres {
-        let lock = "SELECT id FROM networks WHERE id = $1 FOR UPDATE";
-        txn.execute_raw(Statement::from_sql_and_values(DbBackend::Postgres, lock, vec![network_id.into()])).await?;
-    }
-    Ok(())
 }
 
 /// Writes what was observed of one subnet and the network's state that follows, with its event,

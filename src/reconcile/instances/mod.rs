@@ -6,6 +6,8 @@
 //! is gone is left running and the instance finishes as a detach. When a delete finishes, the
 //! instance's attachments are no longer wanted, its deleteWithInstance volumes go to deleting,
 //! and every volume it had is woken to settle.
+mod aws;
+
 use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder};
 
@@ -67,7 +69,7 @@ impl Reconciler for InstanceReconciler {
         }
         let provider = run.provider(&current.provider_account_id).await?;
         if let Some(api) = provider.aws_instances.clone() {
-            return super::aws_instances::run(run, api.as_ref(), &current).await;
+            return aws::run(run, api.as_ref(), &current).await;
         }
         let Some(api) = provider.instances.clone() else {
             return Err(Error::internal(format!("account {} offers no instances", current.provider_account_id)));

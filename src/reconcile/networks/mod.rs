@@ -1,0 +1,99 @@
+//! `vps.networks`: a network's subnets, converged by its account's provider's strategy:
+//! `digitalocean` (one VPC per subnet) or `aws` (one VPC, a subnet per zone). Both decide as plain
+//! functions of the rows and what the provider showed, tested without a network, and share the
+//! network's state rule, its lock and the create-attempt marker below.
+mod aws;
+mod digitalocean;
+
+use sea_orm::sea_query::{Expr, ExprTrait};
+use sea_orm::{ColumnTrait, ConnectionTrait, DatabaseTransaction, DbBackend, EntityTrait, QueryFilter, Statement};
+
+use super::{Next, Reconciler, Run};
+use crate::error::{Error, Result};
+use crate::provider::AccountRef;
+use crate::service::networks::{RECONCILER, state, subnets_of};
+use crate::store::entity::{network, network_subnet as subnet, provider_account};
+use crate::store::queue;
+
+pub struct NetworkReconciler;
+
+#[async_trait::async_trait]
+impl Reconciler for NetworkReconciler {
+    fn kind(&self) -> &'static str {
+        RECONCILER
+    }
+
+    async fn run(&self, run: &Run<'_>) -> Result<Next> {
+        let services = run.services;
+        let Some(network) = network::Entity::find_by_id(run.resource_id().to_owned()).one(&services.db).await? else {
+            return Ok(Next::Done);
+        };
+        if network.state == state::DELETED {
+            return Ok(Next::Done);
+        }
+        let subnets = subnets_of(&services.db, &network.id).await?;
+        let account = provider_account::Entity::find_by_id(network.provider_account_id.clone())
+            .one(&services.db)
+            .await?
+            .ok_or_else(|| Error::internal("network without its account"))?;
+        let provider = services.providers.for_account(&AccountRef {
+            id: &account.id,
+            kind: &account.kind,
+            api_url: &account.api_url,
+            credential_ref: &account.credential_ref,
+            sim: account.sim,
+        });
+        if account.kind == crate::provider::KIND_AWS {
+            return aws::run(run, network, subnets, &provider).await;
+        }
+        digitalocean::run(run, &subnets, &provider).await
+    }
+}
+
+/// The network's state and message from its subnets'.
+pub fn aggregate(desired: &str, subnets: &[subnet::Model]) -> (String, Option<String>) {
+    if desired == state::ABSENT {
+        let done = subnets.iter().all(|s| s.state == state::DELETED);
+        let message = subnets.iter().find_map(|s| s.message.clone());
+        return (if done { state::DELETED } else { state::DELETING }.into(), if done { None } else { message });
+    }
+    let live: Vec<&subnet::Model> = subnets.iter().filter(|s| s.desired_state == state::PRESENT).collect();
+    if let Some(failed) = live.iter().find(|s| s.state == state::ERROR) {
+        return (state::ERROR.into(), failed.message.clone());
+    }
+    if !live.is_empty() && live.iter().all(|s| s.state == state::READY) {
+        return (state::READY.into(), None);
+    }
+    (state::PENDING.into(), live.iter().find_map(|s| s.message.clone()))
+}
+
+/// Records a create attempt on the subnet before the call is made (fenced and version-checked);
+/// returns the subnet as written, or None when the run must look again.
+async fn mark_create_attempt(run: &Run<'_>, current: &subnet::Model) -> Result<Option<subnet::Model>> {
+    let txn = run.services.begin().await?;
+    lock_network(&txn, &current.network_id).await?;
+    let changed = subnet::Entity::update_many()
+        .col_expr(subnet::Column::CreateAttempts, Expr::col(subnet::Column::CreateAttempts).add(1))
+        .col_expr(subnet::Column::Version, Expr::col(subnet::Column::Version).add(1))
+        .filter(subnet::Column::Id.eq(current.id.clone()))
+        .filter(subnet::Column::Version.eq(current.version))
+        .exec(&txn)
+        .await?
+        .rows_affected;
+    if changed == 0 || !queue::fence(&txn, run.claimed).await? {
+        return Ok(None);
+    }
+    let marked = subnet::Entity::find_by_id(current.id.clone()).one(&txn).await?;
+    txn.commit().await?;
+    Ok(marked)
+}
+
+/// Takes the network row's lock first (PostgreSQL), in the order the mutations take their locks
+/// too (network, subnets, work item), so a write-back and a mutation never wait in a cycle.
+async fn lock_network(txn: &DatabaseTransaction, network_id: &str) -> Result<()> {
+    if txn.get_database_backend() == DbBackend::Postgres {
+        let lock = "SELECT id FROM networks WHERE id = $1 FOR UPDATE";
+        txn.execute_raw(Statement::from_sql_and_values(DbBackend::Postgres, lock, vec![network_id.into()])).await?;
+    }
+    Ok(())
+}
