@@ -54,6 +54,33 @@ impl ProviderError {
     }
 }
 
+/// The refusals of DigitalOcean's actions a reconciler decides on, told apart in one place by
+/// the API's documented words, so that no decision reads a message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// `Droplet already has a pending event.`: one action at a time per Droplet; ask again soon.
+    PendingEvent,
+    /// `This volume is already attached`.
+    AlreadyAttached,
+    /// `Attachment not found`: a detach of a volume that is not attached there.
+    AttachmentNotFound,
+}
+
+impl ProviderError {
+    /// The refusal this is, when it is one a decision tells apart.
+    pub fn refusal(&self) -> Option<Refusal> {
+        let ProviderError::Refused { message, .. } = self else { return None };
+        let words = message.to_ascii_lowercase();
+        [
+            ("pending event", Refusal::PendingEvent),
+            ("already attached", Refusal::AlreadyAttached),
+            ("attachment not found", Refusal::AttachmentNotFound),
+        ]
+        .into_iter()
+        .find_map(|(said, refusal)| words.contains(said).then_some(refusal))
+    }
+}
+
 /// How an AWS client's error messages start, before the code (see `ProviderError::aws_code`).
 pub const AWS_CODE_PREFIX: &str = "AWS ";
 
@@ -723,4 +750,20 @@ fn read_credential(reference: &str) -> Result<String, String> {
             .map_err(|e| format!("the credential file {path}: {e}"));
     }
     Err(format!("unknown credential reference {reference:?}"))
+}
+
+#[cfg(test)]
+mod refusal_tests {
+    use super::*;
+
+    #[test]
+    fn digitaloceans_action_refusals_are_told_apart_by_their_documented_words() {
+        let refused = |message: &str| ProviderError::Refused { status: 422, message: message.into() };
+        assert_eq!(refused("Droplet already has a pending event.").refusal(), Some(Refusal::PendingEvent));
+        assert_eq!(refused("This volume is already attached").refusal(), Some(Refusal::AlreadyAttached));
+        assert_eq!(refused("Attachment not found").refusal(), Some(Refusal::AttachmentNotFound));
+        assert_eq!(refused("a volume can only be resized to a larger size").refusal(), None);
+        let lost = ProviderError::Unknown { message: "pending event".into() };
+        assert_eq!(lost.refusal(), None, "only a refusal is one");
+    }
 }

@@ -292,7 +292,7 @@ async fn unassign(
 /// machine busy with another action ("pending event") is asked again 5 s later.
 fn assignment_waits(now: Observed, err: &ProviderError) -> (Observed, Next) {
     let message = Some(err.message().to_owned());
-    if err.message().contains("pending event") {
+    if err.refusal() == Some(crate::provider::Refusal::PendingEvent) {
         return (Observed { assignment_message: message, ..now }, Next::After(ACTION_POLL_MS));
     }
     if is_failure(err) {

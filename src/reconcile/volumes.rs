@@ -9,7 +9,7 @@ use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
 use super::{ACTION_POLL_MS, ERROR_RETRY_MS, Next, RETRY_LATER_MS, Run, is_failure, retry_after};
 use crate::error::{Error, Result};
 use crate::provider::{
-    ActionStatus, Actions, BlockVolume, Instances, Provider, ProviderError, Share, ShareAction, VolumeAction,
+    ActionStatus, Actions, BlockVolume, Instances, Provider, ProviderError, Refusal, Share, ShareAction, VolumeAction,
     VolumeActionKind, VolumeCreate, Volumes, ownership_tag,
 };
 use crate::service::networks::state;
@@ -612,7 +612,7 @@ async fn action_outcome(ctx: &Ctx<'_>, action: &str) -> std::result::Result<Opti
 
 fn attachment_waits(now: AttachmentObserved, err: &ProviderError) -> (AttachmentObserved, Next) {
     let message = Some(err.message().to_owned());
-    if err.message().contains("pending event") {
+    if err.refusal() == Some(Refusal::PendingEvent) {
         return (AttachmentObserved { message, ..now }, Next::After(ACTION_POLL_MS));
     }
     if is_failure(err) {
@@ -667,7 +667,7 @@ async fn attach_block(
             AttachmentObserved { action_id: Some(action.to_string()), message: None, ..now },
             Next::After(ACTION_POLL_MS),
         ),
-        Err(err) if err.message().contains("already attached") => match ctx.volumes.volume_get(&volume_id).await {
+        Err(err) if err.refusal() == Some(Refusal::AlreadyAttached) => match ctx.volumes.volume_get(&volume_id).await {
             Ok(Some(b)) if b.droplet_ids.contains(&droplet) => (now.state(state::READY, None), Next::Now),
             Ok(_) => (
                 now.state(
@@ -736,7 +736,7 @@ async fn detach_block(
             AttachmentObserved { action_id: Some(action.to_string()), message: Some(ASKED.into()), ..now },
             Next::After(ACTION_POLL_MS),
         ),
-        Err(err) if err.message().contains("Attachment not found") => (now.state(state::DELETED, None), Next::Now),
+        Err(err) if err.refusal() == Some(Refusal::AttachmentNotFound) => (now.state(state::DELETED, None), Next::Now),
         Err(err) => attachment_waits(now, &err),
     }
 }

@@ -102,7 +102,7 @@ impl Reconciler for InstanceReconciler {
 /// A provider error while looking: wait, or show it as an error.
 pub(super) fn waiting(current: &instance::Model, err: ProviderError) -> (Observed, Next) {
     let now = Observed::of(current);
-    if err.message().contains("pending event") {
+    if err.refusal() == Some(crate::provider::Refusal::PendingEvent) {
         // The machine runs another action: look again shortly.
         return (Observed { message: Some(err.message().to_owned()), ..now }, Next::After(ACTION_POLL_MS));
     }
