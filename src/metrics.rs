@@ -134,10 +134,14 @@ impl Metrics {
             "Age of the newest event when this process's tailer handed it out.",
             self.feed_lag_seconds.clone(),
         );
-        r.register("vps_graph_reconcile_runs", "Reconcile runs by kind and outcome.", self.reconcile_runs.clone());
+        r.register(
+            "vps_graph_reconcile_runs",
+            "Reconcile runs by kind, resource and outcome.",
+            self.reconcile_runs.clone(),
+        );
         r.register(
             "vps_graph_reconcile_run_seconds",
-            "Reconcile run latency by kind and outcome.",
+            "Reconcile run latency by kind, resource and outcome.",
             self.reconcile_seconds.clone(),
         );
         r.register("vps_graph_queue_due", "Work items due now.", self.queue_due.clone());

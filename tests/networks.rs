@@ -442,7 +442,9 @@ db_test!(a_refused_create_goes_to_error_and_is_retried_every_five_minutes, |back
         "{metrics}"
     );
     assert!(
-        metrics.contains("vps_graph_reconcile_runs_total{kind=\"vps.networks\",outcome=\"requeued\"}"),
+        metrics.contains(
+            "vps_graph_reconcile_runs_total{kind=\"vps.networks\",resource=\"network\",outcome=\"requeued\"}"
+        ),
         "{metrics}"
     );
 });

@@ -2,7 +2,7 @@
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
-use super::{DigitalOcean, id_text, strings};
+use super::{DigitalOcean, id_text, required, strings};
 use crate::provider::{Droplet, DropletCreate, Instances, ProviderError, ProviderResult};
 
 fn droplet_from(body: &Value) -> ProviderResult<Droplet> {
@@ -11,9 +11,9 @@ fn droplet_from(body: &Value) -> ProviderResult<Droplet> {
     }
     Ok(Droplet {
         id: id_text(&body["id"]),
-        name: body["name"].as_str().unwrap_or_default().to_owned(),
-        status: body["status"].as_str().unwrap_or_default().to_owned(),
-        region: body["region"]["slug"].as_str().unwrap_or_default().to_owned(),
+        name: required(body, "name", "Droplet")?,
+        status: required(body, "status", "Droplet")?,
+        region: required(&body["region"], "slug", "Droplet region")?,
         vpc_id: body["vpc_uuid"].as_str().filter(|v| !v.is_empty()).map(str::to_owned),
         volume_ids: strings(&body["volume_ids"]),
         tags: strings(&body["tags"]),

@@ -182,7 +182,7 @@ impl DigitalOcean {
             let answer = self
                 .call(endpoint, Method::GET, &format!("{path}{joiner}page={page}&per_page={PER_PAGE}"), None)
                 .await?;
-            let found = answer.body[key].as_array().cloned().unwrap_or_default();
+            let found = listed(&answer.body, key)?;
             let more = !found.is_empty() && !answer.body["links"]["pages"]["next"].is_null();
             items.extend(found);
             if !more {
@@ -200,6 +200,23 @@ pub(super) fn id_text(value: &Value) -> String {
         Value::Number(n) => n.to_string(),
         _ => String::new(),
     }
+}
+
+/// An answer DigitalOcean would never give: the request's outcome is unknown (it is looked at
+/// again, never taken for "not there").
+pub(super) fn unreadable(what: &str) -> ProviderError {
+    ProviderError::Unknown { message: format!("unreadable {what} from DigitalOcean") }
+}
+
+/// The list under `key` of a list answer. Missing is unreadable, never empty: an empty list would
+/// say "not there", and a create would follow.
+pub(super) fn listed(body: &Value, key: &str) -> ProviderResult<Vec<Value>> {
+    body[key].as_array().cloned().ok_or_else(|| unreadable(&format!("list of {key}")))
+}
+
+/// A field DigitalOcean always sends: missing is unreadable, never a silent zero or "".
+pub(super) fn required(body: &Value, key: &str, what: &str) -> ProviderResult<String> {
+    body[key].as_str().map(str::to_owned).ok_or_else(|| unreadable(&format!("{what} {key}")))
 }
 
 pub(super) fn strings(value: &Value) -> Vec<String> {
@@ -236,7 +253,7 @@ impl Networks for DigitalOcean {
         loop {
             let answer =
                 self.call("vpcs.list", Method::GET, &format!("/v2/vpcs?page={page}&per_page={PER_PAGE}"), None).await?;
-            let vpcs = answer.body["vpcs"].as_array().cloned().unwrap_or_default();
+            let vpcs = listed(&answer.body, "vpcs")?;
             if let Some(found) = vpcs.iter().find(|v| v["name"] == name) {
                 return vpc_from(found).map(Some);
             }

@@ -3,23 +3,19 @@
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
-use super::{DigitalOcean, id_text, strings};
+use super::{DigitalOcean, id_text, listed, required, strings, unreadable};
 use crate::provider::{
     BlockVolume, ProviderError, ProviderResult, Share, ShareAction, Snapshot, Snapshots, VolumeAction,
     VolumeActionKind, VolumeCreate, Volumes,
 };
 
-fn unreadable(what: &str) -> ProviderError {
-    ProviderError::Unknown { message: format!("unreadable {what} from DigitalOcean") }
-}
-
 fn volume_from(body: &Value) -> ProviderResult<BlockVolume> {
     let Some(id) = body["id"].as_str() else { return Err(unreadable("volume")) };
     Ok(BlockVolume {
         id: id.to_owned(),
-        name: body["name"].as_str().unwrap_or_default().to_owned(),
-        region: body["region"]["slug"].as_str().unwrap_or_default().to_owned(),
-        size_gib: body["size_gigabytes"].as_i64().ok_or_else(|| unreadable("volume size"))?,
+        name: required(body, "name", "volume")?,
+        region: required(&body["region"], "slug", "volume region")?,
+        size_gib: body["size_gigabytes"].as_i64().ok_or_else(|| unreadable("volume size_gigabytes"))?,
         droplet_ids: strings(&body["droplet_ids"]),
         tags: strings(&body["tags"]),
         description: body["description"].as_str().unwrap_or_default().to_owned(),
@@ -31,10 +27,10 @@ fn share_from(body: &Value) -> ProviderResult<Share> {
     let text = |key: &str| body[key].as_str().filter(|v| !v.is_empty()).map(str::to_owned);
     Ok(Share {
         id: id.to_owned(),
-        name: body["name"].as_str().unwrap_or_default().to_owned(),
-        region: body["region"].as_str().unwrap_or_default().to_owned(),
-        size_gib: body["size_gib"].as_i64().unwrap_or_default(),
-        status: body["status"].as_str().unwrap_or_default().to_owned(),
+        name: required(body, "name", "share")?,
+        region: required(body, "region", "share")?,
+        size_gib: body["size_gib"].as_i64().ok_or_else(|| unreadable("share size_gib"))?,
+        status: required(body, "status", "share")?,
         vpc_ids: strings(&body["vpc_ids"]),
         host: text("host"),
         mount_path: text("mount_path"),
@@ -47,8 +43,11 @@ fn snapshot_from(body: &Value) -> ProviderResult<Snapshot> {
     let status = body["status"].as_str();
     Ok(Snapshot {
         id: id_text(id),
-        name: body["name"].as_str().unwrap_or_default().to_owned(),
-        size_gib: body["size_gigabytes"].as_f64().or_else(|| body["size_gib"].as_f64()).unwrap_or_default(),
+        name: required(body, "name", "snapshot")?,
+        size_gib: body["size_gigabytes"]
+            .as_f64()
+            .or_else(|| body["size_gib"].as_f64())
+            .ok_or_else(|| unreadable("snapshot size"))?,
         min_disk_size: body["min_disk_size"].as_i64(),
         ready: status.is_none_or(|s| s == "ACTIVE"),
         failed: status == Some("FAILED"),
@@ -145,7 +144,7 @@ impl Volumes for DigitalOcean {
 
     async fn share_find_by_name(&self, name: &str, region: &str) -> ProviderResult<Option<Share>> {
         let answer = self.call("nfs.list", Method::GET, &format!("/v2/nfs?region={region}"), None).await?;
-        let shares = answer.body["shares"].as_array().cloned().unwrap_or_default();
+        let shares = listed(&answer.body, "shares")?;
         shares.iter().find(|s| s["name"] == name).map(share_from).transpose()
     }
 
@@ -197,7 +196,7 @@ impl Snapshots for DigitalOcean {
         if answer.status == StatusCode::NOT_FOUND {
             return Ok(None);
         }
-        let found = answer.body["snapshots"].as_array().cloned().unwrap_or_default();
+        let found = listed(&answer.body, "snapshots")?;
         found.iter().find(|s| s["name"] == name).map(snapshot_from).transpose()
     }
 
@@ -213,11 +212,34 @@ impl Snapshots for DigitalOcean {
     async fn share_snapshot_find(&self, share_id: &str, name: &str) -> ProviderResult<Option<Snapshot>> {
         let path = format!("/v2/nfs/snapshots?share_id={share_id}");
         let answer = self.call("nfs.snapshots.list", Method::GET, &path, None).await?;
-        let found = answer.body["snapshots"].as_array().cloned().unwrap_or_default();
+        let found = listed(&answer.body, "snapshots")?;
         found.iter().find(|s| s["name"] == name).map(snapshot_from).transpose()
     }
 
     async fn share_snapshot_delete(&self, id: &str) -> ProviderResult<bool> {
         self.delete_one("nfs.snapshots.delete", &format!("/v2/nfs/snapshots/{id}")).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_field_in_an_answer_is_unreadable_never_a_silent_zero() {
+        let volume = json!({ "id": "v1", "name": "bc-pvol-1", "region": { "slug": "nyc3" }, "size_gigabytes": 10,
+            "droplet_ids": [], "tags": [], "description": "" });
+        assert_eq!(volume_from(&volume).unwrap().size_gib, 10);
+        for key in ["size_gigabytes", "name", "region"] {
+            let mut partial = volume.clone();
+            partial.as_object_mut().unwrap().remove(key);
+            assert!(matches!(volume_from(&partial), Err(ProviderError::Unknown { .. })), "without {key}");
+        }
+        let share = json!({ "id": "s1", "name": "bc-pvol-2", "region": "nyc3", "status": "ACTIVE" });
+        assert!(matches!(share_from(&share), Err(ProviderError::Unknown { .. })), "a share without size_gib");
+        let snapshot = json!({ "id": "p1", "name": "bc-psnap-1", "min_disk_size": 10 });
+        assert!(matches!(snapshot_from(&snapshot), Err(ProviderError::Unknown { .. })), "a snapshot without a size");
+        assert!(matches!(listed(&json!({ "meta": {} }), "volumes"), Err(ProviderError::Unknown { .. })));
+        assert!(listed(&json!({ "volumes": [] }), "volumes").unwrap().is_empty());
     }
 }
