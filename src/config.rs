@@ -132,6 +132,7 @@ impl SimTiming {
             action_time: std::time::Duration::from_millis(self.sim_action_ms),
             per_hour: self.sim_per_hour,
             per_minute: self.sim_per_minute,
+            burst_window: std::time::Duration::from_secs(60),
             snapshot_interval: std::time::Duration::from_secs(self.sim_snapshot_interval_secs),
         }
     }

@@ -295,3 +295,40 @@ async fn the_client_maps_faults_of_address_reserves() {
     assert_eq!((reserved.ip.as_str(), reserved.region.as_str()), ("45.55.0.1", "nyc3"));
     assert_eq!(sim.name_calls("reserved_ips.made", "nyc3"), 1);
 }
+
+/// A quiet account that then bursts over the per-minute limit is called again once the 429's
+/// `retry-after` is up, not after the hourly reset the 429 also carries.
+#[tokio::test]
+async fn a_burst_over_the_minute_limit_waits_its_retry_after_not_the_hourly_reset() {
+    use vps_graph::provider::Networks;
+    let burst_window = Duration::from_secs(1);
+    let (sim, url, http) = sim(SimConfig { per_minute: 3, burst_window, ..SimConfig::default() }).await;
+    let client = DigitalOcean::new(
+        "pacct_test",
+        &url,
+        Ok("t".into()),
+        Duration::from_secs(2),
+        std::sync::Arc::new(Metrics::default()),
+    );
+    for _ in 0..3 {
+        assert_eq!(client.vpc_get("v").await.unwrap(), None, "within the burst");
+    }
+    // The sim answers the burst as DigitalOcean does: 429, nothing remaining, when to retry, and
+    // the hourly window's reset.
+    let refused = http.get(format!("{url}/v2/vpcs/v")).bearer_auth("t").send().await.unwrap();
+    let header = |name: &str| refused.headers()[name].to_str().unwrap().parse::<i64>().unwrap();
+    assert_eq!(refused.status(), 429);
+    assert_eq!(header("ratelimit-remaining"), 0);
+    assert!((1..=1).contains(&header("retry-after")), "the burst window frees within a second");
+    assert!(header("ratelimit-reset") > chrono::Utc::now().timestamp() + 3000, "the hourly reset");
+    // The client meets the 429 itself, then waits only its retry-after.
+    let sent = sim.calls("vpcs.get");
+    match client.vpc_get("v").await {
+        Err(ProviderError::RetryLater { after, .. }) => assert!(after <= Duration::from_secs(30), "{after:?}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(sim.calls("vpcs.get"), sent + 1, "sent, and refused by the sim");
+    tokio::time::sleep(burst_window + Duration::from_millis(200)).await;
+    assert_eq!(client.vpc_get("v").await.unwrap(), None, "called again after retry-after, not an hour later");
+    assert_eq!(sim.calls("vpcs.get"), sent + 2);
+}

@@ -24,6 +24,9 @@ pub struct SimConfig {
     /// Per-token budget: requests per sliding hour, and the burst per minute.
     pub per_hour: usize,
     pub per_minute: usize,
+    /// The window the burst limit counts `per_minute` in: a minute, as DigitalOcean's (shorter in
+    /// tests, so that waiting out a burst takes a test a second).
+    pub burst_window: Duration,
     /// Least time between two snapshots of one volume (zero: no limit).
     pub snapshot_interval: Duration,
 }
@@ -35,6 +38,7 @@ impl Default for SimConfig {
             action_time: Duration::from_secs(2),
             per_hour: 5000,
             per_minute: 250,
+            burst_window: Duration::from_secs(60),
             snapshot_interval: Duration::from_secs(600),
         }
     }
@@ -183,24 +187,24 @@ impl Sim {
             while window.front().is_some_and(|t| now.duration_since(*t) >= Duration::from_secs(3600)) {
                 window.pop_front();
             }
-            let last_minute =
-                window.iter().rev().take_while(|t| now.duration_since(**t) < Duration::from_secs(60)).count();
+            let burst = config.burst_window;
+            let in_burst = window.iter().rev().take_while(|t| now.duration_since(**t) < burst).count();
             let oldest_expires =
                 |t: Option<&Instant>| unix + t.map_or(3600, |t| 3600 - now.duration_since(*t).as_secs() as i64);
             let refused_for = if window.len() >= config.per_hour {
                 Some(oldest_expires(window.front()).saturating_sub(unix).max(1) as u64)
-            } else if last_minute >= config.per_minute {
-                // Until the oldest request of the last minute leaves it.
-                let oldest =
-                    window.iter().rev().nth(last_minute - 1).map_or(60, |t| 60 - now.duration_since(*t).as_secs());
-                Some(oldest.max(1))
+            } else if in_burst >= config.per_minute {
+                // Until the oldest request of the burst window leaves it.
+                let oldest = window.iter().rev().nth(in_burst - 1).map_or(burst, |t| burst - now.duration_since(*t));
+                Some(oldest.as_secs_f64().ceil().max(1.0) as u64)
             } else {
                 window.push_back(now);
                 None
             };
             Budget {
                 limit: config.per_hour,
-                remaining: config.per_hour.saturating_sub(window.len()),
+                // A refusal, burst or hourly, says 0 remain, as DigitalOcean's does.
+                remaining: if refused_for.is_some() { 0 } else { config.per_hour.saturating_sub(window.len()) },
                 reset_at: oldest_expires(window.front()),
                 refused_for,
             }

@@ -128,7 +128,12 @@ impl DigitalOcean {
         };
         let status = response.status();
         self.count(endpoint, status.as_str(), started.elapsed());
-        self.learn_budget(response.headers());
+        // A 429 says `remaining: 0` for a burst over the per-minute limit too, with the hourly
+        // reset: learnt, it would hold every call back for up to an hour, and nothing sent means
+        // nothing learnt again. Its `retry-after` is the wait; the budget is learnt from the rest.
+        if status != StatusCode::TOO_MANY_REQUESTS {
+            self.learn_budget(response.headers());
+        }
         let retry_after = header_seconds(response.headers(), "retry-after");
         let body: Value = response.json().await.unwrap_or(Value::Null);
         let message = || {
