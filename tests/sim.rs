@@ -40,6 +40,46 @@ async fn errors_have_the_apis_shape_and_every_answer_the_rate_limit_headers() {
     assert_eq!(bad.json::<Value>().await.unwrap()["id"], "unprocessable_entity");
     let anonymous = http.get(format!("{url}/v2/vpcs")).send().await.unwrap();
     assert_eq!(anonymous.status(), 401);
+    // Every error, the router's own too, is the API's JSON body with the rate-limit headers.
+    let wrong_method = http.patch(format!("{url}/v2/vpcs")).bearer_auth("t").send().await.unwrap();
+    let bad_query = http.get(format!("{url}/v2/volumes?page=first")).bearer_auth("t").send().await.unwrap();
+    for (answer, status) in [(anonymous, 401), (wrong_method, 405), (bad_query, 400)] {
+        assert_eq!(answer.status(), status);
+        for header in ["ratelimit-limit", "ratelimit-remaining", "ratelimit-reset"] {
+            assert!(answer.headers().contains_key(header), "{status}: {header}");
+        }
+        let request_id = answer.headers()["x-request-id"].to_str().unwrap().to_owned();
+        let groups: Vec<usize> = request_id.split('-').map(str::len).collect();
+        assert_eq!(groups, [8, 4, 4, 4, 12], "a UUID: {request_id}");
+        let body: Value = answer.json().await.unwrap();
+        assert!(body["id"].is_string() && body["message"].is_string(), "{status}: {body}");
+    }
+}
+
+/// Droplets carry the fields the spec requires, a create without a network leaves `vpc_uuid`
+/// out (null is refused), and a destroy's status fields are strings.
+#[tokio::test]
+async fn droplets_have_the_specs_shape() {
+    let (_sim, url, http) = sim(SimConfig::default()).await;
+    let create = |body: Value| http.post(format!("{url}/v2/droplets")).bearer_auth("t").json(&body).send();
+    let base = json!({ "name": "web", "region": "nyc3", "size": "s-2vcpu-4gb", "image": "ubuntu-24-04-x64" });
+    let mut with_null = base.clone();
+    with_null["vpc_uuid"] = Value::Null;
+    assert_eq!(create(with_null).await.unwrap().status(), 422, "vpc_uuid: null is not in the spec");
+    let made: Value = create(base).await.unwrap().json().await.unwrap();
+    let droplet = &made["droplet"];
+    for key in ["memory", "vcpus", "disk", "features", "backup_ids", "snapshot_ids", "image", "size", "networks"] {
+        assert!(!droplet[key].is_null(), "{key}: {droplet}");
+    }
+    assert_eq!((droplet["vcpus"].as_u64(), droplet["memory"].as_u64()), (Some(2), Some(4096)));
+    assert_eq!(droplet["size"]["slug"], "s-2vcpu-4gb");
+    let id = droplet["id"].as_u64().unwrap();
+    let path = format!("{url}/v2/droplets/{id}/destroy_with_associated_resources/selective");
+    let destroy = http.delete(&path).bearer_auth("t").json(&json!({ "volumes": [] })).send().await.unwrap();
+    assert_eq!(destroy.status(), 202);
+    let status_path = format!("{url}/v2/droplets/{id}/destroy_with_associated_resources/status");
+    let status: Value = http.get(&status_path).bearer_auth("t").send().await.unwrap().json().await.unwrap();
+    assert_eq!((&status["droplet"]["destroyed_at"], &status["completed_at"]), (&json!(""), &json!("")), "{status}");
 }
 
 #[tokio::test]

@@ -177,6 +177,12 @@ impl Sim {
         self.control(|c| (c.calls.clone(), c.names.clone()))
     }
 
+    /// The budget an unauthenticated request is told of: the whole hour's, nothing spent.
+    fn unspent(&self) -> Budget {
+        let limit = self.inner.config.per_hour;
+        Budget { limit, remaining: limit, reset_at: chrono::Utc::now().timestamp() + 3600, refused_for: None }
+    }
+
     /// Counts one request of `token` against its sliding-hour budget and minute burst.
     fn spend(&self, token: &str) -> Budget {
         let config = &self.inner.config;

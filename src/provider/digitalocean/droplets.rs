@@ -25,8 +25,13 @@ impl Instances for DigitalOcean {
     async fn droplet_create(&self, request: &DropletCreate<'_>) -> ProviderResult<Droplet> {
         let mut body = json!({
             "name": request.name, "region": request.region, "size": request.size, "image": request.image,
-            "vpc_uuid": request.vpc_id, "tags": request.tags,
+            "tags": request.tags,
         });
+        // Without a network the field is left out (the spec has no null for it): the region's
+        // default VPC.
+        if let Some(vpc_id) = request.vpc_id {
+            body["vpc_uuid"] = json!(vpc_id);
+        }
         if let Some(user_data) = request.user_data {
             body["user_data"] = json!(user_data);
         }

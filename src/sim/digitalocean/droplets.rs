@@ -41,8 +41,21 @@ impl DropletRecord {
         let private_mask = u32::MAX << (32 - prefix);
         let public_mask = u32::MAX << 12;
         let address = |a: u32| std::net::Ipv4Addr::from(a).to_string();
+        let (vcpus, memory, disk) = size_of(&self.size);
         json!({
             "id": self.id, "name": self.name, "status": self.status, "locked": false, "created_at": self.created_at,
+            "memory": memory, "vcpus": vcpus, "disk": disk, "features": ["private_networking"],
+            "backup_ids": [], "next_backup_window": null, "snapshot_ids": [], "kernel": null,
+            "image": {
+                "id": 191_457_505, "name": "24.04 (LTS) x64", "distribution": "Ubuntu", "slug": "ubuntu-24-04-x64",
+                "public": true, "regions": REGIONS, "type": "base", "min_disk_size": 7, "size_gigabytes": 2.34,
+                "created_at": "2024-04-24T14:52:07Z", "description": "Ubuntu 24.04 (LTS) x64", "status": "available",
+            },
+            "size": {
+                "slug": self.size, "memory": memory, "vcpus": vcpus, "disk": disk, "transfer": 1.0,
+                "price_monthly": 6.0, "price_hourly": 0.00893, "regions": REGIONS, "available": true,
+                "description": "Basic",
+            },
             "region": region_json(&self.region), "size_slug": self.size, "volume_ids": self.volume_ids,
             "tags": self.tags, "vpc_uuid": self.vpc,
             "networks": {
@@ -58,6 +71,15 @@ impl DropletRecord {
     }
 }
 
+/// The vCPUs, memory (MiB) and disk (GiB) of a size slug such as `s-2vcpu-4gb`: the slug says
+/// the first two, and a basic Droplet has 25 GiB of disk per GiB of memory.
+fn size_of(slug: &str) -> (u64, u64, u64) {
+    let number = |unit: &str| slug.split('-').find_map(|p| p.strip_suffix(unit)?.parse::<u64>().ok());
+    let vcpus = number("vcpu").unwrap_or(1);
+    let memory_gib = number("gb").unwrap_or(1);
+    (vcpus, memory_gib * 1024, memory_gib * 25)
+}
+
 /// One resource of a selective destroy, as the status reports it.
 #[derive(Clone, Debug)]
 struct Doomed {
@@ -70,7 +92,9 @@ struct Doomed {
 impl Doomed {
     fn json(&self) -> Value {
         json!({
-            "id": self.id, "name": self.name, "destroyed_at": self.destroyed_at, "error_message": self.error_message,
+            // Strings, as the spec has them: empty until destroyed, or while nothing failed.
+            "id": self.id, "name": self.name, "destroyed_at": self.destroyed_at.clone().unwrap_or_default(),
+            "error_message": self.error_message.clone().unwrap_or_default(),
         })
     }
 
@@ -110,13 +134,13 @@ impl DestroyRecord {
         let list = |items: &[Doomed]| items.iter().map(Doomed::json).collect::<Vec<_>>();
         json!({
             "droplet": {
-                "id": self.droplet.to_string(), "name": self.droplet_name, "destroyed_at": self.droplet_destroyed_at,
+                "id": self.droplet.to_string(), "name": self.droplet_name, "destroyed_at": self.droplet_destroyed_at.clone().unwrap_or_default(),
             },
             "resources": {
                 "volumes": list(&self.volumes), "volume_snapshots": list(&self.volume_snapshots),
                 "reserved_ips": list(&self.reserved_ips), "floating_ips": [], "snapshots": list(&self.snapshots),
             },
-            "completed_at": self.completed_at,
+            "completed_at": self.completed_at.clone().unwrap_or_default(),
             "failures": self.all().filter(|d| d.failed()).count(),
         })
     }
@@ -334,6 +358,11 @@ impl DropletCreate {
 }
 
 async fn create(State(sim): State<Sim>, body: Bytes) -> Result<Response, Refusal> {
+    // The spec has no null for `vpc_uuid`: a Droplet without a network leaves it out.
+    let raw: Value = parse(&body)?;
+    if raw.get("vpc_uuid").is_some_and(Value::is_null) {
+        return Err(unprocessable("vpc_uuid must be a VPC's id; leave it out for the region's default VPC"));
+    }
     let body: DropletCreate = parse(&body)?;
     let name = body.name.clone().unwrap_or_default();
     sim.count_name("droplets.create", &name);
@@ -525,19 +554,19 @@ mod tests {
         assert_eq!(api.sim.calls("droplets.destroy_with_associated_resources.selective.delete"), 1);
         let (status, running) = api.get(&format!("{path}/status")).await;
         assert_eq!(status, 200);
-        assert!(running["completed_at"].is_null() && running["droplet"]["destroyed_at"].is_null());
+        assert!(running["completed_at"] == "" && running["droplet"]["destroyed_at"] == "", "strings, empty: {running}");
         assert_eq!(running["resources"]["volumes"][0]["name"], "attached");
         assert_eq!(api.post(&format!("{path}/retry"), json!({})).await.0, 409, "one is running");
         assert_eq!(api.get(&format!("/v2/droplets/{id}")).await.0, 200, "answers until it completes");
 
         api.later().await;
         let (_, done) = api.get(&format!("{path}/status")).await;
-        assert!(done["completed_at"].is_string() && done["droplet"]["destroyed_at"].is_string());
+        assert!(done["completed_at"] != "" && done["droplet"]["destroyed_at"] != "");
         assert_eq!(done["failures"], 1, "the loose volume was not attached: {done}");
         let volumes = &done["resources"]["volumes"];
-        assert!(volumes[0]["destroyed_at"].is_string() && volumes[0]["error_message"].is_null());
-        assert!(volumes[1]["destroyed_at"].is_null() && volumes[1]["error_message"].is_string());
-        assert!(done["resources"]["volume_snapshots"][0]["destroyed_at"].is_string());
+        assert!(volumes[0]["destroyed_at"] != "" && volumes[0]["error_message"] == "");
+        assert!(volumes[1]["destroyed_at"] == "" && volumes[1]["error_message"] != "");
+        assert!(done["resources"]["volume_snapshots"][0]["destroyed_at"] != "");
         assert_eq!(api.get(&format!("/v2/droplets/{id}")).await.0, 404);
         assert_eq!(api.get(&format!("/v2/volumes/{attached}")).await.0, 404);
         assert_eq!(api.get(&format!("/v2/volumes/{loose}")).await.0, 200, "named but not attached: kept");

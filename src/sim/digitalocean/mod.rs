@@ -124,7 +124,9 @@ fn endpoint(method: &Method, path: &str) -> String {
 async fn face(State(sim): State<Sim>, request: Request, next: Next) -> Response {
     tokio::time::sleep(sim.config().latency).await;
     let Some(token) = bearer(request.headers()) else {
-        return error(StatusCode::UNAUTHORIZED, "unauthorized", "Unable to authenticate you.");
+        let mut refused = error(StatusCode::UNAUTHORIZED, "unauthorized", "Unable to authenticate you.");
+        stamp(&mut refused, &sim.unspent());
+        return refused;
     };
     let path = request.extensions().get::<MatchedPath>().map(|p| p.as_str().to_owned()).unwrap_or_default();
     let name = endpoint(request.method(), &path);
@@ -153,17 +155,35 @@ async fn face(State(sim): State<Sim>, request: Request, next: Next) -> Response 
             tokio::time::sleep(STALL).await;
             error(StatusCode::GATEWAY_TIMEOUT, "server_error", "answer dropped")
         }
-        (None, None) => next.run(request).await,
+        (None, None) => in_api_words(next.run(request).await),
     };
+    stamp(&mut response, &budget);
+    response
+}
+
+/// The headers of every answer: the rate limit and a request id.
+fn stamp(response: &mut Response, budget: &super::Budget) {
     let headers = response.headers_mut();
     headers.insert("ratelimit-limit", HeaderValue::from(budget.limit));
     headers.insert("ratelimit-remaining", HeaderValue::from(budget.remaining));
     headers.insert("ratelimit-reset", HeaderValue::from(budget.reset_at));
-    headers.insert(
-        "x-request-id",
-        HeaderValue::from_str(&ulid::Ulid::generate().to_string()).unwrap_or(HeaderValue::from_static("-")),
-    );
-    response
+    headers.insert("x-request-id", HeaderValue::from_str(&uuid()).unwrap_or(HeaderValue::from_static("-")));
+}
+
+/// An error the router itself answered (a method the path does not take, a query value that does
+/// not parse) in the API's JSON error body, as every other error.
+fn in_api_words(response: Response) -> Response {
+    let status = response.status();
+    let json =
+        response.headers().get(header::CONTENT_TYPE).is_some_and(|t| t.as_bytes().starts_with(b"application/json"));
+    if !status.is_client_error() || json {
+        return response;
+    }
+    let (id, message) = match status {
+        StatusCode::METHOD_NOT_ALLOWED => ("method_not_allowed", "The method is not allowed for this resource."),
+        _ => error_words(status),
+    };
+    error(status, id, message)
 }
 
 /// The API's `id` and example message per status (the reference's table).
