@@ -9,6 +9,11 @@ use vps_graph::provider::digitalocean::DigitalOcean;
 use vps_graph::provider::{ActionStatus, Actions, ProviderError};
 use vps_graph::sim::{Sim, SimConfig};
 
+/// The client of an account at the sim at `url`, its token `t`.
+fn client(url: &str, timeout: Duration) -> DigitalOcean {
+    DigitalOcean::new("pacct_test", url, Ok("t".into()), timeout, std::sync::Arc::new(Metrics::default()))
+}
+
 async fn sim(config: SimConfig) -> (Sim, String, reqwest::Client) {
     vps_graph::init_crypto();
     let (sim, url) = Sim::spawn_local(config).await.unwrap();
@@ -167,13 +172,7 @@ async fn faults_are_set_over_the_control_endpoint_and_calls_are_counted() {
 #[tokio::test]
 async fn actions_run_for_the_configured_time_and_the_client_polls_them() {
     let (sim, url, _http) = sim(SimConfig { action_time: Duration::from_millis(300), ..SimConfig::default() }).await;
-    let client = DigitalOcean::new(
-        "pacct_test",
-        &url,
-        Ok("t".into()),
-        Duration::from_secs(2),
-        std::sync::Arc::new(Metrics::default()),
-    );
+    let client = client(&url, Duration::from_secs(2));
     let id = sim.start_action("attach_volume", "volume", "nyc3");
     assert_eq!(client.action_get(id).await.unwrap(), Some(ActionStatus::InProgress));
     tokio::time::sleep(Duration::from_millis(350)).await;
@@ -185,13 +184,7 @@ async fn actions_run_for_the_configured_time_and_the_client_polls_them() {
 async fn the_client_maps_429_5xx_and_timeouts() {
     use vps_graph::provider::{Networks, VpcCreate};
     let (sim, url, _http) = sim(SimConfig::default()).await;
-    let client = DigitalOcean::new(
-        "pacct_test",
-        &url,
-        Ok("t".into()),
-        Duration::from_millis(500),
-        std::sync::Arc::new(Metrics::default()),
-    );
+    let client = client(&url, Duration::from_millis(500));
     let request = VpcCreate { name: "x", region: "nyc3", ip_range: "10.5.0.0/24", description: "d" };
     sim.inject("vpcs.create", vps_graph::sim::Fault::Status { status: 429 }, 1);
     assert!(matches!(client.vpc_create(&request).await, Err(ProviderError::RetryLater { .. })));
@@ -231,13 +224,7 @@ async fn the_client_reserves_assigns_unassigns_and_releases_both_families() {
     use vps_graph::provider::{Addresses, Family};
     let action_time = Duration::from_millis(200);
     let (_sim, url, http) = sim(SimConfig { action_time, ..SimConfig::default() }).await;
-    let client = DigitalOcean::new(
-        "pacct_test",
-        &url,
-        Ok("t".into()),
-        Duration::from_secs(2),
-        std::sync::Arc::new(Metrics::default()),
-    );
+    let client = client(&url, Duration::from_secs(2));
     let droplet = json!({ "name": "host", "region": "nyc3", "size": "s-1vcpu-1gb", "image": "ubuntu-24-04-x64" });
     let made: Value = http
         .post(format!("{url}/v2/droplets"))
@@ -308,13 +295,7 @@ async fn the_client_maps_faults_of_address_reserves() {
     use vps_graph::provider::{Addresses, Family};
     use vps_graph::sim::Fault;
     let (sim, url, _http) = sim(SimConfig::default()).await;
-    let client = DigitalOcean::new(
-        "pacct_test",
-        &url,
-        Ok("t".into()),
-        Duration::from_millis(500),
-        std::sync::Arc::new(Metrics::default()),
-    );
+    let client = client(&url, Duration::from_millis(500));
     sim.inject("reserved_ips.create", Fault::Status { status: 500 }, 1);
     assert!(
         matches!(client.address_reserve(Family::V4, "nyc3").await, Err(ProviderError::Unknown { .. })),
@@ -343,13 +324,7 @@ async fn a_burst_over_the_minute_limit_waits_its_retry_after_not_the_hourly_rese
     use vps_graph::provider::Networks;
     let burst_window = Duration::from_secs(1);
     let (sim, url, http) = sim(SimConfig { per_minute: 3, burst_window, ..SimConfig::default() }).await;
-    let client = DigitalOcean::new(
-        "pacct_test",
-        &url,
-        Ok("t".into()),
-        Duration::from_secs(2),
-        std::sync::Arc::new(Metrics::default()),
-    );
+    let client = client(&url, Duration::from_secs(2));
     for _ in 0..3 {
         assert_eq!(client.vpc_get("v").await.unwrap(), None, "within the burst");
     }

@@ -90,6 +90,13 @@ impl Setup {
         data["instanceCreate"]["id"].as_str().unwrap().to_owned()
     }
 
+    /// A snapshot `s` of the volume `v` (as created), by its id.
+    async fn snapshot(&self, v: &Value) -> String {
+        let input = json!({ "i": { "tenantId": "acme", "volumeId": v["id"], "name": "s", "idempotencyKey": "s" } });
+        let made = self.server.ok(Some(&self.token), SNAPSHOT, input).await;
+        made["providerVolumeSnapshot"]["id"].as_str().unwrap().to_owned()
+    }
+
     async fn network(&self, name: &str) -> String {
         let data = self
             .server
@@ -480,15 +487,7 @@ db_test!(a_replayed_create_returns_what_it_made_whatever_the_state_rules_say_now
     assert_eq!(again["id"], first["id"], "the replay returns the volume it made");
     // A restore, replayed once its snapshot is being deleted.
     let v = s.create("data", json!({})).await;
-    let snap = s
-        .server
-        .ok(
-            Some(&s.token),
-            SNAPSHOT,
-            json!({ "i": { "tenantId": "acme", "volumeId": v["id"], "name": "s", "idempotencyKey": "s" } }),
-        )
-        .await["providerVolumeSnapshot"]["id"]
-        .clone();
+    let snap = json!(s.snapshot(&v).await);
     const RESTORE: &str = "mutation($i: ProviderSnapshotRestoreInput!) { providerSnapshotRestore(input: $i) { id } }";
     let input = json!({ "i": { "tenantId": "acme", "snapshotId": snap, "name": "copy", "idempotencyKey": "r" } });
     let copy = s.server.ok(Some(&s.token), RESTORE, input.clone()).await["providerSnapshotRestore"]["id"].clone();
@@ -505,17 +504,7 @@ db_test!(a_replayed_create_returns_what_it_made_whatever_the_state_rules_say_now
 db_test!(a_restore_is_decided_on_the_snapshot, |backend: Backend| async move {
     let s = setup(backend).await;
     let v = s.create("data", json!({})).await;
-    let snap = s
-        .server
-        .ok(
-            Some(&s.token),
-            SNAPSHOT,
-            json!({ "i": { "tenantId": "acme", "volumeId": v["id"], "name": "s", "idempotencyKey": "s" } }),
-        )
-        .await["providerVolumeSnapshot"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let snap = s.snapshot(&v).await;
     const RESTORE: &str =
         "mutation($i: ProviderSnapshotRestoreInput!) { providerSnapshotRestore(input: $i) { id sourceSnapshotId } }";
     let input =
