@@ -4,7 +4,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Backend, TestDb, TestServer};
+use common::{ADMIN, Backend, TestDb, TestServer};
 use serde_json::{Value, json};
 use vps_graph::clock::Clock;
 use vps_graph::sim::Fault;
@@ -529,4 +529,54 @@ db_test!(a_404_that_is_not_the_apis_own_is_not_taken_for_gone, |backend: Backend
     common::idle(&s.server, &clock, &id).await;
     assert_eq!(s.sim().calls("vpcs.get"), 2, "read again 30 s later");
     assert_eq!(s.get(&id).await["state"], "READY");
+});
+
+// DigitalOcean refuses a VPC range overlapping any other VPC of the account, in any region; a
+// platform account is shared by tenants, so the call refuses it first, naming no one's network.
+db_test!(a_vpc_range_is_the_accounts_own_across_tenants_and_regions, |backend: Backend| async move {
+    let server = TestServer::start(backend).await;
+    let pool = server.sim_pool("shared", &["nyc3", "sfo3"], None).await;
+    for tenant in ["acme", "globex"] {
+        server.tenant(tenant).await;
+        server.offer(&pool, tenant, json!([])).await;
+    }
+    let create = "mutation($i: NetworkCreateInput!) { networkCreate(input: $i) { id } }";
+    let network = |tenant: &str, name: &str, region: &str, range: &str| {
+        json!({ "i": { "tenantId": tenant, "poolId": pool, "name": name, "idempotencyKey": name,
+            "subnets": [{ "region": region, "ipRange": range }] } })
+    };
+    let theirs = server.ok(Some(ADMIN), create, network("acme", "secret-lab", "nyc3", "10.90.0.0/24")).await;
+    let theirs = theirs["networkCreate"]["id"].as_str().unwrap().to_owned();
+    let globex = server.token(Some("globex"), &[("compute:*", "tenant/globex")]).await;
+    let refused = server.gql(Some(&globex), create, network("globex", "mine", "sfo3", "10.90.0.0/20")).await;
+    assert_eq!(common::first_code(&refused).as_deref(), Some("INVALID_INPUT"), "{refused}");
+    assert_eq!(refused["errors"][0]["extensions"]["details"]["reason"], "rangeTaken");
+    let said = refused.to_string();
+    assert!(!said.contains(&theirs) && !said.contains("secret-lab") && !said.contains("acme"), "{said}");
+    // A range of its own is taken; adding an overlapping subnet to it is refused the same way.
+    let mine = server.ok(Some(&globex), create, network("globex", "mine", "sfo3", "10.91.0.0/24")).await;
+    let add = "mutation($i: NetworkAddSubnetInput!) { networkAddSubnet(input: $i) { id } }";
+    let overlapping = json!({ "i": { "tenantId": "globex", "networkId": mine["networkCreate"]["id"],
+        "subnet": { "region": "nyc3", "ipRange": "10.90.0.128/25" } } });
+    let refused = server.gql(Some(&globex), add, overlapping).await;
+    assert_eq!(refused["errors"][0]["extensions"]["details"]["reason"], "rangeTaken", "{refused}");
+    // The sim holds the provider's rule too, across regions, once the first network's VPC is made.
+    let read = "query($n: String!) { network(tenantId: \"acme\", networkId: $n) { state } }";
+    for _ in 0..400 {
+        if server.ok(Some(ADMIN), read, json!({ "n": theirs })).await["network"]["state"] == "READY" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    assert_eq!(server.ok(Some(ADMIN), read, json!({ "n": theirs })).await["network"]["state"], "READY");
+    let sim_url = server.app.services.providers.sim_url.clone().unwrap();
+    let direct = server
+        .http
+        .post(format!("{sim_url}/v2/vpcs"))
+        .bearer_auth("someone")
+        .json(&json!({ "name": "outside", "region": "sfo3", "ip_range": "10.90.0.0/16" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(direct.status(), 422, "the account's VPC in nyc3 holds 10.90.0.0/24");
 });

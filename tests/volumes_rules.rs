@@ -480,6 +480,10 @@ db_test!(a_replayed_create_returns_what_it_made_whatever_the_state_rules_say_now
     let on = s.instance("web-a", "nyc3", None).await;
     let first = s.create("pinned", json!({ "instanceId": on })).await;
     let delete = "mutation($i: String!) { instanceDelete(input: { tenantId: \"acme\", instanceId: $i }) { state } }";
+    // The machine's delete stalls, so the instance stays being deleted however fast the reconciler.
+    for endpoint in ["droplets.delete", "droplets.destroy_with_associated_resources.selective.delete"] {
+        s.server.app.sim.as_ref().unwrap().inject(endpoint, vps_graph::sim::Fault::Stall, 5);
+    }
     s.server.ok(Some(&s.token), delete, json!({ "i": on })).await;
     let (got, _) = s.create_code("fresh", json!({ "instanceId": on })).await;
     assert_eq!(got, "INVALID_STATE", "a new create on it is refused");

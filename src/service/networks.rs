@@ -207,6 +207,10 @@ impl Services {
         let place = Place::of(&pool.account, None);
         let vpc = place.check_vpc(input.ip_range.as_deref())?;
         let subnets = place.check_subnets(&input.subnets, &[], vpc)?;
+        if !place.aws {
+            let ranges: Vec<&str> = subnets.iter().map(|s| s.ip_range.as_str()).collect();
+            check_free_on_account(&txn, &pool.account.id, &ranges).await?;
+        }
         let taken = network::Entity::find()
             .filter(network::Column::TenantId.eq(input.tenant_id.clone()))
             .filter(network::Column::Name.eq(input.name.clone()))
@@ -321,6 +325,9 @@ impl Services {
         let place = Place::of(&pool.account, current.region.as_deref());
         let vpc = current.ip_range.as_deref().and_then(crate::cidr::parse_private);
         let placed = place.check_subnets(std::slice::from_ref(&subnet), &subnets, vpc)?;
+        if !place.aws {
+            check_free_on_account(&txn, &pool.account.id, &[placed[0].ip_range.as_str()]).await?;
+        }
         let now = self.clock.now();
         let added = insert_subnet(&txn, network_id, &placed[0], now).await?;
         let updated =
@@ -888,4 +895,41 @@ async fn mark_removed(
         .one(conn)
         .await?
         .ok_or_else(|| Error::internal("subnet vanished"))
+}
+
+/// DigitalOcean refuses a VPC range that overlaps any other VPC of the account, in any region,
+/// and each subnet is a VPC there: a new one is checked against every subnet of every network on
+/// the account that is not deleted, whichever tenant's, before anything is recorded. The refusal
+/// never says whose range it met.
+/// INVALID_INPUT (`reason: rangeTaken`) when one of `ranges` overlaps a subnet of the account
+/// that is not deleted.
+async fn check_free_on_account(conn: &impl ConnectionTrait, account_id: &str, ranges: &[&str]) -> Result<()> {
+    let networks: Vec<String> = network::Entity::find()
+        .filter(network::Column::ProviderAccountId.eq(account_id))
+        .filter(network::Column::State.ne(state::DELETED))
+        .select_only()
+        .column(network::Column::Id)
+        .into_tuple()
+        .all(conn)
+        .await?;
+    let used: Vec<String> = network_subnet::Entity::find()
+        .filter(network_subnet::Column::NetworkId.is_in(networks))
+        .filter(network_subnet::Column::State.ne(state::DELETED))
+        .select_only()
+        .column(network_subnet::Column::IpRange)
+        .into_tuple()
+        .all(conn)
+        .await?;
+    let used: Vec<(u32, u8)> = used.iter().filter_map(|r| crate::cidr::parse_private(r)).collect();
+    for range in ranges {
+        let Some(asked) = crate::cidr::parse_private(range) else { continue };
+        if used.iter().any(|u| crate::cidr::overlaps(*u, asked)) {
+            return Err(Error::invalid_input(
+                "subnets.ipRange",
+                format!("{range} overlaps a VPC range already in use on the provider account (in any region); choose another"),
+            )
+            .with_details(json!({ "field": "subnets.ipRange", "reason": "rangeTaken" })));
+        }
+    }
+    Ok(())
 }

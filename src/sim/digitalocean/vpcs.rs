@@ -41,7 +41,7 @@ impl Model {
     /// The region's default VPC, made on first use (its name does not look like ours: `bc-…`).
     pub(super) fn default_vpc(&mut self, region: &str) -> Option<&VpcRecord> {
         if !self.vpcs.iter().any(|v| v.default && v.region == region) {
-            let ip_range = free_range(self, region)?;
+            let ip_range = free_range(self)?;
             self.vpcs.push(VpcRecord {
                 id: uuid(),
                 name: format!("default-{region}"),
@@ -97,10 +97,11 @@ impl Model {
         let ip_range = match body.ip_range.as_deref().map(crate::cidr::parse_private) {
             Some(Some(range)) => range,
             Some(None) => return Err(unprocessable("ip_range must be a private CIDR block from /28 to /16")),
-            None => free_range(self, &region).ok_or_else(|| unprocessable("no free ip_range left in the region"))?,
+            None => free_range(self).ok_or_else(|| unprocessable("no free ip_range left on the account"))?,
         };
-        if self.vpcs.iter().any(|v| v.region == region && crate::cidr::overlaps(v.ip_range, ip_range)) {
-            return Err(unprocessable("ip_range overlaps with another VPC in the region"));
+        // Account-wide, default VPCs included: VPC ranges of one account never overlap, in any region.
+        if self.vpcs.iter().any(|v| crate::cidr::overlaps(v.ip_range, ip_range)) {
+            return Err(unprocessable("ip_range overlaps with another VPC network in the account"));
         }
         let record = VpcRecord {
             id: uuid(),
@@ -137,9 +138,9 @@ async fn delete(State(sim): State<Sim>, Path(id): Path<String>) -> Response {
     })
 }
 
-/// The first free /20 of 10.0.0.0/8 in the region, as the API picks one when none is asked.
-fn free_range(model: &Model, region: &str) -> Option<(u32, u8)> {
+/// The first /20 of 10.0.0.0/8 free on the account, as the API picks one when none is asked.
+fn free_range(model: &Model) -> Option<(u32, u8)> {
     (0..4096u32)
         .map(|i| (0x0A00_0000 | (i << 12), 20))
-        .find(|r| !model.vpcs.iter().any(|v| v.region == region && crate::cidr::overlaps(v.ip_range, *r)))
+        .find(|r| !model.vpcs.iter().any(|v| crate::cidr::overlaps(v.ip_range, *r)))
 }
