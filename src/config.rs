@@ -1,35 +1,8 @@
-//! Command line and environment: every flag also reads a `VPS_GRAPH_*` variable.
+//! The flags of each command (`cli` puts them together); every flag also reads a `VPS_GRAPH_*`
+//! variable.
 use std::net::SocketAddr;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
-
-#[derive(Parser, Debug)]
-#[command(
-    name = "vps-graph",
-    version,
-    about = "Control plane for volumes, snapshots, addresses and filesystems on tenant cloud accounts"
-)]
-#[command(args_conflicts_with_subcommands = true)]
-pub struct Cli {
-    #[command(subcommand)]
-    pub command: Option<Command>,
-    #[command(flatten)]
-    pub serve: ServeArgs,
-}
-
-#[derive(Subcommand, Debug)]
-pub enum Command {
-    /// Run the service (the default).
-    Serve(ServeArgs),
-    /// Apply pending database migrations and exit.
-    Migrate(DatabaseArgs),
-    /// Print the GraphQL schema (SDL).
-    Schema,
-    /// Measure throughput, latency and memory against this binary as a server, and print the figures.
-    Bench(crate::bench::BenchArgs),
-    /// Run the simulated cloud alone (DigitalOcean-shaped API at /v2, control at /_sim).
-    Sim(SimArgs),
-}
+use clap::{Args, ValueEnum};
 
 #[derive(Args, Debug, Clone)]
 pub struct DatabaseArgs {

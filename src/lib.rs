@@ -4,6 +4,7 @@
 pub mod app;
 pub mod bench;
 pub mod cidr;
+pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod error;

@@ -3,7 +3,8 @@ use std::time::Duration;
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
 use vps_graph::app::{App, AppConfig};
-use vps_graph::config::{Cli, Command, LogFormat, ServeArgs};
+use vps_graph::cli::{Cli, Command};
+use vps_graph::config::{LogFormat, ServeArgs};
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
