@@ -4,8 +4,8 @@ use chrono::{DateTime, Utc};
 use futures_util::{Stream, StreamExt};
 
 use super::instances::Instance;
+use super::loaders::loaders;
 use super::networks::{DesiredState, PageInfo, ResourceState};
-use super::volumes::loaders;
 use super::{actor, services};
 use crate::service::addresses::{AddressCreate, AddressView, IPV4, IPV6};
 use crate::service::rows::ListFilter;

@@ -58,7 +58,7 @@ impl Instance {
     /// The filesystems it mounts at boot, in the order asked.
     #[graphql(complexity = "super::limits::list(16, child_complexity)")]
     async fn filesystems(&self, ctx: &Context<'_>) -> Result<Vec<InstanceFilesystem>> {
-        let loaders = super::volumes::loaders(ctx)?;
+        let loaders = super::loaders::loaders(ctx)?;
         let mounts = loaders.mounts.load_one(self.0.id.clone()).await?.unwrap_or_default();
         Ok(mounts.into_iter().map(|m| InstanceFilesystem { filesystem_id: m.filesystem_id, path: m.path }).collect())
     }

@@ -125,3 +125,11 @@ impl Loaders {
         Ok(())
     }
 }
+
+/// Where the loaders of this request are (a WebSocket's subscriptions make their own).
+pub(crate) fn loaders(ctx: &async_graphql::Context<'_>) -> async_graphql::Result<Arc<Loaders>> {
+    Ok(match ctx.data_opt::<Arc<Loaders>>() {
+        Some(loaders) => loaders.clone(),
+        None => Arc::new(Loaders::new(super::services(ctx), super::actor(ctx)?, None)),
+    })
+}

@@ -1,13 +1,20 @@
 //! Provider snapshots.
-use async_graphql::{Context, ID, InputObject, Object, Result, SimpleObject, Subscription};
+use async_graphql::{Context, Enum, ID, InputObject, Object, Result, SimpleObject, Subscription};
 use chrono::{DateTime, Utc};
 use futures_util::{Stream, StreamExt};
 
 use super::networks::{DesiredState, PageInfo, ResourceState};
-use super::volumes::{ProviderVolume, VolumeKind};
 use super::{actor, services};
 use crate::service::rows::ListFilter;
-use crate::service::snapshots::{SnapshotListFilter, SnapshotRestore, SnapshotView};
+use crate::service::snapshots::{SnapshotListFilter, SnapshotView};
+
+#[derive(Enum, Clone, Copy, PartialEq, Eq)]
+pub enum VolumeKind {
+    /// A disk on one instance at a time.
+    Block,
+    /// A network file share that the instances of one tenant network mount at once.
+    Shared,
+}
 
 pub struct ProviderSnapshot(pub SnapshotView);
 
@@ -90,23 +97,6 @@ pub struct ProviderSnapshotDeleteInput {
     pub snapshot_id: String,
 }
 
-#[derive(InputObject)]
-pub struct ProviderSnapshotRestoreInput {
-    pub tenant_id: String,
-    pub snapshot_id: String,
-    /// The new volume's name.
-    pub name: String,
-    pub description: Option<String>,
-    /// Not below the snapshot's size (the default).
-    #[graphql(name = "sizeGiB")]
-    pub size_gib: Option<i32>,
-    #[graphql(default)]
-    pub delete_with_instance: bool,
-    /// Refused: the restored volume keeps the filesystem of the snapshot's volume.
-    pub filesystem: Option<super::volumes::VolumeFilesystem>,
-    pub idempotency_key: String,
-}
-
 #[derive(Default)]
 pub struct SnapshotQuery;
 
@@ -160,26 +150,6 @@ impl SnapshotMutation {
         input: ProviderSnapshotDeleteInput,
     ) -> Result<ProviderSnapshot> {
         Ok(ProviderSnapshot(services(ctx).snapshot_delete(actor(ctx)?, &input.tenant_id, &input.snapshot_id).await?))
-    }
-
-    /// Records a new volume made from the snapshot once it is ready (a shared volume's snapshot:
-    /// UNSUPPORTED, reason sharedRestore).
-    async fn provider_snapshot_restore(
-        &self,
-        ctx: &Context<'_>,
-        input: ProviderSnapshotRestoreInput,
-    ) -> Result<ProviderVolume> {
-        let restore = SnapshotRestore {
-            tenant_id: input.tenant_id,
-            snapshot_id: input.snapshot_id,
-            name: input.name,
-            description: input.description,
-            size_gib: input.size_gib.map(i64::from),
-            delete_with_instance: input.delete_with_instance,
-            filesystem: input.filesystem.map(|_| "given".to_owned()),
-            idempotency_key: input.idempotency_key,
-        };
-        Ok(ProviderVolume::whole(services(ctx).snapshot_restore(actor(ctx)?, restore).await?))
     }
 }
 

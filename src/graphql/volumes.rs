@@ -4,22 +4,14 @@ use chrono::{DateTime, Utc};
 use futures_util::{Stream, StreamExt};
 
 use super::instances::Instance;
-use super::loaders::Loaders;
+use super::loaders::loaders;
 use super::networks::{DesiredState, PageInfo, ResourceState};
-use super::snapshots::ProviderSnapshot;
+use super::snapshots::{ProviderSnapshot, VolumeKind};
 use super::{actor, services};
 use crate::service::mounts;
 use crate::service::rows::ListFilter;
-use crate::service::snapshots::SnapshotTake;
+use crate::service::snapshots::{SnapshotRestore, SnapshotTake};
 use crate::service::volumes::{AttachmentView, VolumeCreate, VolumeView};
-
-#[derive(Enum, Clone, Copy, PartialEq, Eq)]
-pub enum VolumeKind {
-    /// A disk on one instance at a time.
-    Block,
-    /// A network file share that the instances of one tenant network mount at once.
-    Shared,
-}
 
 #[derive(Enum, Clone, Copy, PartialEq, Eq)]
 pub enum VolumeFilesystem {
@@ -41,12 +33,21 @@ impl VolumeFilesystem {
     }
 }
 
-/// Where the loaders of this request are (a WebSocket's subscriptions make their own).
-pub(crate) fn loaders(ctx: &Context<'_>) -> Result<std::sync::Arc<Loaders>> {
-    Ok(match ctx.data_opt::<std::sync::Arc<Loaders>>() {
-        Some(loaders) => loaders.clone(),
-        None => std::sync::Arc::new(Loaders::new(services(ctx), actor(ctx)?, None)),
-    })
+#[derive(InputObject)]
+pub struct ProviderSnapshotRestoreInput {
+    pub tenant_id: String,
+    pub snapshot_id: String,
+    /// The new volume's name.
+    pub name: String,
+    pub description: Option<String>,
+    /// Not below the snapshot's size (the default).
+    #[graphql(name = "sizeGiB")]
+    pub size_gib: Option<i32>,
+    #[graphql(default)]
+    pub delete_with_instance: bool,
+    /// Refused: the restored volume keeps the filesystem of the snapshot's volume.
+    pub filesystem: Option<VolumeFilesystem>,
+    pub idempotency_key: String,
 }
 
 pub struct Attachment(pub AttachmentView);
@@ -463,6 +464,26 @@ impl VolumeMutation {
         input: ProviderVolumeDeleteInput,
     ) -> Result<ProviderVolume> {
         Ok(ProviderVolume::whole(services(ctx).volume_delete(actor(ctx)?, &input.tenant_id, &input.volume_id).await?))
+    }
+
+    /// Records a new volume made from the snapshot once it is ready (a shared volume's snapshot:
+    /// UNSUPPORTED, reason sharedRestore).
+    async fn provider_snapshot_restore(
+        &self,
+        ctx: &Context<'_>,
+        input: ProviderSnapshotRestoreInput,
+    ) -> Result<ProviderVolume> {
+        let restore = SnapshotRestore {
+            tenant_id: input.tenant_id,
+            snapshot_id: input.snapshot_id,
+            name: input.name,
+            description: input.description,
+            size_gib: input.size_gib.map(i64::from),
+            delete_with_instance: input.delete_with_instance,
+            filesystem: input.filesystem.map(|_| "given".to_owned()),
+            idempotency_key: input.idempotency_key,
+        };
+        Ok(ProviderVolume::whole(services(ctx).snapshot_restore(actor(ctx)?, restore).await?))
     }
 }
 
