@@ -10,20 +10,22 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::authz::Actor;
-use super::networks::{self, state};
+use super::networks;
 use super::pools::{find_pool, strings};
 use super::{Services, validate};
 use crate::error::{Code, Error, Result};
 use crate::ids;
 use crate::provider;
 use crate::store::entity::{filesystem, instance, instance_filesystem, network};
+use crate::store::filesystems::live_of;
 use crate::store::idempotency::{self, Claim};
 use crate::store::outbox::NewEvent;
 use crate::store::queue;
+use crate::store::state;
 
 pub const RECONCILER: &str = "vps.filesystems";
 pub const KIND: &str = "filesystem";
-pub const NFS: &str = "nfs";
+pub use crate::store::filesystems::NFS;
 pub const LUSTRE: &str = "lustre";
 pub const SCRATCH: &str = "scratch";
 pub const PERSISTENT: &str = "persistent";
@@ -413,16 +415,6 @@ pub(crate) async fn load(
         .one(conn)
         .await?
         .ok_or_else(|| Error::not_found(KIND, filesystem_id))
-}
-
-/// The network's filesystems that are not deleted, by name.
-pub(crate) async fn live_of(conn: &impl ConnectionTrait, network_id: &str) -> Result<Vec<filesystem::Model>> {
-    Ok(filesystem::Entity::find()
-        .filter(filesystem::Column::NetworkId.eq(network_id))
-        .filter(filesystem::Column::State.ne(state::DELETED))
-        .order_by_asc(filesystem::Column::Name)
-        .all(conn)
-        .await?)
 }
 
 /// The instances (not deleted) that mount any of `filesystem_ids`, by id.

@@ -29,15 +29,7 @@ pub const READ: &str = "compute:networks:read";
 const UPDATE: &str = "compute:networks:update";
 const MAX_SUBNETS: usize = 16;
 
-pub mod state {
-    pub const PENDING: &str = "pending";
-    pub const READY: &str = "ready";
-    pub const DELETING: &str = "deleting";
-    pub const DELETED: &str = "deleted";
-    pub const ERROR: &str = "error";
-    pub const PRESENT: &str = "present";
-    pub const ABSENT: &str = "absent";
-}
+pub use crate::store::state;
 
 /// A subnet asked for: on DigitalOcean in a `region`, on AWS in a `zone` (the region follows
 /// from it).
@@ -780,10 +772,10 @@ async fn refuse_if_used(
         return Err(Error::new(Code::InvalidState, "shared volumes are on the network: delete them first")
             .with_details(json!({ "reason": "inUse", "volumeIds": users })));
     }
-    let filesystems: Vec<String> = super::filesystems::live_of(conn, network_id)
+    let filesystems: Vec<String> = crate::store::filesystems::live_of(conn, network_id)
         .await?
         .into_iter()
-        .filter(|f| subnet.is_none_or(|s| f.kind == super::filesystems::NFS || f.zone == s.zone))
+        .filter(|f| subnet.is_none_or(|s| f.kind == crate::store::filesystems::NFS || f.zone == s.zone))
         .map(|f| f.id)
         .collect();
     if !filesystems.is_empty() {

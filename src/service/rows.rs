@@ -5,11 +5,11 @@ use sea_orm::{
     ColumnTrait, ConnectionTrait, DbBackend, EntityTrait, QueryFilter, QueryOrder, QuerySelect, Select, Statement,
 };
 
-use super::networks::state;
 use super::pools::{PoolView, find_pool};
 use super::validate;
 use crate::error::{Error, Result};
 use crate::store::entity::{pool_offer, project};
+use crate::store::state;
 
 pub const MAX_PAGE: u64 = 1000;
 

@@ -3,12 +3,14 @@
 //! It knows nothing of GraphQL, HTTP or providers.
 pub mod admin;
 pub mod entity;
+pub mod filesystems;
 pub mod idempotency;
 pub mod meta;
 pub mod notify;
 pub mod outbox;
 pub mod queue;
 pub mod quota;
+pub mod state;
 
 use std::time::Duration;
 

@@ -642,7 +642,7 @@ async fn write_back(run: &Run<'_>, current: &network::Model, rows: &[subnet::Mod
     if turned_ready || subnets_changed {
         // The filesystem reconciler places mount targets and file systems in these subnets.
         let due = services.clock.now_ms();
-        for fs in filesystems::live_of(&txn, &current.id).await? {
+        for fs in crate::store::filesystems::live_of(&txn, &current.id).await? {
             queue::wake(&txn, filesystems::RECONCILER, &fs.id, due).await?;
         }
         services.commit_and_wake(txn, vec![event]).await?;
