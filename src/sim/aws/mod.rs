@@ -4,7 +4,7 @@
 //!
 //! - path prefix `/2015-02-01/` → EFS (REST-JSON; errors carry `x-amzn-ErrorType` and
 //!   `{"ErrorCode", "Message"}`): file systems in `efs.rs`, mount targets in
-//!   `efs_mount_targets.rs`;
+//!   `efs/mount_targets.rs`;
 //! - `POST /` with `X-Amz-Target: AWSSimbaAPIService_v20180301.<Op>` → FSx for Lustre (JSON 1.1;
 //!   errors `{"__type", "Message"}`), in `fsx.rs`;
 //! - `POST /` with a form body `Action=<Op>&Version=2016-11-15` → EC2 (query protocol, XML answers,
@@ -46,7 +46,6 @@ mod ec2;
 mod ec2_groups;
 mod ec2_instances;
 mod efs;
-mod efs_mount_targets;
 mod fsx;
 mod xml;
 
@@ -164,7 +163,7 @@ pub struct Model {
     groups: Vec<ec2_groups::GroupRecord>,
     instances: Vec<ec2_instances::InstanceRecord>,
     file_systems: Vec<efs::FileSystemRecord>,
-    mount_targets: Vec<efs_mount_targets::MountTargetRecord>,
+    mount_targets: Vec<efs::mount_targets::MountTargetRecord>,
     lustres: Vec<fsx::LustreRecord>,
     /// How EFS answers a describe by a token no file system holds (see
     /// `Sim::aws_efs_unknown_token_not_found`).

@@ -6,6 +6,8 @@
 //! mount target (even a `deleting` one) exists, else `deleting`, then gone (404
 //! `FileSystemNotFound`). TagResource adds or replaces a file system's tags. Timestamps are JSON
 //! numbers (epoch seconds).
+pub(super) mod mount_targets;
+
 use std::collections::HashMap;
 
 use axum::Router;
@@ -17,9 +19,9 @@ use axum::routing::{delete, get, post};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::efs_mount_targets::{mount_create, mount_describe, mount_groups, mount_groups_modify, mount_remove};
 use super::{ACCOUNT, Caller, Change, Model, Refusal, Service, epoch_now, new_id, request_id};
 use crate::sim::Sim;
+use mount_targets::{mount_create, mount_describe, mount_groups, mount_groups_modify, mount_remove};
 
 #[derive(Clone, Debug)]
 pub(super) struct FileSystemRecord {

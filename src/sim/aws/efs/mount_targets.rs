@@ -16,24 +16,24 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::efs::{bad_request, file_system_not_found, ok, page, parse, refuse};
-use super::{ACCOUNT, Caller, Change, Model, Refusal, new_id};
+use super::{bad_request, file_system_not_found, ok, page, parse, refuse};
 use crate::sim::Sim;
+use crate::sim::aws::{ACCOUNT, Caller, Change, Model, Refusal, new_id};
 
 #[derive(Clone, Debug)]
-pub(super) struct MountTargetRecord {
-    pub(super) id: String,
-    pub(super) file_system: String,
-    pub(super) region: String,
-    pub(super) subnet: String,
-    pub(super) vpc: String,
-    pub(super) zone: String,
-    pub(super) groups: Vec<String>,
-    pub(super) ip: String,
+pub(in crate::sim::aws) struct MountTargetRecord {
+    pub(in crate::sim::aws) id: String,
+    pub(in crate::sim::aws) file_system: String,
+    pub(in crate::sim::aws) region: String,
+    pub(in crate::sim::aws) subnet: String,
+    pub(in crate::sim::aws) vpc: String,
+    pub(in crate::sim::aws) zone: String,
+    pub(in crate::sim::aws) groups: Vec<String>,
+    pub(in crate::sim::aws) ip: String,
     /// The requester-managed network interface, `eni-…`.
-    pub(super) interface: String,
+    pub(in crate::sim::aws) interface: String,
     /// `creating`, `available`, `deleting`.
-    pub(super) state: &'static str,
+    pub(in crate::sim::aws) state: &'static str,
 }
 
 fn mount_target_not_found(id: &str) -> Refusal {
@@ -41,7 +41,7 @@ fn mount_target_not_found(id: &str) -> Refusal {
 }
 
 /// `us-east-1a` → `use1-az1`, the shape of AWS's zone ids.
-pub(super) fn zone_id(zone: &str) -> String {
+pub(in crate::sim::aws) fn zone_id(zone: &str) -> String {
     let (region, letter) = zone.split_at(zone.len().saturating_sub(1));
     let short: String = region
         .split('-')
@@ -71,7 +71,7 @@ struct MountTargetCreate {
     ip_address: Option<String>,
 }
 
-pub(super) async fn mount_create(
+pub(in crate::sim::aws) async fn mount_create(
     State(sim): State<Sim>,
     Extension(caller): Extension<Caller>,
     body: Bytes,
@@ -154,7 +154,7 @@ pub(super) async fn mount_create(
     Ok(ok(StatusCode::OK, created))
 }
 
-pub(super) async fn mount_describe(
+pub(in crate::sim::aws) async fn mount_describe(
     State(sim): State<Sim>,
     Extension(caller): Extension<Caller>,
     Query(query): Query<HashMap<String, String>>,
@@ -188,7 +188,7 @@ pub(super) async fn mount_describe(
     Ok(ok(StatusCode::OK, page(items, &query, "MountTargets")?))
 }
 
-pub(super) async fn mount_remove(
+pub(in crate::sim::aws) async fn mount_remove(
     State(sim): State<Sim>,
     Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
@@ -208,7 +208,7 @@ pub(super) async fn mount_remove(
     })
 }
 
-pub(super) async fn mount_groups(
+pub(in crate::sim::aws) async fn mount_groups(
     State(sim): State<Sim>,
     Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
@@ -233,7 +233,7 @@ struct GroupsModify {
 
 /// ModifyMountTargetSecurityGroups (204): only on an `available` mount target, with groups of its
 /// VPC.
-pub(super) async fn mount_groups_modify(
+pub(in crate::sim::aws) async fn mount_groups_modify(
     State(sim): State<Sim>,
     Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
@@ -267,7 +267,7 @@ pub(super) async fn mount_groups_modify(
 }
 
 impl Model {
-    pub(super) fn mount_target_available(&mut self, id: &str) {
+    pub(in crate::sim::aws) fn mount_target_available(&mut self, id: &str) {
         if let Some(m) = self.mount_targets.iter_mut().find(|m| m.id == id && m.state == "creating") {
             m.state = "available";
         }
@@ -278,7 +278,7 @@ impl Model {
 mod tests {
     use serde_json::json;
 
-    use super::super::testing::Aws;
+    use crate::sim::aws::testing::Aws;
 
     const CREATE: &str = "/2015-02-01/file-systems";
 
