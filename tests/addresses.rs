@@ -703,3 +703,44 @@ db_test!(an_address_deleted_while_its_reserve_runs_is_released_not_leaked, |back
     assert_eq!(held["meta"]["total"], 0, "nothing left at the provider: {held}");
     assert_eq!(s.used("addresses").await, 0);
 });
+
+// Issue 14: an assign or unassign action that ends `errored` at the provider.
+
+db_test!(
+    an_errored_assign_is_the_assignments_error_and_sent_again_by_the_periodic_pass,
+    |backend: Backend| async move {
+        let s = setup(backend).await;
+        let (instance, droplet) = s.instance("web-1", "nyc3", json!({})).await;
+        let id = s.create("ingress", json!({})).await;
+        let ip =
+            s.until_address(&id, "reserved", |a| a["state"] == "READY").await["address"].as_str().unwrap().to_owned();
+        let path = Setup::sim_path("IPV4", &ip);
+        s.sim().inject("reserved_ips.actions.create", Fault::Fail { message: None }, 1);
+        s.assign(&id, &instance).await;
+        let failed = s.until_address(&id, "the assignment in error", |a| a["assignmentState"] == "ERROR").await;
+        assert_eq!(failed["assignmentMessage"], "the provider's assign failed", "{failed}");
+        assert_eq!(failed["state"], "READY", "the reservation itself is fine");
+        assert!(s.at_sim(reqwest::Method::GET, &path, None).await.1["reserved_ip"]["droplet"].is_null());
+        // Not asked again before the periodic pass: the clock is moved to just short of it.
+        s.later(&id, 5 * 60_000 - 1_000).await;
+        assert_eq!(s.sim().calls("reserved_ips.actions.create"), 1);
+        s.later(&id, 1_000).await;
+        s.until_address(&id, "assigned", |a| a["assignmentState"] == "READY").await;
+        assert_eq!(s.sim().calls("reserved_ips.actions.create"), 2);
+        let (_, at_sim) = s.at_sim(reqwest::Method::GET, &path, None).await;
+        assert_eq!(at_sim["reserved_ip"]["droplet"]["id"].to_string(), droplet);
+
+        // An errored unassign: still wanted (deleting), asked again by the periodic pass.
+        s.sim().inject("reserved_ips.actions.create", Fault::Fail { message: None }, 1);
+        s.call("providerAddressUnassign", json!({ "tenantId": "acme", "addressId": id })).await;
+        let waiting = s
+            .until_address(&id, "told the unassign failed", |a| {
+                a["assignmentMessage"].as_str().is_some_and(|m| m.contains("unassign failed"))
+            })
+            .await;
+        assert_eq!(waiting["assignmentState"], "DELETING", "{waiting}");
+        s.later(&id, 5 * 60_000).await;
+        s.until_address(&id, "unassigned", |a| a["assignmentState"] == "NONE").await;
+        assert!(s.at_sim(reqwest::Method::GET, &path, None).await.1["reserved_ip"]["droplet"].is_null());
+    }
+);

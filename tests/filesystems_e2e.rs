@@ -290,3 +290,57 @@ db_test!(a_deleted_filesystems_name_is_free_again, |backend: Backend| async move
     assert_ne!(again["id"], first.as_str());
     assert_eq!(again["state"], "PENDING");
 });
+
+// Issue 14: the provider fails what it was asked to make. The seeds' error with the provider's
+// words; a failed mount target is made again by the periodic pass, a failed file system is read
+// again (FSx can recover a MISCONFIGURED one) and removed by the tenant's delete.
+
+const FIVE_MINUTES: i64 = 5 * 60_000;
+
+db_test!(a_file_system_the_provider_failed_is_an_error_with_its_words_until_deleted, |backend: Backend| async move {
+    let s = setup(backend).await;
+    let network = s.network().await;
+    s.sim().inject("efs.CreateFileSystem", Fault::Fail { message: None }, 1);
+    s.sim().inject("fsx.CreateFileSystem", Fault::Fail { message: Some("not enough capacity in the zone".into()) }, 1);
+    let nfs = s.filesystem(&network, "shared", "NFS").await;
+    let lustre = s.filesystem(&network, "scratch", "LUSTRE").await;
+    let failed = s.until_filesystem(&network, &nfs, "ERROR").await;
+    let message = failed["message"].as_str().unwrap();
+    assert!(message.starts_with("EFS file system fs-") && message.ends_with("is in error"), "{failed}");
+    let failed = s.until_filesystem(&network, &lustre, "ERROR").await;
+    assert!(failed["message"].as_str().unwrap().ends_with("failed: not enough capacity in the zone"), "{failed}");
+    assert!(failed["mount"].is_null());
+
+    // The periodic pass reads it again; it stays in error, nothing is made twice.
+    let reads = s.sim().calls("efs.DescribeFileSystems");
+    common::idle(&s.server, &s.clock, &nfs).await;
+    s.clock.advance(FIVE_MINUTES);
+    common::idle(&s.server, &s.clock, &nfs).await;
+    assert!(s.sim().calls("efs.DescribeFileSystems") > reads, "read again");
+    assert_eq!(s.read(FILESYSTEM, json!({ "n": network, "f": nfs })).await["filesystem"]["state"], "ERROR");
+    assert_eq!(s.sim().calls("efs.CreateFileSystem"), 1);
+    assert_eq!(s.sim().calls("fsx.CreateFileSystem"), 1);
+
+    for id in [&nfs, &lustre] {
+        s.read(DELETE, json!({ "n": network, "f": id })).await;
+        s.until_filesystem(&network, id, "DELETED").await;
+    }
+    assert_eq!(s.sim().calls("efs.DeleteFileSystem"), 1, "the failed EFS file system was deleted");
+    assert_eq!(s.sim().calls("fsx.DeleteFileSystem"), 1, "the failed FSx file system was deleted");
+});
+
+db_test!(a_mount_target_the_provider_failed_is_an_error_then_made_again, |backend: Backend| async move {
+    let s = setup(backend).await;
+    let network = s.network().await;
+    s.sim().inject("efs.CreateMountTarget", Fault::Fail { message: None }, 1);
+    let nfs = s.filesystem(&network, "shared", "NFS").await;
+    let failed = s.until_filesystem(&network, &nfs, "ERROR").await;
+    assert!(failed["message"].as_str().unwrap().contains("failed to make mount target fsmt-"), "{failed}");
+    common::idle(&s.server, &s.clock, &nfs).await;
+    let made = s.sim().calls("efs.CreateMountTarget");
+    s.clock.advance(FIVE_MINUTES);
+    let ready = s.until_filesystem(&network, &nfs, "READY").await;
+    assert!(ready["mount"]["source"].as_str().unwrap().starts_with("fs-"), "{ready}");
+    assert_eq!(s.sim().calls("efs.DeleteMountTarget"), 1, "the failed one was deleted");
+    assert_eq!(s.sim().calls("efs.CreateMountTarget"), made + 1, "and made again, once");
+});

@@ -170,6 +170,53 @@ async fn faults_are_set_over_the_control_endpoint_and_calls_are_counted() {
 }
 
 #[tokio::test]
+async fn a_fail_fault_answers_as_usual_and_the_work_fails_later() {
+    let (_sim, url, http) = sim(SimConfig { action_time: Duration::from_millis(50), ..SimConfig::default() }).await;
+    let post = |path: &str, body: Value| http.post(format!("{url}{path}")).bearer_auth("t").json(&body).send();
+    let vpc: Value = post("/v2/vpcs", json!({ "name": "lan", "region": "nyc3", "ip_range": "10.9.0.0/24" }))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let fault = json!({ "endpoint": "nfs.create", "fault": "fail" });
+    assert_eq!(http.post(format!("{url}/_sim/faults")).json(&fault).send().await.unwrap().status(), 204);
+    let body = json!({ "name": "media", "size_gib": 50, "region": "nyc3", "vpc_ids": [vpc["vpc"]["id"]] });
+    let made = post("/v2/nfs", body).await.unwrap();
+    assert_eq!(made.status(), 201, "accepted as usual");
+    let share: Value = made.json().await.unwrap();
+    assert_eq!(share["share"]["status"], "CREATING");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let path = format!("{url}/v2/nfs/{}", share["share"]["id"].as_str().unwrap());
+    let later: Value = http.get(path).bearer_auth("t").send().await.unwrap().json().await.unwrap();
+    assert_eq!(later["share"]["status"], "FAILED");
+
+    let volume: Value = post("/v2/volumes", json!({ "name": "data", "region": "nyc3", "size_gigabytes": 10 }))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let fault = json!({ "endpoint": "volumes.actions.create", "fault": "fail", "message": "no" });
+    http.post(format!("{url}/_sim/faults")).json(&fault).send().await.unwrap();
+    let path = format!("/v2/volumes/{}/actions", volume["volume"]["id"].as_str().unwrap());
+    let action: Value = post(&path, json!({ "type": "resize", "size_gigabytes": 20, "region": "nyc3" }))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(action["action"]["status"], "in-progress");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let client = client(&url, Duration::from_secs(2));
+    let id = action["action"]["id"].as_u64().unwrap();
+    assert_eq!(client.action_get(id).await.unwrap(), Some(ActionStatus::Errored));
+    let path = format!("{url}/v2/volumes/{}", volume["volume"]["id"].as_str().unwrap());
+    let after: Value = http.get(path).bearer_auth("t").send().await.unwrap().json().await.unwrap();
+    assert_eq!(after["volume"]["size_gigabytes"], 10, "an errored resize changes nothing");
+}
+
+#[tokio::test]
 async fn actions_run_for_the_configured_time_and_the_client_polls_them() {
     let (sim, url, _http) = sim(SimConfig { action_time: Duration::from_millis(300), ..SimConfig::default() }).await;
     let client = client(&url, Duration::from_secs(2));

@@ -901,3 +901,150 @@ db_test!(a_snapshots_sizes_are_the_providers_not_the_volumes_at_request_time, |b
     let made = s.until_volume(copy["id"].as_str().unwrap(), "restored", |v| v["state"] == "READY").await;
     assert_eq!(made["observedSizeGiB"], 20);
 });
+
+// Issue 14's failures the real APIs have: the work a call started fails at the provider. Each is
+// the seeds' error with what the provider said, and is asked again by the periodic pass (five
+// minutes later), which then converges.
+
+const FIVE_MINUTES: i64 = 5 * 60_000;
+
+fn fails() -> Fault {
+    Fault::Fail { message: None }
+}
+
+db_test!(an_errored_resize_is_an_error_and_sent_again_by_the_periodic_pass, |backend: Backend| async move {
+    let s = setup(backend).await;
+    let id = s.create_volume("grows", json!({ "sizeGiB": 12 })).await;
+    s.until_volume(&id, "ready", |v| v["state"] == "READY").await;
+    s.settled(&id).await;
+    s.sim().inject("volumes.actions.create", fails(), 1);
+    s.mutate("providerVolumeResize", json!({ "tenantId": "acme", "volumeId": id, "sizeGiB": 18 })).await;
+    let failed = s.until_volume(&id, "in error", |v| v["state"] == "ERROR").await;
+    assert_eq!(failed["message"], "the provider's resize failed", "{failed}");
+    assert_eq!(failed["observedSizeGiB"], 12);
+    s.settled(&id).await;
+    assert_eq!(s.sim().calls("volumes.actions.create"), 1, "not sent again before the periodic pass");
+    s.clock.advance(FIVE_MINUTES);
+    let grown = s.until_volume(&id, "grown", |v| v["state"] == "READY" && v["observedSizeGiB"] == 18).await;
+    assert!(grown["message"].is_null(), "{grown}");
+    assert_eq!(s.sim().calls("volumes.actions.create"), 2);
+    let events = s.events_until(&id, "providerVolume.resized").await;
+    assert!(in_order(&events, &["providerVolume.error", "providerVolume.resized"]), "{events:?}");
+});
+
+db_test!(an_errored_attach_is_an_error_and_sent_again_by_the_periodic_pass, |backend: Backend| async move {
+    let s = setup(backend).await;
+    let (instance, droplet) = s.instance("web", None).await;
+    let id = s.create_volume("data", json!({})).await;
+    s.until_volume(&id, "ready", |v| v["state"] == "READY").await;
+    s.settled(&id).await;
+    s.sim().inject("volumes.actions.create", fails(), 1);
+    s.mutate("providerVolumeAttach", json!({ "tenantId": "acme", "volumeId": id, "instanceId": instance })).await;
+    let failed = s.until_volume(&id, "attach in error", |v| v["attachments"][0]["state"] == "ERROR").await;
+    assert_eq!(failed["attachments"][0]["message"], "the provider's attach failed", "{failed}");
+    s.settled(&id).await;
+    s.clock.advance(FIVE_MINUTES);
+    s.until_volume(&id, "attached", |v| v["attachments"][0]["state"] == "READY").await;
+    assert_eq!(s.sim().calls("volumes.actions.create"), 2);
+    let (_, at_sim) = s.at_sim(&format!("/v2/volumes?name={}", provider_name(&id))).await;
+    assert_eq!(at_sim["volumes"][0]["droplet_ids"], json!([droplet.parse::<u64>().unwrap()]));
+});
+
+db_test!(a_share_the_provider_failed_to_make_is_an_error_and_made_again, |backend: Backend| async move {
+    let s = setup(backend).await;
+    let network = s.network().await;
+    s.sim().inject("nfs.create", fails(), 1);
+    let id = s.create_volume("assets", json!({ "kind": "SHARED", "sizeGiB": 50, "networkId": network })).await;
+    let failed = s.until_volume(&id, "in error", |v| v["state"] == "ERROR").await;
+    assert_eq!(failed["message"], "the provider failed to make the share", "{failed}");
+    let (_, shares) = s.at_sim("/v2/nfs").await;
+    assert_eq!(shares["shares"][0]["status"], "FAILED");
+    s.settled(&id).await;
+    s.clock.advance(FIVE_MINUTES);
+    let ready = s.until_volume(&id, "made again", |v| v["state"] == "READY").await;
+    assert!(ready["mount"]["source"].as_str().unwrap().contains(":/"), "{ready}");
+    assert_eq!(s.sim().calls("nfs.create"), 2);
+    let (_, shares) = s.at_sim("/v2/nfs").await;
+    let statuses: Vec<&Value> = shares["shares"].as_array().unwrap().iter().map(|s| &s["status"]).collect();
+    assert_eq!(statuses, [&json!("ACTIVE")], "the failed share was deleted: {shares}");
+});
+
+db_test!(an_nfs_resize_that_failed_is_an_error_once_its_time_is_up_and_sent_again, |backend: Backend| async move {
+    let s = setup(backend).await;
+    let network = s.network().await;
+    let id = s.create_volume("assets", json!({ "kind": "SHARED", "sizeGiB": 50, "networkId": network })).await;
+    s.until_volume(&id, "ready", |v| v["state"] == "READY").await;
+    s.settled(&id).await;
+    s.sim().inject("nfs.actions.create", fails(), 1);
+    s.mutate("providerVolumeResize", json!({ "tenantId": "acme", "volumeId": id, "sizeGiB": 80 })).await;
+    s.until_now(&id, "resizing", |v| v["state"] == "UPDATING").await;
+    // The NFS action (which no endpoint can read back) ended ACTION_FAILED: the share never grows.
+    s.settled(&id).await;
+    s.clock.advance(10 * 60_000);
+    let failed = s.until_volume(&id, "in error", |v| v["state"] == "ERROR").await;
+    assert!(failed["message"].as_str().unwrap().contains("did not resize the share"), "{failed}");
+    assert_eq!(failed["observedSizeGiB"], 50);
+    s.settled(&id).await;
+    s.clock.advance(FIVE_MINUTES);
+    s.until_volume(&id, "grown", |v| v["state"] == "READY" && v["observedSizeGiB"] == 80).await;
+    assert_eq!(s.sim().calls("nfs.actions.create"), 2);
+});
+
+db_test!(an_nfs_attach_that_failed_is_an_error_once_its_time_is_up_and_sent_again, |backend: Backend| async move {
+    let s = setup(backend).await;
+    let network = s.network().await;
+    let (instance, _) = s.instance("web", Some(&network)).await;
+    let id = s.create_volume("assets", json!({ "kind": "SHARED", "sizeGiB": 50, "networkId": network })).await;
+    s.until_volume(&id, "ready", |v| v["state"] == "READY").await;
+    // The share's VPC is taken off outside, so the attach has to put it back.
+    let (_, shares) = s.at_sim("/v2/nfs").await;
+    let share = shares["shares"][0].clone();
+    let vpc = share["vpc_ids"][0].as_str().unwrap().to_owned();
+    let path = format!("{}/v2/nfs/{}/actions", s.sim_url(), share["id"].as_str().unwrap());
+    let detach = json!({ "type": "detach", "region": "", "params": { "vpc_id": vpc } });
+    s.server.http.post(&path).bearer_auth("someone").json(&detach).send().await.unwrap();
+    s.until(
+        "the VPC off the share",
+        || async { s.at_sim("/v2/nfs").await.1 },
+        |shares| shares["shares"][0]["vpc_ids"].as_array().is_some_and(|v| v.is_empty()),
+    )
+    .await;
+    s.settled(&id).await;
+    let asked = s.sim().calls("nfs.actions.create");
+    s.sim().inject("nfs.actions.create", fails(), 1);
+    s.mutate("providerVolumeAttach", json!({ "tenantId": "acme", "volumeId": id, "instanceId": instance })).await;
+    s.until_now(&id, "attach asked", |_| s.sim().calls("nfs.actions.create") == asked + 1).await;
+    s.settled(&id).await;
+    s.clock.advance(10 * 60_000);
+    let failed = s.until_volume(&id, "attach in error", |v| v["attachments"][0]["state"] == "ERROR").await;
+    assert!(failed["attachments"][0]["message"].as_str().unwrap().contains("the attach failed"), "{failed}");
+    s.settled(&id).await;
+    s.clock.advance(FIVE_MINUTES);
+    s.until_volume(&id, "attached", |v| v["attachments"][0]["state"] == "READY").await;
+    assert_eq!(s.sim().calls("nfs.actions.create"), asked + 2);
+});
+
+db_test!(a_droplet_whose_create_failed_is_an_error_and_made_again, |backend: Backend| async move {
+    let s = setup(backend).await;
+    s.sim().inject("droplets.create", fails(), 1);
+    let data = s
+        .gql(
+            "mutation($i: InstanceCreateInput!) { instanceCreate(input: $i) { id } }",
+            json!({ "i": { "tenantId": "acme", "poolId": s.pool, "name": "web", "region": "nyc3", "size": "s-1vcpu-1gb", "image": "ubuntu-24-04-x64", "idempotencyKey": "web" } }),
+        )
+        .await;
+    let id = data["instanceCreate"]["id"].as_str().unwrap().to_owned();
+    let query = "query($i: String!) { instance(tenantId: \"acme\", instanceId: $i) { state message providerId } }";
+    let read = || async { s.gql(query, json!({ "i": id })).await["instance"].clone() };
+    let failed = s.until("the instance in error", read, |i| i["state"] == "ERROR").await;
+    assert!(failed["message"].as_str().unwrap().contains("failed to make Droplet"), "{failed}");
+    assert!(failed["providerId"].is_null(), "{failed}");
+    common::idle(&s.server, &s.clock, &id).await;
+    assert_eq!(s.sim().calls("droplets.create"), 1);
+    s.clock.advance(FIVE_MINUTES);
+    let ready = s.until("the instance made again", read, |i| i["state"] == "READY").await;
+    assert!(ready["providerId"].is_string());
+    assert_eq!(s.sim().calls("droplets.create"), 2);
+    let (_, droplets) = s.at_sim("/v2/droplets").await;
+    assert_eq!(droplets["droplets"].as_array().unwrap().len(), 1, "one Droplet: {droplets}");
+});

@@ -227,7 +227,16 @@ async fn converge_assignment(ctx: &Ctx<'_>, a: &address::Model, found: &Reserved
     if let Some(action) = &a.action_id {
         let (observed, next) = match ctx.actions.action_get(action.parse().unwrap_or_default()).await {
             Ok(Some(ActionStatus::InProgress)) => (now, Next::After(ACTION_POLL_MS)),
-            // Done, failed or forgotten: what the address shows decides.
+            // Failed: an assign is the assignment's error, asked again by the periodic pass; an
+            // unassign stays wanted (deleting), and is asked again as well.
+            Ok(Some(ActionStatus::Errored)) if a.assignment_state == state::DELETING => {
+                let message = Some("the provider's unassign failed; it is asked again".to_owned());
+                (Observed { action_id: None, assignment_message: message, ..now }, Next::After(ERROR_RETRY_MS))
+            }
+            Ok(Some(ActionStatus::Errored)) => {
+                (now.assignment(state::ERROR, Some("the provider's assign failed".into())), Next::After(ERROR_RETRY_MS))
+            }
+            // Done or forgotten: what the address shows decides.
             Ok(_) => (Observed { action_id: None, ..now }, Next::Now),
             Err(err) => (waiting(now, &err), retry_after(&err)),
         };

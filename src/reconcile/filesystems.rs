@@ -322,6 +322,8 @@ pub enum Targets {
     Ready,
     /// The network has no ready subnet to put one in.
     NoSubnet,
+    /// The provider failed to make this one (`error`): it is deleted and made again.
+    Failed(String),
 }
 
 /// One mount target per zone that has a ready subnet of the network (EFS takes one per zone).
@@ -342,6 +344,9 @@ pub fn plan_targets(subnets: &[subnet::Model], targets: &[MountTarget]) -> Targe
                 || (t.availability_zone.is_some() && t.availability_zone == s.zone)
         })
     };
+    if let Some(failed) = ready.iter().filter_map(|s| in_zone(s)).find(|t| t.life_cycle_state == "error") {
+        return Targets::Failed(failed.id.clone());
+    }
     if let Some(missing) = ready.iter().find(|s| in_zone(s).is_none()) {
         return Targets::Create(missing.provider_id.clone().unwrap_or_default());
     }
@@ -351,11 +356,17 @@ pub fn plan_targets(subnets: &[subnet::Model], targets: &[MountTarget]) -> Targe
     }
 }
 
-/// The row once the mount targets stand as `plan` says (None: make one first).
+/// The row once the mount targets stand as `plan` says (None: make one first, or delete a
+/// failed one on the periodic pass after its error was shown).
 pub fn after_targets(f: &filesystem::Model, seen: &Seen, plan: &Targets) -> Option<(Observed, Next)> {
     let now = Observed::of(f);
     Some(match plan {
         Targets::Create(_) => return None,
+        Targets::Failed(_) if f.state == state::ERROR => return None,
+        Targets::Failed(id) => {
+            let message = format!("the provider failed to make mount target {id}; it is made again");
+            (now.error(message), Next::After(ERROR_RETRY_MS))
+        }
         Targets::Waiting => (now.waiting("waiting for the mount targets to be available"), Next::After(ACTION_POLL_MS)),
         Targets::NoSubnet => (now.waiting("waiting for a ready subnet of the network"), Next::After(RETRY_LATER_MS)),
         Targets::Ready => (Observed { dns_name: seen.dns_name.clone(), ..now.state(state::READY, None) }, Next::Drift),
@@ -657,7 +668,16 @@ async fn observe(ctx: &Ctx<'_>, f: &filesystem::Model, group: &str) -> Result<Ne
     if let Some((observed, next)) = after_targets(f, &seen, &plan) {
         return write(run, f, observed, next).await;
     }
-    let Targets::Create(subnet_id) = plan else { return Ok(Next::Now) };
+    let subnet_id = match plan {
+        Targets::Create(subnet_id) => subnet_id,
+        Targets::Failed(target) => {
+            let result = ctx.api.mount_target_delete(&f.region, &target).await;
+            let (observed, next) =
+                apply(Observed::of(f).waiting("waiting for the failed mount target to go"), after(&result));
+            return write(run, f, observed, if next == Next::Now { Next::After(ACTION_POLL_MS) } else { next }).await;
+        }
+        _ => return Ok(Next::Now),
+    };
     let groups = [group.to_owned()];
     let result = ctx.api.mount_target_create(&f.region, &id, &subnet_id, &groups).await;
     let (observed, next) = apply(Observed::of(f), after(&result));

@@ -420,6 +420,13 @@ async fn settle_created(ctx: &Ctx<'_>, v: &volume::Model) -> Result<Next> {
             Err(err) => failed(v, &err),
         },
         _ => match ctx.volumes.share_get(&id).await {
+            // The retry of a share the provider failed to make: the failed one goes, and the
+            // next run makes it again (looked up by name first, as after any attempt).
+            Ok(Some(s)) if s.status == "FAILED" && v.state == state::ERROR => match ctx.volumes.share_delete(&id).await
+            {
+                Ok(_) => (Observed { provider_id: None, ..Observed::of(v).said(REMADE) }, Next::Now),
+                Err(err) => failed(v, &err),
+            },
             Ok(Some(s)) => {
                 let observed = share_observed(Observed::of(v), &s);
                 let next = match observed.state.as_str() {
@@ -435,6 +442,9 @@ async fn settle_created(ctx: &Ctx<'_>, v: &volume::Model) -> Result<Next> {
     };
     write(ctx.run, v, observed, next).await
 }
+
+/// Said of a volume whose failed share was deleted to be made again.
+const REMADE: &str = "the share the provider failed to make was deleted; it is made again";
 
 fn lost(v: &volume::Model) -> (Observed, Next) {
     let message = "the volume was deleted at the provider outside vps-graph; its data is gone and it is not made again: delete it".to_owned();
@@ -459,7 +469,7 @@ async fn resize(ctx: &Ctx<'_>, v: &volume::Model) -> Result<Next> {
             .volumes
             .share_action(&id, &ShareAction::Resize { size_gib: v.size_gib })
             .await
-            .map(|_| format!("share-resize:{}", v.size_gib)),
+            .map(|_| format!("share-resize:{}:{}", v.size_gib, ctx.run.services.clock.now_ms())),
     };
     let (observed, next) = match answer {
         Ok(action) => {
@@ -502,10 +512,18 @@ async fn follow_action(ctx: &Ctx<'_>, v: &volume::Model) -> Result<Next> {
     let action = v.action_id.clone().unwrap_or_default();
     let id = v.provider_id.clone().unwrap_or_default();
     let done = |size: i64| resized(v, size);
-    let (observed, next) = if let Some(target) = action.strip_prefix("share-resize:") {
+    let (observed, next) = if let Some(asked) = action.strip_prefix("share-resize:") {
+        let (target, asked_ms) = asked.split_once(':').unwrap_or((asked, ""));
         let target: i64 = target.parse().unwrap_or(v.size_gib);
+        let stale =
+            asked_ms.parse().is_ok_and(|ms: i64| ctx.run.services.clock.now_ms() - ms > SHARE_ACTION_PATIENCE_MS);
         match ctx.volumes.share_get(&id).await {
             Ok(Some(s)) if s.size_gib >= target => (done(s.size_gib), Next::Now),
+            // An NFS action cannot be read back: one whose effect has not shown in time failed.
+            Ok(Some(_)) if stale => (
+                Observed { action_id: None, ..Observed::of(v).state(state::ERROR, Some(SHARE_RESIZE_FAILED.into())) },
+                Next::After(ERROR_RETRY_MS),
+            ),
             Ok(Some(_)) => (Observed::of(v), Next::After(ACTION_POLL_MS)),
             Ok(None) => lost(v),
             Err(err) => failed(v, &err),
@@ -780,7 +798,12 @@ async fn attach_share(
         return (now.state(state::READY, None), Next::Now);
     }
     let asked = format!("vpc:{vpc}");
-    if a.action_id.as_deref() == Some(&asked) && !share_action_stale(ctx, a) {
+    if a.action_id.as_deref() == Some(&asked) {
+        if share_action_stale(ctx, a) {
+            let failed =
+                AttachmentObserved { action_id: None, ..now.state(state::ERROR, Some(SHARE_ATTACH_FAILED.into())) };
+            return (failed, Next::After(ERROR_RETRY_MS));
+        }
         return (now, Next::After(ACTION_POLL_MS));
     }
     match ctx.volumes.share_action(&share.id, &ShareAction::Attach { vpc_id: vpc }).await {
@@ -790,8 +813,11 @@ async fn attach_share(
 }
 
 /// A share action has no status to poll: its effect shows on the share. One whose effect has not
-/// shown after this long is taken for failed and asked again.
+/// shown after this long is taken for failed (error), and asked again by the periodic pass.
 const SHARE_ACTION_PATIENCE_MS: i64 = 10 * 60_000;
+const SHARE_RESIZE_FAILED: &str = "the provider did not resize the share within 10 minutes: the resize failed";
+const SHARE_ATTACH_FAILED: &str =
+    "the provider did not put the share on the Droplet's VPC within 10 minutes: the attach failed";
 
 fn share_action_stale(ctx: &Ctx<'_>, a: &attachment::Model) -> bool {
     let asked_ms = a.updated_at.timestamp_millis();

@@ -1,7 +1,8 @@
 //! The sim's control endpoints: inject faults, read call counts.
 //!
 //! - `POST /_sim/faults` `{"endpoint": "vpcs.create", "count": 1, "fault": "status", "status": 429}`
-//!   (or `"fault": "drop"` / `"stall"`); `DELETE /_sim/faults` clears them.
+//!   (or `"fault": "drop"` / `"stall"`, or `"fault": "fail"` with an optional `"message"`: answered
+//!   as usual, the work the call starts fails later); `DELETE /_sim/faults` clears them.
 //! - `GET /_sim/calls` → `{"endpoints": {"vpcs.create": 3, …}, "names": {"vpcs.create:bc-…": 1, …}}`.
 //!
 //! DigitalOcean endpoints are named by path and verb (`vpcs.create`), AWS ones by service and

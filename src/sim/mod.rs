@@ -54,6 +54,29 @@ pub enum Fault {
     Drop,
     /// Never answer and do nothing.
     Stall,
+    /// Answer as usual, but the work the call starts fails: an action ends `errored` (an NFS
+    /// action `ACTION_FAILED`), a share goes `FAILED`, a Droplet's create fails and the Droplet is
+    /// gone; on the AWS face a file system goes `error` (EFS) or `FAILED` with the message (FSx),
+    /// a mount target `error`, an instance `terminated`.
+    Fail {
+        #[serde(default)]
+        message: Option<String>,
+    },
+}
+
+tokio::task_local! {
+    /// The failure a `Fault::Fail` gives the work its request starts, while that request runs.
+    static FAILING: String;
+}
+
+/// What the work started by the request being handled is to fail with, if it is to fail.
+fn failing() -> Option<String> {
+    FAILING.try_with(Clone::clone).ok()
+}
+
+/// Runs a request's handler so that the work it starts fails with `message`.
+async fn failing_with<F: std::future::Future>(message: Option<String>, handler: F) -> F::Output {
+    FAILING.scope(message.unwrap_or_else(|| "the provider could not complete it".into()), handler).await
 }
 
 #[derive(Clone)]

@@ -145,7 +145,8 @@ impl Volumes for DigitalOcean {
     async fn share_find_by_name(&self, name: &str, region: &str) -> ProviderResult<Option<Share>> {
         let answer = self.call("nfs.list", Method::GET, &format!("/v2/nfs?region={region}"), None).await?;
         let shares = listed(&answer.body, "shares")?;
-        shares.iter().find(|s| s["name"] == name).map(share_from).transpose()
+        // A deleted share may still be listed for a while: it is not the one asked for.
+        shares.iter().find(|s| s["name"] == name && s["status"] != "DELETED").map(share_from).transpose()
     }
 
     async fn share_delete(&self, id: &str) -> ProviderResult<bool> {

@@ -85,6 +85,15 @@ impl Reconciler for InstanceReconciler {
             None => return create(run, api.as_ref(), &current, &tag).await,
             Some(id) => match api.droplet_get(id).await {
                 Err(err) => waiting(&current, err),
+                // Gone before it was ever active: the provider's create failed (it removes the
+                // Droplet). An error, made again by the periodic pass: nothing of it lived.
+                Ok(None) if current.ready_at.is_none() => {
+                    let message = format!("the provider failed to make Droplet {id}; it is made again");
+                    (
+                        Observed { provider_id: None, ..Observed::of(&current).state(state::ERROR, Some(message)) },
+                        Next::After(super::ERROR_RETRY_MS),
+                    )
+                }
                 Ok(None) => {
                     let message = format!("Droplet {id} was deleted outside vps-graph; it is not made again");
                     (Observed { lost: true, ..Observed::of(&current).state(state::ERROR, Some(message)) }, Next::Drift)

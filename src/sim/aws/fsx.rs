@@ -34,7 +34,7 @@ pub(super) struct LustreRecord {
     tags: Vec<(String, String)>,
     /// `CREATING`, `AVAILABLE`, `DELETING`, or `FAILED` (forced by `Sim::aws_fail_fsx`).
     pub(super) state: &'static str,
-    failure: Option<String>,
+    pub(super) failure: Option<String>,
     created: f64,
     mount_name: String,
     /// The file server's network interface, `eni-…`.

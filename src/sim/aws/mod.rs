@@ -150,6 +150,8 @@ pub(super) enum Change {
     FsxGone(String),
     InstanceRunning(String),
     InstanceTerminated(String),
+    /// The change fails (`Fault::Fail`), with the provider's words.
+    Fails(Box<Change>, String),
 }
 
 /// The account's state in every region.
@@ -189,6 +191,10 @@ impl Model {
 
     /// Schedules `change`, `action_time` from now.
     pub(super) fn later(&mut self, change: Change) {
+        let change = match crate::sim::failing() {
+            Some(message) => Change::Fails(Box::new(change), message),
+            None => change,
+        };
         self.pending.push((Instant::now() + self.action_time, change));
     }
 
@@ -199,16 +205,46 @@ impl Model {
         self.pending = rest;
         due.sort_by_key(|(at, _)| *at);
         for (_, change) in due {
-            match change {
-                Change::EfsAvailable(id) => self.efs_available(&id),
-                Change::EfsGone(id) => self.file_systems.retain(|f| f.id != id),
-                Change::MountTargetAvailable(id) => self.mount_target_available(&id),
-                Change::MountTargetGone(id) => self.mount_targets.retain(|m| m.id != id),
-                Change::FsxAvailable(id) => self.lustre_available(&id),
-                Change::FsxGone(id) => self.lustres.retain(|l| l.id != id),
-                Change::InstanceRunning(id) => self.instance_state(&id, "pending", "running"),
-                Change::InstanceTerminated(id) => self.instance_state(&id, "shutting-down", "terminated"),
+            self.apply(change);
+        }
+    }
+
+    fn apply(&mut self, change: Change) {
+        match change {
+            Change::EfsAvailable(id) => self.efs_available(&id),
+            Change::EfsGone(id) => self.file_systems.retain(|f| f.id != id),
+            Change::MountTargetAvailable(id) => self.mount_target_available(&id),
+            Change::MountTargetGone(id) => self.mount_targets.retain(|m| m.id != id),
+            Change::FsxAvailable(id) => self.lustre_available(&id),
+            Change::FsxGone(id) => self.lustres.retain(|l| l.id != id),
+            Change::InstanceRunning(id) => self.instance_state(&id, "pending", "running"),
+            Change::InstanceTerminated(id) => self.instance_state(&id, "shutting-down", "terminated"),
+            Change::Fails(change, message) => self.fail(*change, &message),
+        }
+    }
+
+    /// What a failed change leaves: a file system or mount target being made in error (FSx's
+    /// with the message), an instance being launched terminated; a delete still completes.
+    fn fail(&mut self, change: Change, message: &str) {
+        match change {
+            Change::EfsAvailable(id) => self
+                .file_systems
+                .iter_mut()
+                .filter(|f| f.id == id && f.state == "creating")
+                .for_each(|f| f.state = "error"),
+            Change::MountTargetAvailable(id) => self
+                .mount_targets
+                .iter_mut()
+                .filter(|m| m.id == id && m.state == "creating")
+                .for_each(|m| m.state = "error"),
+            Change::FsxAvailable(id) => {
+                for lustre in self.lustres.iter_mut().filter(|l| l.id == id && l.state == "CREATING") {
+                    lustre.state = "FAILED";
+                    lustre.failure = Some(message.to_owned());
+                }
             }
+            Change::InstanceRunning(id) => self.instance_state(&id, "pending", "terminated"),
+            other => self.apply(other),
         }
     }
 
@@ -459,6 +495,7 @@ async fn face(State(sim): State<Sim>, request: Request, next: Next) -> Response 
             tokio::time::sleep(STALL).await;
             fault_refusal(service, 500).into_response()
         }
+        Some(Fault::Fail { message }) => crate::sim::failing_with(message, next.run(request)).await,
         None => next.run(request).await,
     }
 }

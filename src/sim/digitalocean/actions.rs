@@ -76,6 +76,9 @@ pub(super) struct ActionRecord {
     pub(super) due: Instant,
     pub(super) completed_at: Option<DateTime<Utc>>,
     pub(super) change: Change,
+    /// Set when the action is to fail (`Fault::Fail`): it ends errored and changes nothing, or,
+    /// for a create, leaves what it made failed.
+    pub(super) fails: Option<String>,
 }
 
 impl ActionRecord {
@@ -83,9 +86,25 @@ impl ActionRecord {
         self.completed_at.is_none()
     }
 
+    fn status(&self) -> &'static str {
+        match (self.in_progress(), &self.fails) {
+            (true, _) => "in-progress",
+            (false, None) => "completed",
+            (false, Some(_)) => "errored",
+        }
+    }
+
+    fn nfs_status(&self) -> &'static str {
+        match (self.in_progress(), &self.fails) {
+            (true, _) => "IN_PROGRESS",
+            (false, None) => "COMPLETED",
+            (false, Some(_)) => "ACTION_FAILED",
+        }
+    }
+
     pub(super) fn json(&self) -> Value {
         json!({
-            "id": self.id, "status": if self.in_progress() { "in-progress" } else { "completed" }, "type": self.kind,
+            "id": self.id, "status": self.status(), "type": self.kind,
             "started_at": timestamp(self.started_at), "completed_at": self.completed_at.map(timestamp),
             "resource_id": self.resource_id, "resource_type": self.resource_type,
             "region": region_json(&self.region), "region_slug": self.region,
@@ -95,7 +114,7 @@ impl ActionRecord {
     /// NFS actions have their own shape: UUID id, upper-case status, no completion time.
     pub(super) fn nfs_json(&self) -> Value {
         json!({
-            "id": self.nfs_id, "status": if self.in_progress() { "IN_PROGRESS" } else { "COMPLETED" },
+            "id": self.nfs_id, "status": self.nfs_status(),
             "type": self.kind, "resource_id": self.resource_id, "resource_type": self.resource_type,
             "region_slug": self.region, "started_at": timestamp(self.started_at),
         })
@@ -120,6 +139,7 @@ impl Model {
             due: Instant::now() + self.action_time,
             completed_at: None,
             change,
+            fails: crate::sim::failing(),
         });
         self.actions.last_mut().expect("just pushed")
     }
@@ -140,7 +160,10 @@ impl Model {
             // Completion is when it was due, not when someone happened to look.
             action.completed_at = Some(action.started_at + took);
             let change = action.change.clone();
-            self.apply(change);
+            match action.fails.is_some() {
+                true => self.fail(change),
+                false => self.apply(change),
+            }
         }
     }
 
@@ -160,6 +183,17 @@ impl Model {
             Change::ShareSnapshotActive(id) => self.share_snapshot_active(&id),
             Change::AddressAssign { reservation, droplet } => self.address_assign(reservation, droplet),
             Change::AddressUnassign(reservation) => self.address_unassign(reservation),
+        }
+    }
+
+    /// What a failed action leaves: a create's resource failed (a share `FAILED`, a Droplet gone,
+    /// as a create the provider gave up on); any other action changes nothing.
+    fn fail(&mut self, change: Change) {
+        match change {
+            Change::ShareActive(id) => self.share_failed(&id),
+            Change::DropletActive(id) => self.droplet_gone(id),
+            Change::ShareSnapshotActive(id) => self.share_snapshot_failed(&id),
+            _ => {}
         }
     }
 

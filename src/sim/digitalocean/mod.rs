@@ -155,6 +155,7 @@ async fn face(State(sim): State<Sim>, request: Request, next: Next) -> Response 
             tokio::time::sleep(STALL).await;
             error(StatusCode::GATEWAY_TIMEOUT, "server_error", "answer dropped")
         }
+        (None, Some(Fault::Fail { message })) => in_api_words(super::failing_with(message, next.run(request)).await),
         (None, None) => in_api_words(next.run(request).await),
     };
     stamp(&mut response, &budget);

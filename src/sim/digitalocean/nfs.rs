@@ -126,6 +126,19 @@ impl Model {
         }
     }
 
+    /// A share whose create failed: `FAILED`, with no address.
+    pub(super) fn share_failed(&mut self, id: &str) {
+        if let Some(share) = self.share_mut(id) {
+            share.status = "FAILED";
+        }
+    }
+
+    pub(super) fn share_snapshot_failed(&mut self, id: &str) {
+        if let Some(snapshot) = self.share_snapshots.iter_mut().find(|s| s.id == id) {
+            snapshot.status = "FAILED";
+        }
+    }
+
     pub(super) fn share_snapshot_active(&mut self, id: &str) {
         if let Some(snapshot) = self.share_snapshots.iter_mut().find(|s| s.id == id) {
             snapshot.status = "ACTIVE";

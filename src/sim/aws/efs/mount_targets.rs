@@ -32,7 +32,7 @@ pub(in crate::sim::aws) struct MountTargetRecord {
     pub(in crate::sim::aws) ip: String,
     /// The requester-managed network interface, `eni-…`.
     pub(in crate::sim::aws) interface: String,
-    /// `creating`, `available`, `deleting`.
+    /// `creating`, `available`, `deleting`, or `error` (a create that failed).
     pub(in crate::sim::aws) state: &'static str,
 }
 
