@@ -107,6 +107,7 @@ impl SimTiming {
             per_minute: self.sim_per_minute,
             burst_window: std::time::Duration::from_secs(60),
             snapshot_interval: std::time::Duration::from_secs(self.sim_snapshot_interval_secs),
+            page_limit: None,
         }
     }
 }

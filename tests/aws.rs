@@ -275,3 +275,58 @@ async fn aws_accounts_reach_their_endpoint_through_the_registry_sim_or_with_a_ke
     let refused = groups.security_group_find(REGION, &vpc.id, "bc-x").await.unwrap_err();
     assert!(matches!(refused, ProviderError::Misconfigured { .. }), "{refused:?}");
 }
+
+/// Issue 14: with the sim holding each page to two items, each describe the reconcilers read
+/// follows `nextToken` (EC2) or `NextMarker` (EFS) past the first page.
+#[tokio::test]
+async fn every_describe_the_reconcilers_read_follows_its_next_token() {
+    vps_graph::init_crypto();
+    let config = SimConfig { action_time: Duration::from_millis(50), page_limit: Some(2), ..SimConfig::default() };
+    let (sim, url) = Sim::spawn_local(config).await.unwrap();
+    let settings =
+        Settings { timeout: Duration::from_secs(2), max_attempts: 3, initial_backoff: Duration::from_millis(5) };
+    let aws =
+        Aws::new(Some(url), Ok(Credentials::parse("AKIDTEST:secret").unwrap()), settings, Arc::new(Metrics::default()));
+    let mut vpcs = Vec::new();
+    for n in 1..=3 {
+        vpcs.push(aws.vpc_create(REGION, &format!("10.{n}.0.0/16"), &ours("bc-net")).await.unwrap().id);
+    }
+    let found = aws.vpcs_find_by_name(REGION, "bc-net").await.unwrap();
+    assert_eq!(found.into_iter().map(|v| v.id).collect::<Vec<_>>(), vpcs);
+    assert!(sim.calls("ec2.DescribeVpcs") >= 2, "two pages");
+
+    let vpc = &vpcs[0];
+    let mut subnets = Vec::new();
+    for (n, zone) in ["us-east-1a", "us-east-1b", "us-east-1c"].iter().enumerate() {
+        subnets
+            .push(aws.subnet_create(REGION, vpc, zone, &format!("10.1.{n}.0/24"), &ours("bc-net")).await.unwrap().id);
+    }
+    assert_eq!(aws.subnets_of_vpc(REGION, vpc).await.unwrap().len(), 3);
+
+    let group = aws.security_group_create(REGION, vpc, "bc-m", "bc machines", &ours("bc-m")).await.unwrap();
+    let groups = vec![group.clone()];
+    for n in 1..=3 {
+        let token = format!("bc-m-{n}");
+        let tags = ours("bc-m");
+        let request = InstanceRun {
+            image_id: "ami-0123456789abcdef0",
+            instance_type: "t3.micro",
+            subnet_id: &subnets[0],
+            security_group_ids: &groups,
+            user_data: None,
+            client_token: &token,
+            tags: &tags,
+        };
+        aws.instance_run(REGION, &request).await.unwrap();
+    }
+    assert_eq!(aws.instances_find_by_name(REGION, "bc-m").await.unwrap().len(), 3);
+
+    let fs = aws.efs_create(REGION, "bc-fs", &ours("bc-fs")).await.unwrap().id;
+    eventually(|| async { aws.efs_get(REGION, &fs).await.unwrap().filter(|f| f.life_cycle_state == "available") })
+        .await;
+    for subnet in &subnets {
+        aws.mount_target_create(REGION, &fs, subnet, &groups).await.unwrap();
+    }
+    assert_eq!(aws.mount_targets_of(REGION, &fs).await.unwrap().len(), 3);
+    assert!(sim.calls("efs.DescribeMountTargets") >= 2, "two pages");
+}

@@ -394,3 +394,92 @@ async fn a_burst_over_the_minute_limit_waits_its_retry_after_not_the_hourly_rese
     assert_eq!(client.vpc_get("v").await.unwrap(), None, "called again after retry-after, not an hour later");
     assert_eq!(sim.calls("vpcs.get"), sent + 2);
 }
+
+/// Issue 14: the sim holds each page to two items, so three of anything cross a page boundary,
+/// and every list the reconcilers read through the client finds what is on its second page.
+#[tokio::test]
+async fn every_list_the_reconcilers_read_follows_links_pages_next() {
+    use vps_graph::provider::{Instances, Networks, Snapshots, VolumeActionKind, Volumes};
+    let config = SimConfig {
+        page_limit: Some(2),
+        action_time: Duration::from_millis(300),
+        snapshot_interval: Duration::ZERO,
+        ..SimConfig::default()
+    };
+    let (sim, url, http) = sim(config).await;
+    let post = |path: String, body: Value| {
+        let http = http.clone();
+        let url = url.clone();
+        async move {
+            let answer = http.post(format!("{url}{path}")).bearer_auth("t").json(&body).send().await.unwrap();
+            assert!(answer.status().is_success(), "{path}: {}", answer.status());
+            answer.json::<Value>().await.unwrap_or(Value::Null)
+        }
+    };
+    let client = client(&url, Duration::from_secs(2));
+    let mut vpcs = Vec::new();
+    for n in 1..=3 {
+        let vpc = post(
+            "/v2/vpcs".into(),
+            json!({ "name": format!("lan-{n}"), "region": "nyc3", "ip_range": format!("10.{n}.0.0/24") }),
+        )
+        .await;
+        vpcs.push(vpc["vpc"]["id"].as_str().unwrap().to_owned());
+    }
+    let page: Value =
+        http.get(format!("{url}/v2/vpcs?per_page=200")).bearer_auth("t").send().await.unwrap().json().await.unwrap();
+    assert_eq!(page["vpcs"].as_array().unwrap().len(), 2, "held to the page limit: {page}");
+    assert!(page["links"]["pages"]["next"].is_string());
+    assert_eq!(client.vpc_find_by_name("lan-3").await.unwrap().unwrap().id, vpcs[2]);
+
+    for n in 1..=3 {
+        post("/v2/droplets".into(), json!({ "name": format!("web-{n}"), "region": "nyc3", "size": "s-1vcpu-1gb", "image": "ubuntu-24-04-x64", "tags": ["ours"] })).await;
+    }
+    assert_eq!(client.droplets_tagged("ours").await.unwrap().len(), 3);
+
+    let volume = post("/v2/volumes".into(), json!({ "name": "data", "region": "nyc3", "size_gigabytes": 10 })).await;
+    let volume = volume["volume"]["id"].as_str().unwrap().to_owned();
+    for size in [11, 12, 13] {
+        if size == 13 {
+            assert_eq!(client.volume_action_running(&volume, VolumeActionKind::Resize).await.unwrap(), None);
+        }
+        let action = post(
+            format!("/v2/volumes/{volume}/actions"),
+            json!({ "type": "resize", "size_gigabytes": size, "region": "nyc3" }),
+        )
+        .await;
+        if size < 13 {
+            tokio::time::sleep(Duration::from_millis(350)).await;
+        } else {
+            let running = client.volume_action_running(&volume, VolumeActionKind::Resize).await.unwrap();
+            assert_eq!(running, action["action"]["id"].as_u64(), "the third action, on the second page");
+        }
+    }
+    for name in ["a", "b", "c"] {
+        post(format!("/v2/volumes/{volume}/snapshots"), json!({ "name": name })).await;
+    }
+    assert!(client.volume_snapshot_find(&volume, "c").await.unwrap().is_some());
+    assert_eq!(client.volume_snapshot_find("no-such-volume", "c").await.unwrap(), None, "a gone volume has none");
+
+    let mut shares = Vec::new();
+    for n in 1..=3 {
+        let share = post(
+            "/v2/nfs".into(),
+            json!({ "name": format!("media-{n}"), "size_gib": 50, "region": "nyc3", "vpc_ids": [vpcs[0]] }),
+        )
+        .await;
+        shares.push(share["share"]["id"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(client.share_find_by_name("media-3", "nyc3").await.unwrap().unwrap().id, shares[2]);
+    tokio::time::sleep(Duration::from_millis(350)).await;
+    for name in ["d", "e", "f"] {
+        post(
+            format!("/v2/nfs/{}/actions", shares[0]),
+            json!({ "type": "snapshot", "region": "", "params": { "name": name } }),
+        )
+        .await;
+    }
+    assert!(client.share_snapshot_find(&shares[0], "f").await.unwrap().is_some());
+    let listed = sim.calls("nfs.snapshots.list");
+    assert!(listed >= 2, "read page after page: {listed} calls");
+}

@@ -29,6 +29,9 @@ pub struct SimConfig {
     pub burst_window: Duration,
     /// Least time between two snapshots of one volume (zero: no limit).
     pub snapshot_interval: Duration,
+    /// The most items one page of a list holds, whatever was asked (None: each API's own). Tests
+    /// set it low so that a list crosses a page boundary with a few items.
+    pub page_limit: Option<usize>,
 }
 
 impl Default for SimConfig {
@@ -40,6 +43,7 @@ impl Default for SimConfig {
             per_minute: 250,
             burst_window: Duration::from_secs(60),
             snapshot_interval: Duration::from_secs(600),
+            page_limit: None,
         }
     }
 }

@@ -19,6 +19,8 @@ pub(super) const VERSION: &str = "2016-11-15";
 const SIGNING_NAME: &str = "ec2";
 const CONTENT_TYPE: &str = "application/x-www-form-urlencoded";
 const MAX_BACKOFF: Duration = Duration::from_secs(20);
+/// The most items a filtered describe asks for per page (EC2 takes 5 to 1000).
+const MAX_RESULTS: &str = "1000";
 
 /// What a call does at EC2, which decides what a lost answer means and whether a 5xx may be
 /// sent again.
@@ -208,6 +210,26 @@ impl Aws {
         match &self.endpoint {
             Some(url) => format!("{}/", url.trim_end_matches('/')),
             None => format!("https://ec2.{region}.{}/", super::dns_suffix(region)),
+        }
+    }
+
+    /// Every page of a filtered describe: asked at most `MaxResults` at a time, following
+    /// `nextToken` until EC2 gives none. (A describe by id takes no `MaxResults`.)
+    async fn ec2_pages(&self, region: &str, form: &Form) -> ProviderResult<Vec<Element>> {
+        let mut pages = Vec::new();
+        let mut token: Option<String> = None;
+        loop {
+            let mut page = form.clone();
+            page.add("MaxResults", MAX_RESULTS);
+            if let Some(token) = &token {
+                page.add("NextToken", token.as_str());
+            }
+            let root = self.ec2(region, &page, Effect::Reads).await?;
+            token = root.text_of("nextToken");
+            pages.push(root);
+            if token.is_none() {
+                return Ok(pages);
+            }
         }
     }
 
@@ -550,8 +572,8 @@ impl AwsNetworks for Aws {
     }
 
     async fn vpcs_find_by_name(&self, region: &str, name: &str) -> ProviderResult<Vec<AwsVpc>> {
-        let root = self.ec2(region, &forms::describe_vpcs_named(name), Effect::Reads).await?;
-        Ok(root.items("vpcSet").map(vpc_from).collect())
+        let pages = self.ec2_pages(region, &forms::describe_vpcs_named(name)).await?;
+        Ok(pages.iter().flat_map(|root| root.items("vpcSet").map(vpc_from)).collect())
     }
 
     async fn vpc_delete(&self, region: &str, vpc_id: &str) -> ProviderResult<bool> {
@@ -576,8 +598,8 @@ impl AwsNetworks for Aws {
     }
 
     async fn subnets_of_vpc(&self, region: &str, vpc_id: &str) -> ProviderResult<Vec<AwsSubnet>> {
-        let root = self.ec2(region, &forms::describe_subnets_of(vpc_id), Effect::Reads).await?;
-        Ok(root.items("subnetSet").map(subnet_from).collect())
+        let pages = self.ec2_pages(region, &forms::describe_subnets_of(vpc_id)).await?;
+        Ok(pages.iter().flat_map(|root| root.items("subnetSet").map(subnet_from)).collect())
     }
 
     async fn subnet_delete(&self, region: &str, subnet_id: &str) -> ProviderResult<bool> {
@@ -623,8 +645,9 @@ impl SecurityGroups for Aws {
         vpc_id: &str,
         name: &str,
     ) -> ProviderResult<Option<SecurityGroup>> {
-        let root = self.ec2(region, &forms::describe_security_groups(vpc_id, name), Effect::Reads).await?;
-        Ok(root.items("securityGroupInfo").map(security_group_from).find(|g| g.name.eq_ignore_ascii_case(name)))
+        let pages = self.ec2_pages(region, &forms::describe_security_groups(vpc_id, name)).await?;
+        let mut groups = pages.iter().flat_map(|root| root.items("securityGroupInfo").map(security_group_from));
+        Ok(groups.find(|g| g.name.eq_ignore_ascii_case(name)))
     }
 
     async fn security_group_delete(&self, region: &str, group_id: &str) -> ProviderResult<bool> {
@@ -652,8 +675,8 @@ impl AwsInstances for Aws {
     }
 
     async fn instances_find_by_name(&self, region: &str, name: &str) -> ProviderResult<Vec<AwsInstance>> {
-        let root = self.ec2(region, &forms::describe_instances_named(name), Effect::Reads).await?;
-        Ok(instances_in(&root))
+        let pages = self.ec2_pages(region, &forms::describe_instances_named(name)).await?;
+        Ok(pages.iter().flat_map(instances_in).collect())
     }
 
     async fn instance_terminate(&self, region: &str, instance_id: &str) -> ProviderResult<bool> {

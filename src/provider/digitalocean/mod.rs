@@ -179,14 +179,28 @@ impl DigitalOcean {
 }
 
 impl DigitalOcean {
-    /// Every item under `key` of a paginated listing at `path` (which may carry a query already).
+    /// Every item under `key` of a paginated listing at `path` (which may carry a query already),
+    /// page after page while the answer links a next one.
     pub(super) async fn list_all(&self, endpoint: &'static str, path: &str, key: &str) -> ProviderResult<Vec<Value>> {
+        Ok(self.list_found(endpoint, path, key).await?.unwrap_or_default())
+    }
+
+    /// `list_all` of a listing under a resource: None when the resource is gone (404).
+    pub(super) async fn list_found(
+        &self,
+        endpoint: &'static str,
+        path: &str,
+        key: &str,
+    ) -> ProviderResult<Option<Vec<Value>>> {
         let mut items = Vec::new();
         let joiner = if path.contains('?') { '&' } else { '?' };
         for page in 1.. {
             let answer = self
                 .call(endpoint, Method::GET, &format!("{path}{joiner}page={page}&per_page={PER_PAGE}"), None)
                 .await?;
+            if answer.status == StatusCode::NOT_FOUND {
+                return Ok(None);
+            }
             let found = listed(&answer.body, key)?;
             let more = !found.is_empty() && !answer.body["links"]["pages"]["next"].is_null();
             items.extend(found);
@@ -194,7 +208,7 @@ impl DigitalOcean {
                 break;
             }
         }
-        Ok(items)
+        Ok(Some(items))
     }
 }
 

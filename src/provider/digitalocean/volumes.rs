@@ -3,7 +3,7 @@
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
-use super::{DigitalOcean, id_text, listed, required, strings, unreadable};
+use super::{DigitalOcean, id_text, required, strings, unreadable};
 use crate::provider::{
     BlockVolume, ProviderError, ProviderResult, Share, ShareAction, Snapshot, Snapshots, VolumeAction,
     VolumeActionKind, VolumeCreate, Volumes,
@@ -143,8 +143,7 @@ impl Volumes for DigitalOcean {
     }
 
     async fn share_find_by_name(&self, name: &str, region: &str) -> ProviderResult<Option<Share>> {
-        let answer = self.call("nfs.list", Method::GET, &format!("/v2/nfs?region={region}"), None).await?;
-        let shares = listed(&answer.body, "shares")?;
+        let shares = self.list_all("nfs.list", &format!("/v2/nfs?region={region}"), "shares").await?;
         // A deleted share may still be listed for a while: it is not the one asked for.
         shares.iter().find(|s| s["name"] == name && s["status"] != "DELETED").map(share_from).transpose()
     }
@@ -193,11 +192,7 @@ impl Snapshots for DigitalOcean {
 
     async fn volume_snapshot_find(&self, volume_id: &str, name: &str) -> ProviderResult<Option<Snapshot>> {
         let path = format!("/v2/volumes/{volume_id}/snapshots");
-        let answer = self.call("volumes.snapshots.list", Method::GET, &format!("{path}?per_page=200"), None).await?;
-        if answer.status == StatusCode::NOT_FOUND {
-            return Ok(None);
-        }
-        let found = listed(&answer.body, "snapshots")?;
+        let Some(found) = self.list_found("volumes.snapshots.list", &path, "snapshots").await? else { return Ok(None) };
         found.iter().find(|s| s["name"] == name).map(snapshot_from).transpose()
     }
 
@@ -212,8 +207,7 @@ impl Snapshots for DigitalOcean {
 
     async fn share_snapshot_find(&self, share_id: &str, name: &str) -> ProviderResult<Option<Snapshot>> {
         let path = format!("/v2/nfs/snapshots?share_id={share_id}");
-        let answer = self.call("nfs.snapshots.list", Method::GET, &path, None).await?;
-        let found = listed(&answer.body, "snapshots")?;
+        let found = self.list_all("nfs.snapshots.list", &path, "snapshots").await?;
         found.iter().find(|s| s["name"] == name).map(snapshot_from).transpose()
     }
 
@@ -225,6 +219,7 @@ impl Snapshots for DigitalOcean {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::provider::digitalocean::listed;
 
     #[test]
     fn a_missing_field_in_an_answer_is_unreadable_never_a_silent_zero() {

@@ -163,6 +163,26 @@ fn zone_of(region: &str, zone: Option<&str>) -> Result<String, Refusal> {
 }
 
 impl Model {
+    /// One page of a describe's `found` items under `list`: from `NextToken`, at most
+    /// `MaxResults` (5 to 1000) or the sim's page limit, with the next page's `nextToken`.
+    pub(super) fn ec2_page(&self, params: &Params, list: &str, found: Vec<String>) -> Result<String, Refusal> {
+        let start: usize = match params.get("NextToken") {
+            None => 0,
+            Some(token) => token.parse().map_err(|_| refuse("InvalidNextToken", "The token is invalid"))?,
+        };
+        let asked = match params.get("MaxResults").map(str::parse::<usize>) {
+            None => usize::MAX,
+            Some(Ok(n)) if (5..=1000).contains(&n) => n,
+            Some(_) => return Err(refuse("InvalidParameterValue", "MaxResults must be between 5 and 1000")),
+        };
+        let max = asked.min(self.page_limit.unwrap_or(usize::MAX)).max(1);
+        let next = (start.saturating_add(max) < found.len()).then(|| el("nextToken", &(start + max).to_string()));
+        let page: Vec<String> = found.into_iter().skip(start).take(max).collect();
+        Ok(format!("{}{}", items(list, page), next.unwrap_or_default()))
+    }
+}
+
+impl Model {
     pub(super) fn vpc_in(&self, region: &str, id: &str) -> Result<&VpcRecord, Refusal> {
         self.vpcs
             .iter()
@@ -216,7 +236,7 @@ impl Model {
                 found.push(vpc.xml());
             }
         }
-        Ok(items("vpcSet", found))
+        self.ec2_page(params, "vpcSet", found)
     }
 
     fn vpc_delete(&mut self, region: &str, params: &Params) -> Result<String, Refusal> {
@@ -329,7 +349,7 @@ impl Model {
                 found.push(subnet.xml());
             }
         }
-        Ok(items("subnetSet", found))
+        self.ec2_page(params, "subnetSet", found)
     }
 
     fn subnet_delete(&mut self, region: &str, params: &Params) -> Result<String, Refusal> {

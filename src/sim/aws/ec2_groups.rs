@@ -349,15 +349,7 @@ impl Model {
                 found.push(group.xml());
             }
         }
-        let start: usize = params.get("NextToken").and_then(|t| t.parse().ok()).unwrap_or(0);
-        let max = match params.get("MaxResults").map(str::parse::<usize>) {
-            None => usize::MAX,
-            Some(Ok(n)) if (5..=1000).contains(&n) => n,
-            Some(_) => return Err(refuse("InvalidParameterValue", "MaxResults must be between 5 and 1000")),
-        };
-        let next = (start.saturating_add(max) < found.len()).then(|| el("nextToken", &(start + max).to_string()));
-        let page: Vec<String> = found.into_iter().skip(start).take(max).collect();
-        Ok(format!("{}{}", items("securityGroupInfo", page), next.unwrap_or_default()))
+        self.ec2_page(params, "securityGroupInfo", found)
     }
 
     /// What keeps a group from being deleted, if anything.

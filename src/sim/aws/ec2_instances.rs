@@ -215,10 +215,10 @@ impl Model {
                 _ => None,
             };
             if passes(&filters, &instance.tags, field)? {
-                found.push(format!("<item>{}</item>", self.reservation_xml(&[instance])));
+                found.push(self.reservation_xml(&[instance]));
             }
         }
-        Ok(format!("<reservationSet>{}</reservationSet>", found.concat()))
+        self.ec2_page(params, "reservationSet", found)
     }
 
     pub(super) fn instance_attribute(&self, region: &str, params: &Params) -> Result<String, Refusal> {

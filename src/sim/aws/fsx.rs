@@ -348,6 +348,7 @@ impl Model {
                 v.as_u64().filter(|n| *n >= 1).ok_or_else(|| bad_request("MaxResults must be at least 1"))? as usize
             }
         };
+        let max = max.min(self.page_limit.unwrap_or(usize::MAX)).max(1);
         let total = found.len();
         let page: Vec<Value> = found.into_iter().skip(start).take(max).collect();
         let mut answer = json!({ "FileSystems": page });

@@ -170,6 +170,8 @@ pub struct Model {
     /// How EFS answers a describe by a token no file system holds (see
     /// `Sim::aws_efs_unknown_token_not_found`).
     efs_unknown_token_not_found: bool,
+    /// `SimConfig::page_limit`: the most items a page of a list holds.
+    page_limit: Option<usize>,
 }
 
 impl Model {
@@ -186,6 +188,7 @@ impl Model {
             mount_targets: Vec::new(),
             lustres: Vec::new(),
             efs_unknown_token_not_found: false,
+            page_limit: config.page_limit,
         }
     }
 

@@ -5,7 +5,7 @@
 use std::time::Instant;
 
 use axum::Router;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Json, Response};
 use axum::routing::get;
 use chrono::{DateTime, Utc};
@@ -218,7 +218,7 @@ pub(super) fn routes(router: Router<Sim>) -> Router<Sim> {
     router.route("/v2/actions", get(list)).route("/v2/actions/{id}", get(one))
 }
 
-async fn list(State(sim): State<Sim>, Query(page): Query<Page>) -> Response {
+async fn list(State(sim): State<Sim>, page: Page) -> Response {
     let items = sim.with_digitalocean(|model| {
         model.actions.iter().filter(|a| a.nfs_id.is_none()).map(ActionRecord::json).collect()
     });

@@ -379,7 +379,7 @@ struct DropletFilter {
     name: Option<String>,
 }
 
-async fn list(State(sim): State<Sim>, Query(page): Query<Page>, Query(filter): Query<DropletFilter>) -> Response {
+async fn list(State(sim): State<Sim>, page: Page, Query(filter): Query<DropletFilter>) -> Response {
     let items = sim.with_digitalocean(|model| {
         let tag = given(filter.tag_name);
         let name = given(filter.name);

@@ -19,7 +19,7 @@ mod vpcs;
 use std::time::{Duration, Instant};
 
 use axum::Router;
-use axum::extract::{MatchedPath, Request, State};
+use axum::extract::{MatchedPath, Query, Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Json, Response};
@@ -258,15 +258,33 @@ fn given(value: Option<String>) -> Option<String> {
     value.filter(|v| !v.is_empty())
 }
 
-#[derive(Deserialize)]
+/// A list request's `page` and `per_page` (20 when not given, at most 200, or the sim's page
+/// limit).
 struct Page {
+    page: Option<usize>,
+    per_page: usize,
+}
+
+#[derive(Deserialize)]
+struct PageAsked {
     page: Option<usize>,
     per_page: Option<usize>,
 }
 
+impl axum::extract::FromRequestParts<Sim> for Page {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut axum::http::request::Parts, sim: &Sim) -> Result<Self, Self::Rejection> {
+        let Query(asked) =
+            Query::<PageAsked>::from_request_parts(parts, sim).await.map_err(IntoResponse::into_response)?;
+        let most = sim.config().page_limit.unwrap_or(200).clamp(1, 200);
+        Ok(Page { page: asked.page, per_page: asked.per_page.unwrap_or(20).clamp(1, 200).min(most) })
+    }
+}
+
 /// A page of `items` under `key`, with `links` and `meta` as the API writes them.
 fn paginate(key: &str, base: &str, items: Vec<Value>, page: &Page) -> Response {
-    let per_page = page.per_page.unwrap_or(20).clamp(1, 200);
+    let per_page = page.per_page;
     let pages = items.len().div_ceil(per_page).max(1);
     let current = page.page.unwrap_or(1).max(1);
     let chunk: Vec<Value> = items.iter().skip((current - 1) * per_page).take(per_page).cloned().collect();

@@ -13,7 +13,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::actions::Change;
-use super::{Model, REGIONS, Refusal, bad_request, given, no_content, not_found, now_text, parse, uuid};
+use super::{
+    Model, Page, REGIONS, Refusal, bad_request, given, no_content, not_found, now_text, paginate, parse, uuid,
+};
 use crate::sim::Sim;
 
 /// The account's number, as NFS mount paths start with it.
@@ -322,13 +324,15 @@ struct RegionFilter {
     share_id: Option<String>,
 }
 
-async fn list(State(sim): State<Sim>, Query(filter): Query<RegionFilter>) -> Response {
+/// The spec shows NFS lists without `links`; they page here as every other list does (godo reads
+/// `links` when present), so that a client that follows them is tested.
+async fn list(State(sim): State<Sim>, page: Page, Query(filter): Query<RegionFilter>) -> Response {
     let region = given(filter.region);
     let shares: Vec<Value> = sim.with_digitalocean(|model| {
         let shares = model.shares.iter().filter(|s| region.as_ref().is_none_or(|r| &s.region == r));
         shares.map(ShareRecord::json).collect()
     });
-    Json(json!({ "shares": shares })).into_response()
+    paginate("shares", "/v2/nfs", shares, &page)
 }
 
 async fn one(State(sim): State<Sim>, Path(id): Path<String>) -> Result<Response, Refusal> {
@@ -366,13 +370,13 @@ async fn action(State(sim): State<Sim>, Path(id): Path<String>, body: Bytes) -> 
     Ok((StatusCode::CREATED, Json(json!({ "action": action }))).into_response())
 }
 
-async fn snapshot_list(State(sim): State<Sim>, Query(filter): Query<RegionFilter>) -> Response {
+async fn snapshot_list(State(sim): State<Sim>, page: Page, Query(filter): Query<RegionFilter>) -> Response {
     let (region, share) = (given(filter.region), given(filter.share_id));
     let snapshots: Vec<Value> = sim.with_digitalocean(|model| {
         let snapshots = model.share_snapshots.iter().filter(|s| region.as_ref().is_none_or(|r| &s.region == r));
         snapshots.filter(|s| share.as_ref().is_none_or(|id| &s.share_id == id)).map(ShareSnapshotRecord::json).collect()
     });
-    Json(json!({ "snapshots": snapshots })).into_response()
+    paginate("snapshots", "/v2/nfs/snapshots", snapshots, &page)
 }
 
 async fn snapshot_one(State(sim): State<Sim>, Path(id): Path<String>) -> Result<Response, Refusal> {

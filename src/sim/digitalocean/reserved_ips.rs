@@ -10,7 +10,7 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Json, Response};
 use axum::routing::{get, post};
@@ -369,11 +369,11 @@ fn list(sim: &Sim, family: Family, page: &Page) -> Response {
     paginate(family.plural(), family.path(), items, page)
 }
 
-async fn v4_list(State(sim): State<Sim>, Query(page): Query<Page>) -> Response {
+async fn v4_list(State(sim): State<Sim>, page: Page) -> Response {
     list(&sim, Family::V4, &page)
 }
 
-async fn v6_list(State(sim): State<Sim>, Query(page): Query<Page>) -> Response {
+async fn v6_list(State(sim): State<Sim>, page: Page) -> Response {
     list(&sim, Family::V6, &page)
 }
 
@@ -415,11 +415,7 @@ async fn v6_action_create(State(sim): State<Sim>, Path(ip): Path<String>, body: 
 }
 
 /// The actions of the address's current reservation.
-async fn v4_action_list(
-    State(sim): State<Sim>,
-    Path(ip): Path<String>,
-    Query(page): Query<Page>,
-) -> Result<Response, Refusal> {
+async fn v4_action_list(State(sim): State<Sim>, Path(ip): Path<String>, page: Page) -> Result<Response, Refusal> {
     let items = sim.with_digitalocean(|model| {
         let reservation = model.address(Family::V4, &ip).ok_or_else(not_found)?.id;
         let of_address = model.actions.iter().filter(|a| a.address == Some(reservation));

@@ -3,7 +3,7 @@
 //! that does not exist is a 404. Tags named in a resource's create are made on the way.
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Json, Response};
 use axum::routing::{get, post};
@@ -144,7 +144,7 @@ async fn create(State(sim): State<Sim>, body: Bytes) -> Response {
     (StatusCode::CREATED, Json(json!({ "tag": tag }))).into_response()
 }
 
-async fn list(State(sim): State<Sim>, Query(page): Query<Page>) -> Response {
+async fn list(State(sim): State<Sim>, page: Page) -> Response {
     let items = sim.with_digitalocean(|model| model.tags.iter().map(|t| model.tag_json(t)).collect());
     paginate("tags", "/v2/tags", items, &page)
 }

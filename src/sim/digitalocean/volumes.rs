@@ -397,7 +397,7 @@ struct VolumeFilter {
     region: Option<String>,
 }
 
-async fn list(State(sim): State<Sim>, Query(page): Query<Page>, Query(filter): Query<VolumeFilter>) -> Response {
+async fn list(State(sim): State<Sim>, page: Page, Query(filter): Query<VolumeFilter>) -> Response {
     let (name, region) = (given(filter.name), given(filter.region));
     let items = sim.with_digitalocean(|model| {
         model
@@ -461,11 +461,7 @@ async fn action_by_name(State(sim): State<Sim>, body: Bytes) -> Result<Response,
     Ok((StatusCode::ACCEPTED, Json(json!({ "action": action }))).into_response())
 }
 
-async fn action_list(
-    State(sim): State<Sim>,
-    Path(id): Path<String>,
-    Query(page): Query<Page>,
-) -> Result<Response, Refusal> {
+async fn action_list(State(sim): State<Sim>, Path(id): Path<String>, page: Page) -> Result<Response, Refusal> {
     let items = sim.with_digitalocean(|model| {
         model.volume(&id).ok_or_else(not_found)?;
         let of_volume = model.actions.iter().filter(|a| a.volume.as_deref() == Some(id.as_str()));
@@ -499,11 +495,7 @@ async fn snapshot_create(State(sim): State<Sim>, Path(id): Path<String>, body: B
     Ok((StatusCode::CREATED, Json(json!({ "snapshot": snapshot }))).into_response())
 }
 
-async fn snapshot_list(
-    State(sim): State<Sim>,
-    Path(id): Path<String>,
-    Query(page): Query<Page>,
-) -> Result<Response, Refusal> {
+async fn snapshot_list(State(sim): State<Sim>, Path(id): Path<String>, page: Page) -> Result<Response, Refusal> {
     let items = sim.with_digitalocean(|model| {
         model.volume(&id).ok_or_else(not_found)?;
         Ok::<_, Refusal>(model.snapshots.iter().filter(|s| s.volume == id).map(SnapshotRecord::json).collect())
@@ -531,11 +523,7 @@ struct SnapshotFilter {
 }
 
 /// `GET /v2/snapshots`: the volume snapshots (the sim has no droplet snapshots).
-async fn snapshots_all(
-    State(sim): State<Sim>,
-    Query(page): Query<Page>,
-    Query(filter): Query<SnapshotFilter>,
-) -> Response {
+async fn snapshots_all(State(sim): State<Sim>, page: Page, Query(filter): Query<SnapshotFilter>) -> Response {
     let items = match given(filter.resource_type).as_deref() {
         None | Some("volume") => {
             sim.with_digitalocean(|model| model.snapshots.iter().map(SnapshotRecord::json).collect())

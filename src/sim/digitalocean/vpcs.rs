@@ -2,7 +2,7 @@
 //! VPC, `default-<region>`, the first time a droplet is made there without one.
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Json, Response};
 use axum::routing::get;
@@ -118,7 +118,7 @@ impl Model {
     }
 }
 
-async fn list(State(sim): State<Sim>, Query(page): Query<Page>) -> Response {
+async fn list(State(sim): State<Sim>, page: Page) -> Response {
     let items = sim.with_digitalocean(|model| model.vpcs.iter().map(VpcRecord::json).collect());
     paginate("vpcs", "/v2/vpcs", items, &page)
 }

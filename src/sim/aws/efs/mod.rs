@@ -250,8 +250,14 @@ async fn create(
     Ok(ok(StatusCode::CREATED, created))
 }
 
-/// `Marker` and `MaxItems` over `items`: the page, and the answer's marker members.
-pub(super) fn page(items: Vec<Value>, query: &HashMap<String, String>, key: &str) -> Result<Value, Refusal> {
+/// `Marker` and `MaxItems` (or the sim's page limit) over `items`: the page, and the answer's
+/// marker members.
+pub(super) fn page(
+    items: Vec<Value>,
+    query: &HashMap<String, String>,
+    key: &str,
+    limit: Option<usize>,
+) -> Result<Value, Refusal> {
     let start: usize = match query.get("Marker") {
         Some(m) => m.parse().map_err(|_| bad_request("Invalid Marker"))?,
         None => 0,
@@ -259,7 +265,8 @@ pub(super) fn page(items: Vec<Value>, query: &HashMap<String, String>, key: &str
     let max: usize = match query.get("MaxItems") {
         Some(m) => m.parse().ok().filter(|n| *n >= 1).ok_or_else(|| bad_request("MaxItems must be at least 1"))?,
         None => 100,
-    };
+    }
+    .min(limit.unwrap_or(usize::MAX));
     let total = items.len();
     let chunk: Vec<Value> = items.into_iter().skip(start).take(max).collect();
     let mut body = json!({ key: chunk });
@@ -300,7 +307,7 @@ async fn describe(
             _ => Ok(found),
         }
     })?;
-    Ok(ok(StatusCode::OK, page(items, &query, "FileSystems")?))
+    Ok(ok(StatusCode::OK, page(items, &query, "FileSystems", sim.config().page_limit)?))
 }
 
 async fn remove(

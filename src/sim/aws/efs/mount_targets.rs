@@ -185,7 +185,7 @@ pub(in crate::sim::aws) async fn mount_describe(
             None => Err(mount_target_not_found(id)),
         }
     })?;
-    Ok(ok(StatusCode::OK, page(items, &query, "MountTargets")?))
+    Ok(ok(StatusCode::OK, page(items, &query, "MountTargets", sim.config().page_limit)?))
 }
 
 pub(in crate::sim::aws) async fn mount_remove(
