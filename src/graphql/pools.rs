@@ -140,8 +140,10 @@ pub struct ProviderAccountCreateInput {
     pub kind: ProviderKind,
     /// The API base URL; DigitalOcean defaults to its public API.
     pub api_url: Option<String>,
-    /// Where the credential is: `env:VARIABLE` or `file:/path`. The secret itself is never sent
-    /// here. Not needed with `sim`.
+    /// Where the credential is: `env:VARIABLE` or `file:/path`; on an AWS account also a source
+    /// AWS tooling reads on the host: `aws:environment`, `aws:profile` (or `aws:profile/NAME`),
+    /// `aws:instance-metadata`, `aws:web-identity`. The secret itself is never sent here. Not
+    /// needed with `sim`.
     pub credential_ref: Option<String>,
     /// An account at this process's simulated DigitalOcean (its apiUrl is the sim's).
     #[graphql(default)]

@@ -701,14 +701,21 @@ impl Providers {
             filesystems: None,
         };
         if account.kind == KIND_AWS {
-            let (endpoint, credentials) = if account.sim {
-                (self.sim_url.clone(), Ok(aws::Credentials::sim(account.id)))
+            let settings = aws::Settings { timeout: self.timeout, ..aws::Settings::default() };
+            let metrics = self.metrics.clone();
+            let client = Arc::new(if account.sim {
+                aws::Aws::new(self.sim_url.clone(), Ok(aws::Credentials::sim(account.id)), settings, metrics)
             } else {
                 let endpoint = Some(account.api_url.to_owned()).filter(|url| !url.is_empty());
-                (endpoint, read_credential(account.credential_ref).and_then(|secret| aws::Credentials::parse(&secret)))
-            };
-            let settings = aws::Settings { timeout: self.timeout, ..aws::Settings::default() };
-            let client = Arc::new(aws::Aws::new(endpoint, credentials, settings, self.metrics.clone()));
+                match aws::ToolingSource::parse(account.credential_ref) {
+                    Some(Ok(source)) => aws::Aws::from_tooling(endpoint, source, settings, metrics),
+                    Some(Err(message)) => aws::Aws::new(endpoint, Err(message), settings, metrics),
+                    None => {
+                        let pair = read_credential(account.credential_ref).and_then(|s| aws::Credentials::parse(&s));
+                        aws::Aws::new(endpoint, pair, settings, metrics)
+                    }
+                }
+            });
             return Provider {
                 aws_networks: Some(client.clone()),
                 security_groups: Some(client.clone()),

@@ -108,14 +108,14 @@ impl Services {
         }
         let credential_ref = match (&input.credential_ref, input.sim) {
             (Some(reference), _) => {
-                validate::credential_ref("credentialRef", reference)?;
+                validate::credential_ref("credentialRef", reference, input.kind == KIND_AWS)?;
                 reference.clone()
             }
             (None, true) => "none:sim".to_owned(),
             (None, false) => {
                 return Err(Error::invalid_input(
                     "credentialRef",
-                    "an account needs credentialRef (env:NAME or file:/path)",
+                    "an account needs credentialRef (env:NAME or file:/path; on AWS also aws:SOURCE)",
                 ));
             }
         };

@@ -70,8 +70,22 @@ pub fn slug(field: &str, value: &str) -> Result<()> {
     matches(&SLUG, field, value, "must be 1 to 64 of a-z 0-9 . _ - starting with a letter or digit")
 }
 
-pub fn credential_ref(field: &str, value: &str) -> Result<()> {
-    matches(&CREDENTIAL_REF, field, value, "must be env:VARIABLE or file:/absolute/path")
+/// `env:VARIABLE` or `file:/path` on any account; on an AWS account (`aws`) also a source AWS
+/// tooling reads on the host (`aws:environment`, `aws:profile[/NAME]`, `aws:instance-metadata`,
+/// `aws:web-identity`).
+pub fn credential_ref(field: &str, value: &str, aws: bool) -> Result<()> {
+    match crate::provider::aws::ToolingSource::parse(value) {
+        Some(Ok(_)) if aws => Ok(()),
+        Some(Ok(_)) => Err(Error::invalid_input(
+            field,
+            format!("{field} {value:?} names an AWS credential source: only an AWS account takes one"),
+        )
+        .with_details(json!({ "field": field, "reason": "awsOnly" }))),
+        Some(Err(message)) => Err(Error::invalid_input(field, message).with_details(json!({ "field": field }))),
+        None => {
+            matches(&CREDENTIAL_REF, field, value, "must be env:VARIABLE, file:/absolute/path, or on AWS aws:SOURCE")
+        }
+    }
 }
 
 pub fn id(field: &str, prefix: &str, value: &str) -> Result<()> {
@@ -126,8 +140,8 @@ mod tests {
         assert!(permission("permission", "compute:*").is_ok());
         assert!(permission("permission", "*").is_ok());
         assert!(permission("permission", "compute::read").is_err());
-        assert!(credential_ref("credentialRef", "env:DIGITALOCEAN_TOKEN").is_ok());
-        assert!(credential_ref("credentialRef", "dop_v1_secret").is_err());
+        assert!(credential_ref("credentialRef", "env:DIGITALOCEAN_TOKEN", false).is_ok());
+        assert!(credential_ref("credentialRef", "dop_v1_secret", false).is_err());
         assert!(range("sizeGiB", 0, 1, 16384).is_err());
     }
 }

@@ -235,7 +235,7 @@ impl Aws {
 
     /// One EC2 call, retried while throttled (and on 5xx unless a repeat could act twice).
     pub(super) async fn ec2(&self, region: &str, form: &Form, effect: Effect) -> ProviderResult<Element> {
-        let credentials = self.credentials()?;
+        let credentials = self.signing_credentials().await?;
         let action = form.action().to_owned();
         let url = self.ec2_url(region);
         let parsed = reqwest::Url::parse(&url)

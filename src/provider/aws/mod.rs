@@ -1,18 +1,22 @@
 //! The AWS clients of one account: EC2 by hand (`ec2`: VPCs, subnets, security groups,
 //! machines), EFS (`efs`) and FSx for Lustre (`fsx`) through the AWS SDK, whose configs are
-//! built here with explicit region, credentials and endpoint (no credential chain, no
-//! instance-metadata probe) over a ring-only HTTPS client. Every call names its region; one
+//! built here with explicit region, credentials and endpoint (no credential chain: an account
+//! names its one source, see `credentials`) over a ring-only HTTPS client. Every call names its region; one
 //! SDK client per region is kept. When the account has an API URL (the sim in tests) all three
 //! services go to it. Errors follow one table (`classify`), and every message starts with
 //! `AWS <Code>:` so callers can tell refusals apart (`ProviderError::aws_code`).
+mod credentials;
 mod ec2;
 mod efs;
 mod fsx;
+
+pub use credentials::{Credentials, ToolingSource};
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use aws_credential_types::provider::SharedCredentialsProvider;
 use aws_smithy_http_client::tls;
 
 use super::{
@@ -50,70 +54,22 @@ pub(super) fn dns_suffix(region: &str) -> &'static str {
     if region.starts_with("cn-") { "amazonaws.com.cn" } else { "amazonaws.com" }
 }
 
-/// An access key pair. The account's secret (behind `env:NAME` or `file:/path`) is either
-/// `ACCESS_KEY_ID:SECRET_ACCESS_KEY` (optionally `:SESSION_TOKEN` after it), or the JSON that
-/// `aws sts` and `credential_process` use: `{"AccessKeyId": …, "SecretAccessKey": …,
-/// "SessionToken": …}` (the token optional).
-#[derive(Clone, PartialEq, Eq)]
-pub struct Credentials {
-    pub access_key_id: String,
-    pub secret_access_key: String,
-    pub session_token: Option<String>,
+/// What an account's credentials are made from.
+enum Source {
+    Pair(aws_credential_types::Credentials),
+    Tooling(ToolingSource),
 }
 
-impl std::fmt::Debug for Credentials {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Credentials").field("access_key_id", &self.access_key_id).finish_non_exhaustive()
-    }
-}
-
-impl Credentials {
-    pub fn parse(secret: &str) -> Result<Credentials, String> {
-        let secret = secret.trim();
-        if secret.starts_with('{') {
-            #[derive(serde::Deserialize)]
-            #[serde(rename_all = "PascalCase")]
-            struct Pair {
-                access_key_id: String,
-                secret_access_key: String,
-                session_token: Option<String>,
-            }
-            let pair: Pair = serde_json::from_str(secret)
-                .map_err(|e| format!("the AWS credential is not the expected JSON: {e}"))?;
-            return Credentials::checked(pair.access_key_id, pair.secret_access_key, pair.session_token);
+/// A source that gave no credentials: none configured there is the account's misconfiguration;
+/// a source that did not answer (IMDS or STS unreachable) is asked again later.
+fn credentials_error(err: aws_credential_types::provider::error::CredentialsError) -> ProviderError {
+    use aws_credential_types::provider::error::CredentialsError;
+    let message = format!("AWS credentials: {}", aws_sdk_efs::error::DisplayErrorContext(&err));
+    match err {
+        CredentialsError::CredentialsNotLoaded(_) | CredentialsError::InvalidConfiguration(_) => {
+            ProviderError::Misconfigured { message }
         }
-        let mut parts = secret.splitn(3, ':');
-        let (Some(id), Some(key)) = (parts.next(), parts.next()) else {
-            return Err("the AWS credential is not ACCESS_KEY_ID:SECRET_ACCESS_KEY".into());
-        };
-        Credentials::checked(id.to_owned(), key.to_owned(), parts.next().map(str::to_owned))
-    }
-
-    fn checked(id: String, key: String, token: Option<String>) -> Result<Credentials, String> {
-        if id.trim().is_empty() || key.trim().is_empty() {
-            return Err("the AWS credential has an empty access key id or secret".into());
-        }
-        let token = token.map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
-        Ok(Credentials {
-            access_key_id: id.trim().to_owned(),
-            secret_access_key: key.trim().to_owned(),
-            session_token: token,
-        })
-    }
-
-    /// What a `sim` account signs with (the sim checks the form, not the signature).
-    pub fn sim(account_id: &str) -> Credentials {
-        Credentials { access_key_id: format!("SIM{account_id}"), secret_access_key: "sim".into(), session_token: None }
-    }
-
-    fn sdk(&self) -> aws_credential_types::Credentials {
-        aws_credential_types::Credentials::new(
-            &self.access_key_id,
-            &self.secret_access_key,
-            self.session_token.clone(),
-            None,
-            "vps-graph",
-        )
+        _ => ProviderError::RetryLater { message, after: RETRY_AFTER },
     }
 }
 
@@ -143,7 +99,10 @@ struct Regional {
 
 pub struct Aws {
     endpoint: Option<String>,
-    credentials: Result<aws_credential_types::Credentials, String>,
+    credentials: Result<SharedCredentialsProvider, String>,
+    /// The credentials EC2 calls were last signed with, kept until five minutes before they
+    /// expire (the SDK clients keep their own).
+    signing: Mutex<Option<aws_credential_types::Credentials>>,
     settings: Settings,
     http: reqwest::Client,
     sdk_http: aws_sdk_efs::config::SharedHttpClient,
@@ -184,6 +143,26 @@ impl Aws {
         settings: Settings,
         metrics: Arc<Metrics>,
     ) -> Self {
+        let source = credentials.map(|pair| Source::Pair(pair.sdk()));
+        Aws::with_source(endpoint, source, settings, metrics)
+    }
+
+    /// `new` with the credentials of a source AWS tooling reads on the host.
+    pub fn from_tooling(
+        endpoint: Option<String>,
+        source: ToolingSource,
+        settings: Settings,
+        metrics: Arc<Metrics>,
+    ) -> Self {
+        Aws::with_source(endpoint, Ok(Source::Tooling(source)), settings, metrics)
+    }
+
+    fn with_source(
+        endpoint: Option<String>,
+        source: Result<Source, String>,
+        settings: Settings,
+        metrics: Arc<Metrics>,
+    ) -> Self {
         let http = reqwest::Client::builder()
             .timeout(settings.timeout)
             .connect_timeout(settings.timeout.min(Duration::from_secs(5)))
@@ -194,7 +173,11 @@ impl Aws {
             .build_https();
         Aws {
             endpoint: endpoint.map(|url| url.trim_end_matches('/').to_owned()).filter(|url| !url.is_empty()),
-            credentials: credentials.map(|c| c.sdk()),
+            credentials: source.map(|source| match source {
+                Source::Pair(pair) => SharedCredentialsProvider::new(pair),
+                Source::Tooling(tooling) => tooling.provider(sdk_http.clone()),
+            }),
+            signing: Mutex::new(None),
             settings,
             http,
             sdk_http,
@@ -203,8 +186,23 @@ impl Aws {
         }
     }
 
-    fn credentials(&self) -> ProviderResult<aws_credential_types::Credentials> {
+    fn credentials(&self) -> ProviderResult<SharedCredentialsProvider> {
         self.credentials.clone().map_err(|message| ProviderError::Misconfigured { message })
+    }
+
+    /// The credentials to sign an EC2 call with: the ones kept while fresh, else the source's.
+    async fn signing_credentials(&self) -> ProviderResult<aws_credential_types::Credentials> {
+        use aws_credential_types::provider::ProvideCredentials;
+        let fresh = |c: &aws_credential_types::Credentials| {
+            c.expiry().is_none_or(|at| at > std::time::SystemTime::now() + Duration::from_secs(300))
+        };
+        let kept = self.signing.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        if let Some(kept) = kept.filter(fresh) {
+            return Ok(kept);
+        }
+        let loaded = self.credentials()?.provide_credentials().await.map_err(credentials_error)?;
+        *self.signing.lock().unwrap_or_else(|e| e.into_inner()) = Some(loaded.clone());
+        Ok(loaded)
     }
 
     /// The EFS and FSx clients of `region`, made on first use.
@@ -220,11 +218,11 @@ impl Aws {
         Ok(regional)
     }
 
-    fn efs_client(&self, region: &str, credentials: &aws_credential_types::Credentials) -> aws_sdk_efs::Client {
+    fn efs_client(&self, region: &str, credentials: &SharedCredentialsProvider) -> aws_sdk_efs::Client {
         sdk_client!(aws_sdk_efs, self, region, credentials)
     }
 
-    fn fsx_client(&self, region: &str, credentials: &aws_credential_types::Credentials) -> aws_sdk_fsx::Client {
+    fn fsx_client(&self, region: &str, credentials: &SharedCredentialsProvider) -> aws_sdk_fsx::Client {
         sdk_client!(aws_sdk_fsx, self, region, credentials)
     }
 

@@ -368,6 +368,17 @@ fn classify(headers: &HeaderMap, path: &str, method: &axum::http::Method, body: 
 }
 
 /// The region of a well-formed SigV4 `Authorization` for `service`, or the service's refusal.
+/// Counts who signed a call, as `aws.access-key:<id>` (and `aws.session-token:<token>`), so a
+/// test can tell which credentials a client used.
+fn count_signer(sim: &Sim, headers: &HeaderMap) {
+    let value = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).unwrap_or_default();
+    let key = value.split("Credential=").nth(1).and_then(|c| c.split('/').next()).unwrap_or_default();
+    sim.count_name("aws.access-key", key);
+    if let Some(token) = headers.get("x-amz-security-token").and_then(|v| v.to_str().ok()) {
+        sim.count_name("aws.session-token", token);
+    }
+}
+
 fn authenticate(service: Service, headers: &HeaderMap) -> Result<String, Refusal> {
     let ec2 = service == Service::Ec2;
     let refuse = |status: u16, code: &'static str, message: String| {
@@ -482,6 +493,7 @@ async fn face(State(sim): State<Sim>, request: Request, next: Next) -> Response 
     };
     let name = format!("{}.{operation}", service.prefix());
     sim.count_call(&name);
+    count_signer(&sim, &parts.headers);
     let fault = sim.take_fault(&name);
     sim.with_aws(|model| model.settle(Instant::now()));
     let mut request = Request::from_parts(parts, Body::from(bytes));
