@@ -479,7 +479,7 @@ async fn every_list_the_reconcilers_read_follows_links_pages_next() {
         )
         .await;
     }
-    assert!(client.share_snapshot_find(&shares[0], "f").await.unwrap().is_some());
+    assert!(client.share_snapshot_find(&shares[0], "f", "nyc3").await.unwrap().is_some());
     let listed = sim.calls("nfs.snapshots.list");
     assert!(listed >= 2, "read page after page: {listed} calls");
 }

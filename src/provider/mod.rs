@@ -231,9 +231,9 @@ pub trait Volumes: Send + Sync {
     /// whose answer was lost may have started.
     async fn volume_action_running(&self, volume_id: &str, kind: VolumeActionKind) -> ProviderResult<Option<u64>>;
     async fn share_create(&self, name: &str, region: &str, size_gib: i64, vpc_id: &str) -> ProviderResult<Share>;
-    async fn share_get(&self, id: &str) -> ProviderResult<Option<Share>>;
+    async fn share_get(&self, id: &str, region: &str) -> ProviderResult<Option<Share>>;
     async fn share_find_by_name(&self, name: &str, region: &str) -> ProviderResult<Option<Share>>;
-    async fn share_delete(&self, id: &str) -> ProviderResult<bool>;
+    async fn share_delete(&self, id: &str, region: &str) -> ProviderResult<bool>;
     /// Starts a share action; its effect shows on the share (there is no action to poll). A
     /// snapshot answers the new snapshot's id.
     async fn share_action(&self, share_id: &str, action: &ShareAction) -> ProviderResult<Option<String>>;
@@ -258,9 +258,9 @@ pub trait Snapshots: Send + Sync {
     async fn volume_snapshot_get(&self, id: &str) -> ProviderResult<Option<Snapshot>>;
     async fn volume_snapshot_find(&self, volume_id: &str, name: &str) -> ProviderResult<Option<Snapshot>>;
     async fn volume_snapshot_delete(&self, id: &str) -> ProviderResult<bool>;
-    async fn share_snapshot_get(&self, id: &str) -> ProviderResult<Option<Snapshot>>;
-    async fn share_snapshot_find(&self, share_id: &str, name: &str) -> ProviderResult<Option<Snapshot>>;
-    async fn share_snapshot_delete(&self, id: &str) -> ProviderResult<bool>;
+    async fn share_snapshot_get(&self, id: &str, region: &str) -> ProviderResult<Option<Snapshot>>;
+    async fn share_snapshot_find(&self, share_id: &str, name: &str, region: &str) -> ProviderResult<Option<Snapshot>>;
+    async fn share_snapshot_delete(&self, id: &str, region: &str) -> ProviderResult<bool>;
 }
 
 /// The two families of reserved address.

@@ -65,6 +65,7 @@ struct Ctx<'a> {
     snapshots: &'a dyn Snapshots,
     volumes: &'a dyn Volumes,
     block: bool,
+    region: String,
 }
 
 impl Ctx<'_> {
@@ -72,7 +73,7 @@ impl Ctx<'_> {
         if self.block {
             self.snapshots.volume_snapshot_get(id).await
         } else {
-            self.snapshots.share_snapshot_get(id).await
+            self.snapshots.share_snapshot_get(id, &self.region).await
         }
     }
 
@@ -80,7 +81,7 @@ impl Ctx<'_> {
         if self.block {
             self.snapshots.volume_snapshot_find(volume_provider_id, name).await
         } else {
-            self.snapshots.share_snapshot_find(volume_provider_id, name).await
+            self.snapshots.share_snapshot_find(volume_provider_id, name, &self.region).await
         }
     }
 
@@ -88,7 +89,7 @@ impl Ctx<'_> {
         if self.block {
             self.snapshots.volume_snapshot_delete(id).await
         } else {
-            self.snapshots.share_snapshot_delete(id).await
+            self.snapshots.share_snapshot_delete(id, &self.region).await
         }
     }
 }
@@ -106,7 +107,12 @@ pub async fn run(run: &Run<'_>) -> Result<Next> {
     let (Some(snapshots), Some(volumes)) = (provider.snapshots.clone(), provider.volumes.clone()) else {
         return Err(Error::internal(format!("account {} offers no snapshots", s.provider_account_id)));
     };
-    let ctx = Ctx { snapshots: snapshots.as_ref(), volumes: volumes.as_ref(), block: s.volume_kind == BLOCK };
+    let ctx = Ctx {
+        snapshots: snapshots.as_ref(),
+        volumes: volumes.as_ref(),
+        block: s.volume_kind == BLOCK,
+        region: s.region.clone(),
+    };
     let volume_provider_id = source.as_ref().and_then(|v| v.provider_id.clone());
     let (observed, next) = if s.desired_state == state::ABSENT {
         delete(&ctx, &s, volume_provider_id.as_deref()).await

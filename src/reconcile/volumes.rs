@@ -419,14 +419,15 @@ async fn settle_created(ctx: &Ctx<'_>, v: &volume::Model) -> Result<Next> {
             Ok(None) => lost(v),
             Err(err) => failed(v, &err),
         },
-        _ => match ctx.volumes.share_get(&id).await {
+        _ => match ctx.volumes.share_get(&id, &v.region).await {
             // The retry of a share the provider failed to make: the failed one goes, and the
             // next run makes it again (looked up by name first, as after any attempt).
-            Ok(Some(s)) if s.status == "FAILED" && v.state == state::ERROR => match ctx.volumes.share_delete(&id).await
-            {
-                Ok(_) => (Observed { provider_id: None, ..Observed::of(v).said(REMADE) }, Next::Now),
-                Err(err) => failed(v, &err),
-            },
+            Ok(Some(s)) if s.status == "FAILED" && v.state == state::ERROR => {
+                match ctx.volumes.share_delete(&id, &v.region).await {
+                    Ok(_) => (Observed { provider_id: None, ..Observed::of(v).said(REMADE) }, Next::Now),
+                    Err(err) => failed(v, &err),
+                }
+            }
             Ok(Some(s)) => {
                 let observed = share_observed(Observed::of(v), &s);
                 let next = match observed.state.as_str() {
@@ -492,7 +493,7 @@ async fn resize_seen(ctx: &Ctx<'_>, v: &volume::Model, id: &str) -> Option<(Obse
         }
         ctx.volumes.volume_get(id).await.map(|b| b.map(|b| b.size_gib))
     } else {
-        ctx.volumes.share_get(id).await.map(|s| s.map(|s| s.size_gib))
+        ctx.volumes.share_get(id, &v.region).await.map(|s| s.map(|s| s.size_gib))
     };
     match size {
         Ok(Some(size)) if size >= v.size_gib => Some((resized(v, size), Next::Now)),
@@ -517,7 +518,7 @@ async fn follow_action(ctx: &Ctx<'_>, v: &volume::Model) -> Result<Next> {
         let target: i64 = target.parse().unwrap_or(v.size_gib);
         let stale =
             asked_ms.parse().is_ok_and(|ms: i64| ctx.run.services.clock.now_ms() - ms > SHARE_ACTION_PATIENCE_MS);
-        match ctx.volumes.share_get(&id).await {
+        match ctx.volumes.share_get(&id, &v.region).await {
             Ok(Some(s)) if s.size_gib >= target => (done(s.size_gib), Next::Now),
             // An NFS action cannot be read back: one whose effect has not shown in time failed.
             Ok(Some(_)) if stale => (
@@ -578,7 +579,7 @@ async fn delete(ctx: &Ctx<'_>, v: &volume::Model) -> Result<Next> {
     if let Some(id) = provider_id {
         let answer = match v.kind.as_str() {
             BLOCK => ctx.volumes.volume_delete(&id).await.map(drop),
-            _ => match ctx.volumes.share_delete(&id).await {
+            _ => match ctx.volumes.share_delete(&id, &v.region).await {
                 Ok(_) => ctx.instances.tag_delete(&share_tag(&v.id)).await,
                 Err(err) => Err(err),
             },
@@ -786,7 +787,7 @@ async fn attach_share(
     {
         return attachment_waits(now, &err);
     }
-    let share = match ctx.volumes.share_get(&v.provider_id.clone().unwrap_or_default()).await {
+    let share = match ctx.volumes.share_get(&v.provider_id.clone().unwrap_or_default(), &v.region).await {
         Ok(Some(s)) => s,
         Ok(None) => return (now, Next::After(ACTION_POLL_MS)),
         Err(err) => return attachment_waits(now, &err),
@@ -845,7 +846,7 @@ async fn detach_share(
             Err(err) => return attachment_waits(now, &err),
         }
     }
-    let share = match ctx.volumes.share_get(&v.provider_id.clone().unwrap_or_default()).await {
+    let share = match ctx.volumes.share_get(&v.provider_id.clone().unwrap_or_default(), &v.region).await {
         Ok(Some(s)) => s,
         Ok(None) => return (now.state(state::DELETED, None), Next::Now),
         Err(err) => return attachment_waits(now, &err),
@@ -886,7 +887,7 @@ async fn drift(ctx: &Ctx<'_>, v: &volume::Model, attached: &[attachment::Model])
     let id = v.provider_id.clone().unwrap_or_default();
     let seen = match v.kind.as_str() {
         BLOCK => ctx.volumes.volume_get(&id).await.map(|b| b.map(|b| b.size_gib)),
-        _ => ctx.volumes.share_get(&id).await.map(|s| s.map(|s| s.size_gib)),
+        _ => ctx.volumes.share_get(&id, &v.region).await.map(|s| s.map(|s| s.size_gib)),
     };
     let observed = match seen {
         Err(_) => return Ok(Next::After(RETRY_LATER_MS)),

@@ -121,14 +121,17 @@ impl Volumes for DigitalOcean {
     }
 
     async fn volume_action_running(&self, volume_id: &str, kind: VolumeActionKind) -> ProviderResult<Option<u64>> {
-        let action_type = match kind {
-            VolumeActionKind::Attach => "attach_volume",
-            VolumeActionKind::Detach => "detach_volume",
-            VolumeActionKind::Resize => "resize_volume",
+        // The spec's examples show `attach_volume` and `detach_volume` only: the request's own
+        // word is taken as well, so that a resize is recognised whichever the API writes.
+        let action_types: &[&str] = match kind {
+            VolumeActionKind::Attach => &["attach_volume", "attach"],
+            VolumeActionKind::Detach => &["detach_volume", "detach"],
+            VolumeActionKind::Resize => &["resize_volume", "resize"],
         };
         let path = format!("/v2/volumes/{volume_id}/actions");
         let actions = self.list_all("volumes.actions.list", &path, "actions").await?;
-        let running = actions.iter().find(|a| a["type"] == action_type && a["status"] == "in-progress");
+        let of_kind = |a: &&Value| a["type"].as_str().is_some_and(|t| action_types.contains(&t));
+        let running = actions.iter().filter(of_kind).find(|a| a["status"] == "in-progress");
         running.map(|a| a["id"].as_u64().ok_or_else(|| unreadable("action"))).transpose()
     }
 
@@ -138,8 +141,11 @@ impl Volumes for DigitalOcean {
         share_from(&answer.body["share"])
     }
 
-    async fn share_get(&self, id: &str) -> ProviderResult<Option<Share>> {
-        self.get_one("nfs.get", &format!("/v2/nfs/{id}"), "share").await?.map(|s| share_from(&s)).transpose()
+    async fn share_get(&self, id: &str, region: &str) -> ProviderResult<Option<Share>> {
+        self.get_one("nfs.get", &format!("/v2/nfs/{id}?region={region}"), "share")
+            .await?
+            .map(|s| share_from(&s))
+            .transpose()
     }
 
     async fn share_find_by_name(&self, name: &str, region: &str) -> ProviderResult<Option<Share>> {
@@ -148,8 +154,8 @@ impl Volumes for DigitalOcean {
         shares.iter().find(|s| s["name"] == name && s["status"] != "DELETED").map(share_from).transpose()
     }
 
-    async fn share_delete(&self, id: &str) -> ProviderResult<bool> {
-        self.delete_one("nfs.delete", &format!("/v2/nfs/{id}")).await
+    async fn share_delete(&self, id: &str, region: &str) -> ProviderResult<bool> {
+        self.delete_one("nfs.delete", &format!("/v2/nfs/{id}?region={region}")).await
     }
 
     async fn share_action(&self, share_id: &str, action: &ShareAction) -> ProviderResult<Option<String>> {
@@ -200,19 +206,20 @@ impl Snapshots for DigitalOcean {
         self.delete_one("snapshots.delete", &format!("/v2/snapshots/{id}")).await
     }
 
-    async fn share_snapshot_get(&self, id: &str) -> ProviderResult<Option<Snapshot>> {
-        let found = self.get_one("nfs.snapshots.get", &format!("/v2/nfs/snapshots/{id}"), "snapshot").await?;
+    async fn share_snapshot_get(&self, id: &str, region: &str) -> ProviderResult<Option<Snapshot>> {
+        let path = format!("/v2/nfs/snapshots/{id}?region={region}");
+        let found = self.get_one("nfs.snapshots.get", &path, "snapshot").await?;
         found.map(|s| snapshot_from(&s)).transpose()
     }
 
-    async fn share_snapshot_find(&self, share_id: &str, name: &str) -> ProviderResult<Option<Snapshot>> {
-        let path = format!("/v2/nfs/snapshots?share_id={share_id}");
+    async fn share_snapshot_find(&self, share_id: &str, name: &str, region: &str) -> ProviderResult<Option<Snapshot>> {
+        let path = format!("/v2/nfs/snapshots?region={region}&share_id={share_id}");
         let found = self.list_all("nfs.snapshots.list", &path, "snapshots").await?;
         found.iter().find(|s| s["name"] == name).map(snapshot_from).transpose()
     }
 
-    async fn share_snapshot_delete(&self, id: &str) -> ProviderResult<bool> {
-        self.delete_one("nfs.snapshots.delete", &format!("/v2/nfs/snapshots/{id}")).await
+    async fn share_snapshot_delete(&self, id: &str, region: &str) -> ProviderResult<bool> {
+        self.delete_one("nfs.snapshots.delete", &format!("/v2/nfs/snapshots/{id}?region={region}")).await
     }
 }
 
