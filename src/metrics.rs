@@ -145,6 +145,7 @@ impl Metrics {
             self.reconcile_seconds.clone(),
         );
         r.register("vps_graph_queue_due", "Work items due now.", self.queue_due.clone());
+        r.register("vps_graph_sql_statements", "SQL statements run.", crate::store::SQL_STATEMENTS.clone());
         r.register("vps_graph_queue_failing", "Work items whose last run failed.", self.queue_failing.clone());
         r.register(
             "vps_graph_queue_oldest_due_seconds",

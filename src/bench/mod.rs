@@ -101,14 +101,15 @@ pub async fn run(args: BenchArgs) -> BenchResult<()> {
         if args.volumes > 0 {
             let figures = volumes::converge(url, &args).await?;
             println!(
-                "[{label}] {} block volumes to READY against the sim ({} ms per provider call, {} workers): {:.1} s, latency-bound ideal {:.1} s ({:.2}x), {:.2} provider calls per volume",
+                "[{label}] {} block volumes to READY against the sim ({} ms per provider call, {} workers): {:.1} s, latency-bound ideal {:.1} s ({:.2}x), {:.2} provider calls and {:.1} SQL statements per volume",
                 args.volumes,
                 args.provider_latency_ms,
                 args.reconcile_workers,
                 figures.wall,
                 figures.ideal,
                 figures.wall / figures.ideal,
-                figures.calls_per_volume
+                figures.calls_per_volume,
+                figures.statements_per_volume
             );
         }
         if args.page_volumes > 0 {

@@ -120,6 +120,9 @@ pub struct Convergence {
     pub wall: f64,
     pub ideal: f64,
     pub calls_per_volume: f64,
+    /// SQL statements the server ran per volume, its create mutation and its convergence to
+    /// READY (the bench's own polling reads taken out).
+    pub statements_per_volume: f64,
 }
 
 /// Creates `args.volumes` block volumes on a server whose provider is a separate sim process
@@ -130,6 +133,7 @@ pub async fn converge(database_url: &str, args: &BenchArgs) -> BenchResult<Conve
     let server = Server::start_with(database_url, &["--no-sim", "--reconcile-workers", &workers]).await?;
     let client = &server.client;
     let (tenant, pool) = tenant_with_pool(client, &format!("http://{sim_addr}"), "bench-vol").await?;
+    let statements_before = sql_statements(client).await?;
     let started = Instant::now();
     let maker = Arc::new((client.clone(), tenant.clone(), pool.clone()));
     in_parallel(args.volumes, move |i| {
@@ -141,8 +145,10 @@ pub async fn converge(database_url: &str, args: &BenchArgs) -> BenchResult<Conve
         }
     })
     .await?;
+    let mut polls = 0;
     loop {
         let ready = count_ready(client, &tenant, "providerVolumes").await?;
+        polls += 1;
         if ready == args.volumes {
             break;
         }
@@ -152,10 +158,30 @@ pub async fn converge(database_url: &str, args: &BenchArgs) -> BenchResult<Conve
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let wall = started.elapsed().as_secs_f64();
+    // What one poll costs, measured once things are still (the drift reads are an hour away).
+    let before_poll = sql_statements(client).await?;
+    count_ready(client, &tenant, "providerVolumes").await?;
+    let per_poll = sql_statements(client).await? - before_poll;
+    let statements = (before_poll - statements_before).saturating_sub(polls * per_poll);
     let total = sim_calls(client, &sim_addr).await?;
     // Each volume needs one create call; W workers make W calls at a time.
     let ideal = args.volumes.div_ceil(args.reconcile_workers) as f64 * args.provider_latency_ms as f64 / 1000.0;
-    Ok(Convergence { wall, ideal, calls_per_volume: total as f64 / args.volumes as f64 })
+    Ok(Convergence {
+        wall,
+        ideal,
+        calls_per_volume: total as f64 / args.volumes as f64,
+        statements_per_volume: statements as f64 / args.volumes as f64,
+    })
+}
+
+/// The server's `vps_graph_sql_statements` counter, read at /metrics.
+async fn sql_statements(client: &Client) -> BenchResult<u64> {
+    let url = format!("http://{}/metrics", client.addr);
+    let text = client.http.get(url).send().await.map_err(|e| e.to_string())?.text().await.map_err(|e| e.to_string())?;
+    text.lines()
+        .find_map(|line| line.strip_prefix("vps_graph_sql_statements_total "))
+        .and_then(|n| n.trim().parse().ok())
+        .ok_or_else(|| "no vps_graph_sql_statements_total at /metrics".to_owned())
 }
 
 /// A fresh tenant with a pool on an account at `api_url`, offered with room for everything.
