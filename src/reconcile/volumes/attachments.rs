@@ -1,0 +1,361 @@
+//! A volume's attachments: one attach or detach per run, a block volume's through its actions,
+//! a share's by the Droplet's tag and the share's VPCs.
+use super::*;
+
+pub(super) async fn converge_attachment(ctx: &Ctx<'_>, v: &volume::Model, a: &attachment::Model) -> Result<Next> {
+    let run = ctx.run;
+    let Some(on) = instance::Entity::find_by_id(a.instance_id.clone()).one(&run.services.db).await? else {
+        return Err(Error::internal(format!("attachment {} without its instance", a.id)));
+    };
+    let now = AttachmentObserved::of(a);
+    if a.desired_state == state::PRESENT {
+        if on.desired_state == state::ABSENT || on.state != state::READY || on.provider_id.is_none() {
+            let message = Some("waiting for the instance to be ready".to_owned());
+            return write_attachment(run, v, a, AttachmentObserved { message, ..now }, Next::After(RETRY_LATER_MS))
+                .await;
+        }
+        if v.state != state::READY {
+            return Ok(Next::After(ACTION_POLL_MS));
+        }
+    }
+    let droplet = on.provider_id.clone().filter(|_| !on.lost && on.state != state::DELETED);
+    let (observed, next) = match (v.kind.as_str(), a.desired_state.as_str()) {
+        (BLOCK, state::PRESENT) => attach_block(ctx, v, a, droplet.unwrap_or_default()).await,
+        (BLOCK, _) => detach_block(ctx, v, a, droplet, on.provider_id.clone()).await,
+        (_, state::PRESENT) => attach_share(ctx, v, a, &droplet.unwrap_or_default()).await,
+        _ => detach_share(ctx, v, a, droplet).await,
+    };
+    write_attachment(run, v, a, observed, next).await
+}
+
+/// What an action poll says of an attachment's action: None while it runs.
+pub(super) async fn action_outcome(ctx: &Ctx<'_>, action: &str) -> std::result::Result<Option<bool>, ProviderError> {
+    Ok(match ctx.actions.action_get(action.parse().unwrap_or_default()).await? {
+        Some(ActionStatus::InProgress) => None,
+        Some(ActionStatus::Completed) => Some(true),
+        Some(ActionStatus::Errored) | None => Some(false),
+    })
+}
+
+pub(super) fn attachment_waits(now: AttachmentObserved, err: &ProviderError) -> (AttachmentObserved, Next) {
+    let message = Some(err.message().to_owned());
+    if err.refusal() == Some(Refusal::PendingEvent) {
+        return (AttachmentObserved { message, ..now }, Next::After(ACTION_POLL_MS));
+    }
+    if is_failure(err) {
+        return (now.state(state::ERROR, message), Next::After(ERROR_RETRY_MS));
+    }
+    (AttachmentObserved { message, ..now }, retry_after(err))
+}
+
+pub(super) async fn attach_block(
+    ctx: &Ctx<'_>,
+    v: &volume::Model,
+    a: &attachment::Model,
+    droplet: String,
+) -> (AttachmentObserved, Next) {
+    let now = AttachmentObserved::of(a);
+    let volume_id = v.provider_id.clone().unwrap_or_default();
+    if let Some(action) = &a.action_id {
+        return match action_outcome(ctx, action).await {
+            Ok(None) => (now, Next::After(ACTION_POLL_MS)),
+            Ok(Some(true)) => match ctx.volumes.volume_get(&volume_id).await {
+                Ok(Some(b)) if b.droplet_ids.contains(&droplet) => (now.state(state::READY, None), Next::Now),
+                // Completed without attaching it (the Droplet went away): ask again.
+                Ok(_) => (AttachmentObserved { action_id: None, ..now }, Next::After(ACTION_POLL_MS)),
+                Err(err) => attachment_waits(now, &err),
+            },
+            Ok(Some(false)) => (
+                AttachmentObserved {
+                    action_id: None,
+                    ..now.state(state::ERROR, Some("the provider's attach failed".into()))
+                },
+                Next::After(ERROR_RETRY_MS),
+            ),
+            Err(err) => attachment_waits(now, &err),
+        };
+    }
+    // Looked at first: an attach whose answer was lost may be running, or done.
+    match ctx.volumes.volume_action_running(&volume_id, VolumeActionKind::Attach).await {
+        Ok(Some(action)) => {
+            return (AttachmentObserved { action_id: Some(action.to_string()), ..now }, Next::After(ACTION_POLL_MS));
+        }
+        Ok(None) => {}
+        Err(err) => return attachment_waits(now, &err),
+    }
+    match ctx.volumes.volume_get(&volume_id).await {
+        Ok(Some(b)) if b.droplet_ids.contains(&droplet) => return (now.state(state::READY, None), Next::Now),
+        Ok(_) => {}
+        Err(err) => return attachment_waits(now, &err),
+    }
+    match ctx.volumes.volume_action(&volume_id, &v.region, &VolumeAction::Attach { droplet_id: droplet.clone() }).await
+    {
+        Ok(action) => (
+            AttachmentObserved { action_id: Some(action.to_string()), message: None, ..now },
+            Next::After(ACTION_POLL_MS),
+        ),
+        Err(err) if err.refusal() == Some(Refusal::AlreadyAttached) => match ctx.volumes.volume_get(&volume_id).await {
+            Ok(Some(b)) if b.droplet_ids.contains(&droplet) => (now.state(state::READY, None), Next::Now),
+            Ok(_) => (
+                now.state(
+                    state::ERROR,
+                    Some("the volume is attached to another Droplet at the provider; nothing was moved".into()),
+                ),
+                Next::After(ERROR_RETRY_MS),
+            ),
+            Err(err) => attachment_waits(now, &err),
+        },
+        Err(err) => attachment_waits(now, &err),
+    }
+}
+
+/// `droplet` is the instance's machine while it lives; `gone` the one it had once it is gone.
+pub(super) async fn detach_block(
+    ctx: &Ctx<'_>,
+    v: &volume::Model,
+    a: &attachment::Model,
+    droplet: Option<String>,
+    gone: Option<String>,
+) -> (AttachmentObserved, Next) {
+    let now = AttachmentObserved::of(a);
+    let volume_id = v.provider_id.clone().unwrap_or_default();
+    if let Some(action) = &a.action_id {
+        return match action_outcome(ctx, action).await {
+            Ok(None) => (now, Next::After(ACTION_POLL_MS)),
+            Ok(Some(_)) => (AttachmentObserved { action_id: None, ..now }, Next::Now),
+            Err(err) => attachment_waits(now, &err),
+        };
+    }
+    let droplet = match (droplet, gone) {
+        (Some(droplet), _) => droplet,
+        (None, gone) => {
+            // The instance is gone (or never had a machine). A machine deleted with it lets its
+            // volumes go shortly after; one left running (the instance finished as a detach) is
+            // detached like any other.
+            let on_it = match ctx.volumes.volume_get(&volume_id).await {
+                Ok(Some(b)) => gone.filter(|gone| b.droplet_ids.contains(gone)),
+                Ok(None) => None,
+                Err(err) => return attachment_waits(now, &err),
+            };
+            let Some(machine) = on_it else { return (now.state(state::DELETED, None), Next::Now) };
+            match ctx.instances.droplet_get(&machine).await {
+                Ok(Some(_)) => machine,
+                Ok(None) => return (now, Next::After(ACTION_POLL_MS)),
+                Err(err) => return attachment_waits(now, &err),
+            }
+        }
+    };
+    match ctx.volumes.volume_get(&volume_id).await {
+        Ok(Some(b))
+            if !b.droplet_ids.contains(&droplet)
+                && a.state == state::DELETING
+                && a.message.as_deref() == Some(ASKED) =>
+        {
+            return (now.state(state::DELETED, None), Next::Now);
+        }
+        Ok(None) => return (now.state(state::DELETED, None), Next::Now),
+        Err(err) => return attachment_waits(now, &err),
+        Ok(_) => {}
+    }
+    // Asked even while an attach is still running there (the provider answers "pending event").
+    match ctx.volumes.volume_action(&volume_id, &v.region, &VolumeAction::Detach { droplet_id: droplet }).await {
+        Ok(action) => (
+            AttachmentObserved { action_id: Some(action.to_string()), message: Some(ASKED.into()), ..now },
+            Next::After(ACTION_POLL_MS),
+        ),
+        Err(err) if err.refusal() == Some(Refusal::AttachmentNotFound) => (now.state(state::DELETED, None), Next::Now),
+        Err(err) => attachment_waits(now, &err),
+    }
+}
+
+/// The message of an attachment whose detach was sent.
+pub(super) const ASKED: &str = "detach asked";
+
+/// A share attach: tag the Droplet with the share's tag, then put the Droplet's VPC on the share.
+pub(super) async fn attach_share(
+    ctx: &Ctx<'_>,
+    v: &volume::Model,
+    a: &attachment::Model,
+    droplet_id: &str,
+) -> (AttachmentObserved, Next) {
+    let now = AttachmentObserved::of(a);
+    let tag = share_tag(&v.id);
+    let droplet = match ctx.instances.droplet_get(droplet_id).await {
+        Ok(Some(d)) => d,
+        Ok(None) => {
+            return (
+                now.state(state::ERROR, Some(format!("Droplet {droplet_id} is gone"))),
+                Next::After(ERROR_RETRY_MS),
+            );
+        }
+        Err(err) => return attachment_waits(now, &err),
+    };
+    if !droplet.tags.contains(&tag)
+        && let Err(err) = ctx.instances.tag_droplet(&tag, droplet_id, true).await
+    {
+        return attachment_waits(now, &err);
+    }
+    let share = match ctx.volumes.share_get(&v.provider_id.clone().unwrap_or_default(), &v.region).await {
+        Ok(Some(s)) => s,
+        Ok(None) => return (now, Next::After(ACTION_POLL_MS)),
+        Err(err) => return attachment_waits(now, &err),
+    };
+    let Some(vpc) = droplet.vpc_id else {
+        return (now.state(state::ERROR, Some("the Droplet is on no VPC".into())), Next::After(ERROR_RETRY_MS));
+    };
+    if share.vpc_ids.contains(&vpc) {
+        return (now.state(state::READY, None), Next::Now);
+    }
+    let asked = format!("vpc:{vpc}");
+    if a.action_id.as_deref() == Some(&asked) {
+        if share_action_stale(ctx, a) {
+            let failed =
+                AttachmentObserved { action_id: None, ..now.state(state::ERROR, Some(SHARE_ATTACH_FAILED.into())) };
+            return (failed, Next::After(ERROR_RETRY_MS));
+        }
+        return (now, Next::After(ACTION_POLL_MS));
+    }
+    match ctx.volumes.share_action(&share.id, &ShareAction::Attach { vpc_id: vpc }).await {
+        Ok(_) => (AttachmentObserved { action_id: Some(asked), ..now }, Next::After(ACTION_POLL_MS)),
+        Err(err) => attachment_waits(now, &err),
+    }
+}
+
+/// A share action has no status to poll: its effect shows on the share. One whose effect has not
+/// shown after this long is taken for failed (error), and asked again by the periodic pass.
+pub(super) const SHARE_ACTION_PATIENCE_MS: i64 = 10 * 60_000;
+pub(super) const SHARE_RESIZE_FAILED: &str =
+    "the provider did not resize the share within 10 minutes: the resize failed";
+pub(super) const SHARE_ATTACH_FAILED: &str =
+    "the provider did not put the share on the Droplet's VPC within 10 minutes: the attach failed";
+
+pub(super) fn share_action_stale(ctx: &Ctx<'_>, a: &attachment::Model) -> bool {
+    let asked_ms = a.updated_at.timestamp_millis();
+    ctx.run.services.clock.now_ms() - asked_ms > SHARE_ACTION_PATIENCE_MS
+}
+
+/// A share detach: untag the Droplet, then take off the share every VPC no tagged Droplet is left
+/// in, one at a time, keeping the share's last VPC.
+pub(super) async fn detach_share(
+    ctx: &Ctx<'_>,
+    v: &volume::Model,
+    a: &attachment::Model,
+    droplet_id: Option<String>,
+) -> (AttachmentObserved, Next) {
+    let now = AttachmentObserved::of(a);
+    let tag = share_tag(&v.id);
+    if let Some(droplet_id) = &droplet_id {
+        match ctx.instances.droplet_get(droplet_id).await {
+            Ok(Some(d)) if d.tags.contains(&tag) => {
+                if let Err(err) = ctx.instances.tag_droplet(&tag, droplet_id, false).await {
+                    return attachment_waits(now, &err);
+                }
+            }
+            Ok(_) => {}
+            Err(err) => return attachment_waits(now, &err),
+        }
+    }
+    let share = match ctx.volumes.share_get(&v.provider_id.clone().unwrap_or_default(), &v.region).await {
+        Ok(Some(s)) => s,
+        Ok(None) => return (now.state(state::DELETED, None), Next::Now),
+        Err(err) => return attachment_waits(now, &err),
+    };
+    if let Some(vpc) = a.action_id.as_deref().and_then(|asked| asked.strip_prefix("vpc-off:"))
+        && share.vpc_ids.iter().any(|v| v == vpc)
+        && !share_action_stale(ctx, a)
+    {
+        return (now, Next::After(ACTION_POLL_MS));
+    }
+    let tagged = match ctx.instances.droplets_tagged(&tag).await {
+        Ok(tagged) => tagged,
+        Err(err) => return attachment_waits(now, &err),
+    };
+    let used: Vec<String> = tagged.into_iter().filter_map(|d| d.vpc_id).collect();
+    let Some(vpc) = vpc_to_take_off(&share.vpc_ids, &used) else {
+        return (now.state(state::DELETED, None), Next::Now);
+    };
+    match ctx.volumes.share_action(&share.id, &ShareAction::Detach { vpc_id: vpc.clone() }).await {
+        Ok(_) => (AttachmentObserved { action_id: Some(format!("vpc-off:{vpc}")), ..now }, Next::After(ACTION_POLL_MS)),
+        Err(err) => attachment_waits(now, &err),
+    }
+}
+
+/// The next VPC to take off a share: one no tagged Droplet is left in, unless it is the share's
+/// last (a share always keeps one VPC).
+pub fn vpc_to_take_off(share_vpcs: &[String], used: &[String]) -> Option<String> {
+    let unused: Vec<&String> = share_vpcs.iter().filter(|vpc| !used.contains(vpc)).collect();
+    let keeps_one = share_vpcs.len() > unused.len();
+    let removable = if keeps_one { unused.len() } else { unused.len().saturating_sub(1) };
+    unused.into_iter().take(removable).next().cloned()
+}
+
+/// Records a provider action on an attachment that has none.
+pub(super) async fn keep_action(txn: &sea_orm::DatabaseTransaction, a: &attachment::Model, action: &str) -> Result<()> {
+    attachment::Entity::update_many()
+        .col_expr(attachment::Column::ActionId, Expr::value(action))
+        .col_expr(attachment::Column::Version, Expr::col(attachment::Column::Version).add(1))
+        .filter(attachment::Column::Id.eq(a.id.clone()))
+        .filter(attachment::Column::ActionId.is_null())
+        .exec(txn)
+        .await?;
+    Ok(())
+}
+
+/// Writes what was observed of one attachment, and the volume's event (`attached`, `detached`),
+/// fenced and version-checked.
+pub(super) async fn write_attachment(
+    run: &Run<'_>,
+    v: &volume::Model,
+    a: &attachment::Model,
+    observed: AttachmentObserved,
+    next: Next,
+) -> Result<Next> {
+    if observed == AttachmentObserved::of(a) {
+        return Ok(next);
+    }
+    let services = run.services;
+    let txn = services.begin().await?;
+    rows::lock(&txn, "provider_volumes", &v.id).await?;
+    let now = services.clock.now();
+    let mut update = attachment::Entity::update_many()
+        .col_expr(attachment::Column::State, Expr::value(observed.state.clone()))
+        .col_expr(attachment::Column::ActionId, Expr::value(observed.action_id.clone()))
+        .col_expr(attachment::Column::Message, Expr::value(observed.message.clone()))
+        .col_expr(attachment::Column::Version, Expr::col(attachment::Column::Version).add(1))
+        .col_expr(attachment::Column::UpdatedAt, Expr::value(now));
+    if observed.state == state::READY {
+        update = update.col_expr(attachment::Column::ReadyAt, Expr::value(now));
+    }
+    if observed.state == state::DELETED {
+        update = update.col_expr(attachment::Column::DeletedAt, Expr::value(now));
+    }
+    let changed = update
+        .filter(attachment::Column::Id.eq(a.id.clone()))
+        .filter(attachment::Column::Version.eq(a.version))
+        .exec(&txn)
+        .await?
+        .rows_affected;
+    if changed == 0 {
+        // Changed meanwhile (a detach asked): still keep the action just started, so the next
+        // run waits for it instead of taking the volume for detached while it is landing.
+        if let (None, Some(action)) = (&a.action_id, &observed.action_id) {
+            keep_action(&txn, a, action).await?;
+            if queue::fence(&txn, run.claimed).await? {
+                txn.commit().await?;
+            }
+        }
+        return Ok(Next::Now);
+    }
+    if !queue::fence(&txn, run.claimed).await? {
+        return Ok(Next::Now);
+    }
+    let written = svc::bump(&txn, v, |u| u, now).await?;
+    let attached = live_attachments(&txn, &v.id).await?;
+    let event_type = match (a.state.as_str(), observed.state.as_str()) {
+        (b, state::READY) if b != state::READY => "attached",
+        (b, state::DELETED) if b != state::DELETED => "detached",
+        _ => "updated",
+    };
+    services.commit(txn, vec![svc::event(event_type, &written, &attached)]).await?;
+    Ok(next)
+}
