@@ -1,0 +1,287 @@
+//! `vps.networks` on AWS: one VPC per network (named `bc-<network id>`) with one subnet per zone.
+//! A run reads the VPC and its subnets, decides (`look` → `decide` → `after`, plain functions of
+//! the rows and what EC2 showed, tested without a network), makes at most one provider call, and
+//! writes everything it learned back in one version-checked, fenced transaction. A delete removes
+//! the subnets first, then the VPC (EC2 refuses a VPC that still holds subnets). An adopted
+//! network (`networkAdopt`) is only read: its subnets are recorded from EC2, nothing is ever made
+//! or deleted at the provider for it.
+mod decide;
+#[cfg(test)]
+mod tests;
+
+pub use decide::*;
+
+use sea_orm::prelude::DateTimeUtc;
+use sea_orm::sea_query::{Expr, ExprTrait};
+use sea_orm::{ActiveModelTrait, ColumnTrait, DatabaseTransaction, EntityTrait, QueryFilter, Set};
+
+use super::{lock_network, mark_create_attempt};
+use crate::error::{Error, Result};
+use crate::ids;
+use crate::provider::{AwsNetworks, AwsSubnet, Provider, ProviderError, aws_tags, tag_value};
+use crate::reconcile::{ERROR_RETRY_MS, Next, Run, is_failure, retry_after};
+use crate::service::filesystems;
+use crate::service::networks::{self as svc, state, subnets_of};
+use crate::store::entity::{network, network_subnet as subnet};
+use crate::store::queue;
+
+/// A run on an AWS account (`NetworkReconciler::run` hands it over).
+pub(super) async fn run(
+    run: &Run<'_>,
+    network: network::Model,
+    rows: Vec<subnet::Model>,
+    provider: &Provider,
+) -> Result<Next> {
+    let Some(api) = provider.aws_networks.clone() else {
+        return Err(Error::internal(format!("account {} offers no AWS networks", network.provider_account_id)));
+    };
+    let deployment = run.services.deployment.clone();
+    let seen = match observe(api.as_ref(), &network).await {
+        Ok(seen) => seen,
+        // The network is as it was, as far as we know: look again soon, and write nothing.
+        Err(err) if !is_failure(&err) => return Ok(retry_after(&err)),
+        Err(err) => {
+            let mut plan = Plan::unchanged(&network, &rows);
+            plan.verdict = Verdict::Failed(err.message().to_owned());
+            plan.next = Next::After(ERROR_RETRY_MS);
+            return finish(run, &network, &rows, &plan).await;
+        }
+    };
+    let (mut network, mut rows) = (network, rows);
+    let mut plan = decide(&network, &rows, &seen, &deployment);
+    if let Some(call) = plan.call.clone() {
+        // Recorded before the call, so a write-back lost to a crash or a concurrent change leaves
+        // a trace: what was made is then looked up by its name, never orphaned or made twice.
+        match &call {
+            Call::CreateVpc => {
+                let Some(marked) = mark_vpc_attempt(run, &network).await? else { return Ok(Next::Now) };
+                plan.vpc.create_attempts = marked.create_attempts;
+                network = marked;
+            }
+            Call::CreateSubnet(i) => {
+                let Some(marked) = mark_create_attempt(run, &rows[*i]).await? else { return Ok(Next::Now) };
+                plan.subnets[*i].create_attempts = marked.create_attempts;
+                rows[*i] = marked;
+            }
+            _ => {}
+        }
+        let answer = execute(api.as_ref(), &network, &rows, &call, &deployment).await;
+        plan = after(plan, &call, answer);
+    }
+    finish(run, &network, &rows, &plan).await
+}
+
+async fn finish(run: &Run<'_>, network: &network::Model, rows: &[subnet::Model], plan: &Plan) -> Result<Next> {
+    if !write_back(run, network, rows, plan).await? {
+        return Ok(Next::Now);
+    }
+    let now = network::Entity::find_by_id(network.id.clone()).one(&run.services.db).await?;
+    Ok(if now.is_none_or(|n| n.state == state::DELETED) { Next::Done } else { plan.next })
+}
+
+async fn observe(api: &dyn AwsNetworks, n: &network::Model) -> std::result::Result<Seen, ProviderError> {
+    let region = n.region.as_deref().unwrap_or_default();
+    let vpc = match look(n) {
+        Look::Nothing => VpcSeen::NotAsked,
+        Look::ById(id) => api.vpc_get(region, &id).await?.map_or(VpcSeen::Missing, VpcSeen::Found),
+        Look::ByName(name) => VpcSeen::Named(api.vpcs_find_by_name(region, &name).await?),
+    };
+    let subnets = match subnets_to_read(n, &vpc) {
+        Some(id) => Some(api.subnets_of_vpc(region, id).await?),
+        None => None,
+    };
+    Ok(Seen { vpc, subnets })
+}
+
+async fn execute(
+    api: &dyn AwsNetworks,
+    n: &network::Model,
+    rows: &[subnet::Model],
+    call: &Call,
+    deployment: &str,
+) -> std::result::Result<Answer, ProviderError> {
+    let region = n.region.as_deref().unwrap_or_default();
+    match call {
+        Call::CreateVpc => {
+            let ip_range = n.ip_range.as_deref().unwrap_or_default();
+            api.vpc_create(region, ip_range, &aws_tags(&vpc_name(&n.id), deployment)).await.map(Answer::Vpc)
+        }
+        Call::EnableDns(id) => api.vpc_enable_dns(region, id).await.map(|_| Answer::Done),
+        Call::CreateSubnet(i) => {
+            let s = &rows[*i];
+            let vpc = n.provider_id.as_deref().unwrap_or_default();
+            let zone = s.zone.as_deref().unwrap_or_default();
+            let tags = aws_tags(&s.provider_name, deployment);
+            api.subnet_create(&s.region, vpc, zone, &s.ip_range, &tags).await.map(Answer::Subnet)
+        }
+        Call::DeleteSubnet(_, id) => api.subnet_delete(region, id).await.map(|_| Answer::Done),
+        Call::DeleteVpc(id) => api.vpc_delete(region, id).await.map(|_| Answer::Done),
+    }
+}
+
+/// Records a VPC create attempt on the network before the call (fenced and version-checked);
+/// returns the network as written, or None when the run must look again.
+async fn mark_vpc_attempt(run: &Run<'_>, current: &network::Model) -> Result<Option<network::Model>> {
+    let txn = run.services.begin().await?;
+    lock_network(&txn, &current.id).await?;
+    let changed = network::Entity::update_many()
+        .col_expr(network::Column::CreateAttempts, Expr::col(network::Column::CreateAttempts).add(1))
+        .col_expr(network::Column::Version, Expr::col(network::Column::Version).add(1))
+        .filter(network::Column::Id.eq(current.id.clone()))
+        .filter(network::Column::Version.eq(current.version))
+        .exec(&txn)
+        .await?
+        .rows_affected;
+    if changed == 0 || !queue::fence(&txn, run.claimed).await? {
+        return Ok(None);
+    }
+    let marked = network::Entity::find_by_id(current.id.clone()).one(&txn).await?;
+    txn.commit().await?;
+    Ok(marked)
+}
+
+/// Writes the plan (the network's VPC fields and state, its subnets, the adopted subnets found)
+/// with the network's event, if this run still holds its lease and nothing changed meanwhile.
+/// The network's filesystems are woken when it turns ready or its subnets change. False: look again.
+async fn write_back(run: &Run<'_>, current: &network::Model, rows: &[subnet::Model], plan: &Plan) -> Result<bool> {
+    if changes_nothing(current, rows, plan) {
+        return Ok(true);
+    }
+    let services = run.services;
+    let txn = services.begin().await?;
+    lock_network(&txn, &current.id).await?;
+    let now = services.clock.now();
+    let mut subnets_changed = !plan.found.is_empty();
+    for (row, fields) in rows.iter().zip(&plan.subnets) {
+        if SubnetFields::of(row) == *fields {
+            continue;
+        }
+        if !write_subnet(&txn, row, fields, now).await? {
+            return Ok(false);
+        }
+        subnets_changed = true;
+    }
+    for found in &plan.found {
+        record_subnet(&txn, current, found, now).await?;
+    }
+    if !queue::fence(&txn, run.claimed).await? {
+        return Ok(false);
+    }
+    let subnets = subnets_of(&txn, &current.id).await?;
+    let (state_now, message) = network_state(&current.desired_state, &plan.verdict, &subnets);
+    let Some(written) = write_network(&txn, current, &plan.vpc, &state_now, message, now).await? else {
+        return Ok(false);
+    };
+    let turned_ready = written.state == state::READY && current.state != state::READY;
+    let event_type = if written.state != current.state { written.state.clone() } else { "updated".into() };
+    let event = svc::event(&event_type, &svc::view(&written, &subnets));
+    if turned_ready || subnets_changed {
+        // The filesystem reconciler places mount targets and file systems in these subnets.
+        let due = services.clock.now_ms();
+        for fs in crate::store::filesystems::live_of(&txn, &current.id).await? {
+            queue::wake(&txn, filesystems::RECONCILER, &fs.id, due).await?;
+        }
+        services.commit_and_wake(txn, vec![event]).await?;
+    } else {
+        services.commit(txn, vec![event]).await?;
+    }
+    Ok(true)
+}
+
+/// The fields of one subnet, if its version is still `current`'s.
+async fn write_subnet(
+    txn: &DatabaseTransaction,
+    current: &subnet::Model,
+    fields: &SubnetFields,
+    now: DateTimeUtc,
+) -> Result<bool> {
+    let mut update = subnet::Entity::update_many()
+        .col_expr(subnet::Column::State, Expr::value(fields.state.clone()))
+        .col_expr(subnet::Column::DesiredState, Expr::value(fields.desired_state.clone()))
+        .col_expr(subnet::Column::ProviderId, Expr::value(fields.provider_id.clone()))
+        .col_expr(subnet::Column::CreateAttempts, Expr::value(fields.create_attempts))
+        .col_expr(subnet::Column::Lost, Expr::value(fields.lost))
+        .col_expr(subnet::Column::Message, Expr::value(fields.message.clone()))
+        .col_expr(subnet::Column::Version, Expr::col(subnet::Column::Version).add(1))
+        .col_expr(subnet::Column::UpdatedAt, Expr::value(now));
+    if fields.state == state::READY && current.ready_at.is_none() {
+        update = update.col_expr(subnet::Column::ReadyAt, Expr::value(now));
+    }
+    if fields.state == state::DELETED && current.deleted_at.is_none() {
+        update = update.col_expr(subnet::Column::DeletedAt, Expr::value(now));
+    }
+    let changed = update
+        .filter(subnet::Column::Id.eq(current.id.clone()))
+        .filter(subnet::Column::Version.eq(current.version))
+        .exec(txn)
+        .await?
+        .rows_affected;
+    Ok(changed == 1)
+}
+
+/// An adopted VPC's subnet, recorded as EC2 shows it: ready, named by its `Name` tag or its id.
+async fn record_subnet(
+    txn: &DatabaseTransaction,
+    n: &network::Model,
+    found: &AwsSubnet,
+    now: DateTimeUtc,
+) -> Result<subnet::Model> {
+    let name = tag_value(&found.tags, "Name").unwrap_or(&found.id).to_owned();
+    Ok(subnet::ActiveModel {
+        id: Set(ids::new_id(ids::SUBNET)),
+        network_id: Set(n.id.clone()),
+        region: Set(n.region.clone().unwrap_or_default()),
+        ip_range: Set(found.cidr_block.clone()),
+        state: Set(state::READY.into()),
+        desired_state: Set(state::PRESENT.into()),
+        provider_id: Set(Some(found.id.clone())),
+        provider_name: Set(name),
+        create_attempts: Set(0),
+        lost: Set(false),
+        message: Set(None),
+        version: Set(1),
+        created_at: Set(now),
+        updated_at: Set(now),
+        ready_at: Set(Some(now)),
+        deleted_at: Set(None),
+        zone: Set(Some(found.availability_zone.clone())),
+    }
+    .insert(txn)
+    .await?)
+}
+
+/// The network's VPC fields and state, if its version is still `current`'s; the row written.
+async fn write_network(
+    txn: &DatabaseTransaction,
+    current: &network::Model,
+    vpc: &VpcFields,
+    state_now: &str,
+    message: Option<String>,
+    now: DateTimeUtc,
+) -> Result<Option<network::Model>> {
+    let mut update = network::Entity::update_many()
+        .col_expr(network::Column::State, Expr::value(state_now))
+        .col_expr(network::Column::Message, Expr::value(message))
+        .col_expr(network::Column::ProviderId, Expr::value(vpc.provider_id.clone()))
+        .col_expr(network::Column::CreateAttempts, Expr::value(vpc.create_attempts))
+        .col_expr(network::Column::Lost, Expr::value(vpc.lost))
+        .col_expr(network::Column::IpRange, Expr::value(vpc.ip_range.clone()))
+        .col_expr(network::Column::Version, Expr::col(network::Column::Version).add(1))
+        .col_expr(network::Column::UpdatedAt, Expr::value(now));
+    if state_now == state::READY && current.ready_at.is_none() {
+        update = update.col_expr(network::Column::ReadyAt, Expr::value(now));
+    }
+    if state_now == state::DELETED {
+        update = update.col_expr(network::Column::DeletedAt, Expr::value(now));
+    }
+    let changed = update
+        .filter(network::Column::Id.eq(current.id.clone()))
+        .filter(network::Column::Version.eq(current.version))
+        .exec(txn)
+        .await?
+        .rows_affected;
+    if changed == 0 {
+        return Ok(None);
+    }
+    Ok(network::Entity::find_by_id(current.id.clone()).one(txn).await?)
+}
