@@ -3,88 +3,19 @@
 //! implemented per cloud. A provider that lacks a capability
 //! says so, and the service answers UNSUPPORTED before anything is recorded. This layer knows
 //! nothing of the database.
+mod accounts;
 pub mod aws;
 pub mod digitalocean;
+mod error;
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+pub use accounts::*;
+pub use error::*;
 
 use serde::{Deserialize, Serialize};
-
-use crate::metrics::Metrics;
-use crate::secret::Secret;
 
 /// The kinds of provider account.
 pub const KIND_DIGITALOCEAN: &str = "digitalocean";
 pub const KIND_AWS: &str = "aws";
-
-/// What a provider call can end in, besides success.
-#[derive(Clone, Debug, PartialEq)]
-pub enum ProviderError {
-    /// Nothing was done: rate-limited, unavailable, or our own budget says wait. Ask again later.
-    RetryLater { message: String, after: Duration },
-    /// The request may have acted but its answer never came (timeout, dropped connection, a 5xx
-    /// on a create): look before acting again.
-    Unknown { message: String },
-    /// The provider refused the request (4xx); `message` is its own words.
-    Refused { status: u16, message: String },
-    /// The account cannot be used (no credential): nothing was sent.
-    Misconfigured { message: String },
-}
-
-impl ProviderError {
-    pub fn message(&self) -> &str {
-        match self {
-            ProviderError::RetryLater { message, .. }
-            | ProviderError::Unknown { message }
-            | ProviderError::Refused { message, .. }
-            | ProviderError::Misconfigured { message } => message,
-        }
-    }
-
-    /// The AWS error code of a refusal (`FileSystemAlreadyExists`, `InvalidGroup.Duplicate`,
-    /// `DependencyViolation`, `FileSystemInUse`, `FileSystemNotFound` …). The AWS clients write
-    /// every error message as `AWS <Code>: <the service's words>`, so the code survives in the
-    /// message without a new field.
-    pub fn aws_code(&self) -> Option<&str> {
-        let rest = self.message().strip_prefix(AWS_CODE_PREFIX)?;
-        let (code, _) = rest.split_once(':')?;
-        (!code.is_empty() && code.chars().all(|c| c.is_ascii_alphanumeric() || c == '.')).then_some(code)
-    }
-}
-
-/// The refusals of DigitalOcean's actions a reconciler decides on, told apart in one place by
-/// the API's documented words, so that no decision reads a message.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Refusal {
-    /// `Droplet already has a pending event.`: one action at a time per Droplet; ask again soon.
-    PendingEvent,
-    /// `This volume is already attached`.
-    AlreadyAttached,
-    /// `Attachment not found`: a detach of a volume that is not attached there.
-    AttachmentNotFound,
-}
-
-impl ProviderError {
-    /// The refusal this is, when it is one a decision tells apart.
-    pub fn refusal(&self) -> Option<Refusal> {
-        let ProviderError::Refused { message, .. } = self else { return None };
-        let words = message.to_ascii_lowercase();
-        [
-            ("pending event", Refusal::PendingEvent),
-            ("already attached", Refusal::AlreadyAttached),
-            ("attachment not found", Refusal::AttachmentNotFound),
-        ]
-        .into_iter()
-        .find_map(|(said, refusal)| words.contains(said).then_some(refusal))
-    }
-}
-
-/// How an AWS client's error messages start, before the code (see `ProviderError::aws_code`).
-pub const AWS_CODE_PREFIX: &str = "AWS ";
-
-pub type ProviderResult<T> = Result<T, ProviderError>;
 
 /// A VPC as DigitalOcean shows it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -588,52 +519,6 @@ pub trait Filesystems: Send + Sync {
     async fn lustre_delete(&self, region: &str, file_system_id: &str) -> ProviderResult<bool>;
 }
 
-/// A provider account's client, with the capabilities it has.
-pub struct Provider {
-    pub networks: Option<Arc<dyn Networks>>,
-    pub actions: Option<Arc<dyn Actions>>,
-    pub instances: Option<Arc<dyn Instances>>,
-    pub volumes: Option<Arc<dyn Volumes>>,
-    pub snapshots: Option<Arc<dyn Snapshots>>,
-    pub addresses: Option<Arc<dyn Addresses>>,
-    pub aws_networks: Option<Arc<dyn AwsNetworks>>,
-    pub security_groups: Option<Arc<dyn SecurityGroups>>,
-    pub aws_instances: Option<Arc<dyn AwsInstances>>,
-    pub filesystems: Option<Arc<dyn Filesystems>>,
-}
-
-/// Which capabilities a kind of account has, known without a client (to refuse before recording).
-pub fn supports_networks(kind: &str) -> bool {
-    kind == KIND_DIGITALOCEAN || kind == KIND_AWS
-}
-
-pub fn supports_instances(kind: &str) -> bool {
-    kind == KIND_DIGITALOCEAN || kind == KIND_AWS
-}
-
-pub fn supports_volumes(kind: &str) -> bool {
-    kind == KIND_DIGITALOCEAN
-}
-
-pub fn supports_addresses(kind: &str) -> bool {
-    kind == KIND_DIGITALOCEAN
-}
-
-pub fn supports_shared_volumes(kind: &str) -> bool {
-    kind == KIND_DIGITALOCEAN
-}
-
-/// Shared filesystems (EFS, FSx for Lustre) are AWS only.
-pub fn supports_filesystems(kind: &str) -> bool {
-    kind == KIND_AWS
-}
-
-/// What the provider would refuse of a shared volume's size before any request: DigitalOcean
-/// shares are 50 GiB at least.
-pub fn min_share_gib(kind: &str) -> i64 {
-    if kind == KIND_DIGITALOCEAN { 50 } else { 1 }
-}
-
 /// The tag that marks what this deployment made at DigitalOcean (Droplets, volumes, snapshots).
 pub fn ownership_tag(deployment: &str) -> String {
     format!("vps-graph:{deployment}")
@@ -652,125 +537,4 @@ pub fn aws_tags(name: &str, deployment: &str) -> Vec<Tag> {
 /// Whether something found at AWS carries this deployment's ownership tag.
 pub fn aws_owned(tags: &[Tag], deployment: &str) -> bool {
     tag_value(tags, AWS_OWNER_TAG) == Some(deployment)
-}
-
-/// What the registry needs to know of an account.
-pub struct AccountRef<'a> {
-    pub id: &'a str,
-    pub kind: &'a str,
-    pub api_url: &'a str,
-    pub credential_ref: &'a str,
-    pub sim: bool,
-}
-
-/// One client per account, kept for the process (the rate-limit budget lives in it).
-pub struct Providers {
-    clients: Mutex<HashMap<String, Arc<Provider>>>,
-    /// The in-process simulated DigitalOcean's base URL, for `sim` accounts.
-    pub sim_url: Option<String>,
-    pub timeout: Duration,
-    metrics: Arc<Metrics>,
-}
-
-impl Providers {
-    pub fn new(sim_url: Option<String>, timeout: Duration, metrics: Arc<Metrics>) -> Self {
-        Providers { clients: Mutex::new(HashMap::new()), sim_url, timeout, metrics }
-    }
-
-    pub fn for_account(&self, account: &AccountRef<'_>) -> Arc<Provider> {
-        let mut clients = self.clients.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(provider) = clients.get(account.id) {
-            return provider.clone();
-        }
-        let provider = Arc::new(self.build(account));
-        clients.insert(account.id.to_owned(), provider.clone());
-        provider
-    }
-
-    fn build(&self, account: &AccountRef<'_>) -> Provider {
-        let none = Provider {
-            networks: None,
-            actions: None,
-            instances: None,
-            volumes: None,
-            snapshots: None,
-            addresses: None,
-            aws_networks: None,
-            security_groups: None,
-            aws_instances: None,
-            filesystems: None,
-        };
-        if account.kind == KIND_AWS {
-            let settings = aws::Settings { timeout: self.timeout, ..aws::Settings::default() };
-            let metrics = self.metrics.clone();
-            let client = Arc::new(if account.sim {
-                aws::Aws::new(self.sim_url.clone(), Ok(aws::Credentials::sim(account.id)), settings, metrics)
-            } else {
-                let endpoint = Some(account.api_url.to_owned()).filter(|url| !url.is_empty());
-                match aws::ToolingSource::parse(account.credential_ref) {
-                    Some(Ok(source)) => aws::Aws::from_tooling(endpoint, source, settings, metrics),
-                    Some(Err(message)) => aws::Aws::new(endpoint, Err(message), settings, metrics),
-                    None => {
-                        let pair = read_credential(account.credential_ref).and_then(|s| aws::Credentials::parse(&s));
-                        aws::Aws::new(endpoint, pair, settings, metrics)
-                    }
-                }
-            });
-            return Provider {
-                aws_networks: Some(client.clone()),
-                security_groups: Some(client.clone()),
-                aws_instances: Some(client.clone()),
-                filesystems: Some(client),
-                ..none
-            };
-        }
-        if account.kind != KIND_DIGITALOCEAN {
-            return none;
-        }
-        let (base, token) = if account.sim {
-            (self.sim_url.clone().unwrap_or_default(), Ok(Secret::new(format!("sim-{}", account.id))))
-        } else {
-            (account.api_url.to_owned(), read_credential(account.credential_ref).map(Secret::new))
-        };
-        let client =
-            Arc::new(digitalocean::DigitalOcean::new(account.id, &base, token, self.timeout, self.metrics.clone()));
-        Provider {
-            networks: Some(client.clone()),
-            actions: Some(client.clone()),
-            instances: Some(client.clone()),
-            volumes: Some(client.clone()),
-            snapshots: Some(client.clone()),
-            addresses: Some(client),
-            ..none
-        }
-    }
-}
-
-/// The secret behind `env:NAME` or `file:/path`, read when the client is made.
-fn read_credential(reference: &str) -> Result<String, String> {
-    if let Some(name) = reference.strip_prefix("env:") {
-        return std::env::var(name).map_err(|_| format!("the credential variable {name} is not set"));
-    }
-    if let Some(path) = reference.strip_prefix("file:") {
-        return std::fs::read_to_string(path)
-            .map(|s| s.trim().to_owned())
-            .map_err(|e| format!("the credential file {path}: {e}"));
-    }
-    Err(format!("unknown credential reference {reference:?}"))
-}
-
-#[cfg(test)]
-mod refusal_tests {
-    use super::*;
-
-    #[test]
-    fn digitaloceans_action_refusals_are_told_apart_by_their_documented_words() {
-        let refused = |message: &str| ProviderError::Refused { status: 422, message: message.into() };
-        assert_eq!(refused("Droplet already has a pending event.").refusal(), Some(Refusal::PendingEvent));
-        assert_eq!(refused("This volume is already attached").refusal(), Some(Refusal::AlreadyAttached));
-        assert_eq!(refused("Attachment not found").refusal(), Some(Refusal::AttachmentNotFound));
-        assert_eq!(refused("a volume can only be resized to a larger size").refusal(), None);
-        let lost = ProviderError::Unknown { message: "pending event".into() };
-        assert_eq!(lost.refusal(), None, "only a refusal is one");
-    }
 }

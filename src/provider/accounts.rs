@@ -1,0 +1,160 @@
+//! The clients of provider accounts: what each kind of account offers, and the registry that
+//! makes (and keeps) one client per account, with its credential read when it is made.
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::*;
+use crate::metrics::Metrics;
+use crate::secret::Secret;
+
+/// A provider account's client, with the capabilities it has.
+pub struct Provider {
+    pub networks: Option<Arc<dyn Networks>>,
+    pub actions: Option<Arc<dyn Actions>>,
+    pub instances: Option<Arc<dyn Instances>>,
+    pub volumes: Option<Arc<dyn Volumes>>,
+    pub snapshots: Option<Arc<dyn Snapshots>>,
+    pub addresses: Option<Arc<dyn Addresses>>,
+    pub aws_networks: Option<Arc<dyn AwsNetworks>>,
+    pub security_groups: Option<Arc<dyn SecurityGroups>>,
+    pub aws_instances: Option<Arc<dyn AwsInstances>>,
+    pub filesystems: Option<Arc<dyn Filesystems>>,
+}
+
+/// Which capabilities a kind of account has, known without a client (to refuse before recording).
+pub fn supports_networks(kind: &str) -> bool {
+    kind == KIND_DIGITALOCEAN || kind == KIND_AWS
+}
+
+pub fn supports_instances(kind: &str) -> bool {
+    kind == KIND_DIGITALOCEAN || kind == KIND_AWS
+}
+
+pub fn supports_volumes(kind: &str) -> bool {
+    kind == KIND_DIGITALOCEAN
+}
+
+pub fn supports_addresses(kind: &str) -> bool {
+    kind == KIND_DIGITALOCEAN
+}
+
+pub fn supports_shared_volumes(kind: &str) -> bool {
+    kind == KIND_DIGITALOCEAN
+}
+
+/// Shared filesystems (EFS, FSx for Lustre) are AWS only.
+pub fn supports_filesystems(kind: &str) -> bool {
+    kind == KIND_AWS
+}
+
+/// What the provider would refuse of a shared volume's size before any request: DigitalOcean
+/// shares are 50 GiB at least.
+pub fn min_share_gib(kind: &str) -> i64 {
+    if kind == KIND_DIGITALOCEAN { 50 } else { 1 }
+}
+
+/// What the registry needs to know of an account.
+pub struct AccountRef<'a> {
+    pub id: &'a str,
+    pub kind: &'a str,
+    pub api_url: &'a str,
+    pub credential_ref: &'a str,
+    pub sim: bool,
+}
+
+/// One client per account, kept for the process (the rate-limit budget lives in it).
+pub struct Providers {
+    clients: Mutex<HashMap<String, Arc<Provider>>>,
+    /// The in-process simulated DigitalOcean's base URL, for `sim` accounts.
+    pub sim_url: Option<String>,
+    pub timeout: Duration,
+    metrics: Arc<Metrics>,
+}
+
+impl Providers {
+    pub fn new(sim_url: Option<String>, timeout: Duration, metrics: Arc<Metrics>) -> Self {
+        Providers { clients: Mutex::new(HashMap::new()), sim_url, timeout, metrics }
+    }
+
+    pub fn for_account(&self, account: &AccountRef<'_>) -> Arc<Provider> {
+        let mut clients = self.clients.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(provider) = clients.get(account.id) {
+            return provider.clone();
+        }
+        let provider = Arc::new(self.build(account));
+        clients.insert(account.id.to_owned(), provider.clone());
+        provider
+    }
+
+    fn build(&self, account: &AccountRef<'_>) -> Provider {
+        let none = Provider {
+            networks: None,
+            actions: None,
+            instances: None,
+            volumes: None,
+            snapshots: None,
+            addresses: None,
+            aws_networks: None,
+            security_groups: None,
+            aws_instances: None,
+            filesystems: None,
+        };
+        if account.kind == KIND_AWS {
+            let settings = aws::Settings { timeout: self.timeout, ..aws::Settings::default() };
+            let metrics = self.metrics.clone();
+            let client = Arc::new(if account.sim {
+                aws::Aws::new(self.sim_url.clone(), Ok(aws::Credentials::sim(account.id)), settings, metrics)
+            } else {
+                let endpoint = Some(account.api_url.to_owned()).filter(|url| !url.is_empty());
+                match aws::ToolingSource::parse(account.credential_ref) {
+                    Some(Ok(source)) => aws::Aws::from_tooling(endpoint, source, settings, metrics),
+                    Some(Err(message)) => aws::Aws::new(endpoint, Err(message), settings, metrics),
+                    None => {
+                        let pair = read_credential(account.credential_ref).and_then(|s| aws::Credentials::parse(&s));
+                        aws::Aws::new(endpoint, pair, settings, metrics)
+                    }
+                }
+            });
+            return Provider {
+                aws_networks: Some(client.clone()),
+                security_groups: Some(client.clone()),
+                aws_instances: Some(client.clone()),
+                filesystems: Some(client),
+                ..none
+            };
+        }
+        if account.kind != KIND_DIGITALOCEAN {
+            return none;
+        }
+        let (base, token) = if account.sim {
+            (self.sim_url.clone().unwrap_or_default(), Ok(Secret::new(format!("sim-{}", account.id))))
+        } else {
+            (account.api_url.to_owned(), read_credential(account.credential_ref).map(Secret::new))
+        };
+        let client =
+            Arc::new(digitalocean::DigitalOcean::new(account.id, &base, token, self.timeout, self.metrics.clone()));
+        Provider {
+            networks: Some(client.clone()),
+            actions: Some(client.clone()),
+            instances: Some(client.clone()),
+            volumes: Some(client.clone()),
+            snapshots: Some(client.clone()),
+            addresses: Some(client),
+            ..none
+        }
+    }
+}
+
+/// The secret behind `env:NAME` or `file:/path`, read when the client is made.
+fn read_credential(reference: &str) -> Result<String, String> {
+    if let Some(name) = reference.strip_prefix("env:") {
+        return std::env::var(name).map_err(|_| format!("the credential variable {name} is not set"));
+    }
+    if let Some(path) = reference.strip_prefix("file:") {
+        return std::fs::read_to_string(path)
+            .map(|s| s.trim().to_owned())
+            .map_err(|e| format!("the credential file {path}: {e}"));
+    }
+    Err(format!("unknown credential reference {reference:?}"))
+}
