@@ -17,8 +17,11 @@ const REGION: &str = "us-east-1";
 const OWNER: &str = "bc:managed-by";
 
 async fn start() -> (Sim, Aws) {
+    start_with(SimConfig { action_time: Duration::from_millis(50), ..SimConfig::default() }).await
+}
+
+async fn start_with(config: SimConfig) -> (Sim, Aws) {
     vps_graph::init_crypto();
-    let config = SimConfig { action_time: Duration::from_millis(50), ..SimConfig::default() };
     let (sim, url) = Sim::spawn_local(config).await.unwrap();
     let settings =
         Settings { timeout: Duration::from_secs(2), max_attempts: 3, initial_backoff: Duration::from_millis(5) };
@@ -280,13 +283,8 @@ async fn aws_accounts_reach_their_endpoint_through_the_registry_sim_or_with_a_ke
 /// follows `nextToken` (EC2) or `NextMarker` (EFS) past the first page.
 #[tokio::test]
 async fn every_describe_the_reconcilers_read_follows_its_next_token() {
-    vps_graph::init_crypto();
     let config = SimConfig { action_time: Duration::from_millis(50), page_limit: Some(2), ..SimConfig::default() };
-    let (sim, url) = Sim::spawn_local(config).await.unwrap();
-    let settings =
-        Settings { timeout: Duration::from_secs(2), max_attempts: 3, initial_backoff: Duration::from_millis(5) };
-    let aws =
-        Aws::new(Some(url), Ok(Credentials::parse("AKIDTEST:secret").unwrap()), settings, Arc::new(Metrics::default()));
+    let (sim, aws) = start_with(config).await;
     let mut vpcs = Vec::new();
     for n in 1..=3 {
         vpcs.push(aws.vpc_create(REGION, &format!("10.{n}.0.0/16"), &ours("bc-net")).await.unwrap().id);

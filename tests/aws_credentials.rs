@@ -19,6 +19,14 @@ use vps_graph::sim::{Sim, SimConfig};
 
 const REGION: &str = "us-east-1";
 
+/// Serves `app` on a loopback port; its base URL.
+async fn serve(app: Router) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    url
+}
+
 /// An instance metadata service that hands out one role's credentials (IMDSv2: a session
 /// token first).
 async fn metadata_service() -> String {
@@ -40,10 +48,7 @@ async fn metadata_service() -> String {
             "/latest/meta-data/iam/security-credentials-extended/vps-graph-role",
             get(|| async { (axum::http::StatusCode::NOT_FOUND, "") }),
         );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    url
+    serve(app).await
 }
 
 /// STS answering AssumeRoleWithWebIdentity with one role's credentials, once it was given the
@@ -59,10 +64,7 @@ async fn security_token_service() -> String {
             }
         }),
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    url
+    serve(app).await
 }
 
 /// Makes one EC2 call and one EFS call with `source`; the access key the sim saw sign both.
