@@ -139,6 +139,16 @@ impl Setup {
         panic!("{id} never settled");
     }
 
+    /// Moves the clock to `ms` short of the next look the last run of `id` set, which is measured
+    /// from when that run wrote, not from when the test saw it (the test's waits move the clock).
+    async fn short_of_next_look(&self, id: &str, ms: i64) {
+        let db = &self.server.app.services.db;
+        self.later(id, 0).await;
+        let (due, _, _) =
+            vps_graph::store::queue::item(db, "vps.provider-resources", id).await.unwrap().expect("a next look");
+        self.later(id, (due - ms - self.clock.now_ms()).max(0)).await;
+    }
+
     /// Waits until the reconciler has recorded the address's reserve attempt (the call is then
     /// on its way to the sim, which answers `latency` later).
     async fn reserve_sent(&self, id: &str) {
@@ -721,8 +731,11 @@ db_test!(
         assert_eq!(failed["assignmentMessage"], "the provider's assign failed", "{failed}");
         assert_eq!(failed["state"], "READY", "the reservation itself is fine");
         assert!(s.at_sim(reqwest::Method::GET, &path, None).await.1["reserved_ip"]["droplet"].is_null());
-        // Not asked again before the periodic pass: the clock is moved to just short of it.
-        s.later(&id, 5 * 60_000 - 1_000).await;
+        // Not asked again before the periodic pass, five minutes after the error: the clock is
+        // moved to just short of it.
+        let errored_at = s.clock.now_ms();
+        s.short_of_next_look(&id, 1_000).await;
+        assert!(s.clock.now_ms() - errored_at <= 5 * 60_000, "the next look is the periodic pass");
         assert_eq!(s.sim().calls("reserved_ips.actions.create"), 1);
         s.later(&id, 1_000).await;
         s.until_address(&id, "assigned", |a| a["assignmentState"] == "READY").await;
