@@ -23,11 +23,16 @@ struct Setup {
 }
 
 async fn setup(backend: Backend) -> Setup {
+    setup_with(backend, Duration::ZERO).await
+}
+
+/// `setup` with `latency` added to every call the sim answers (it answers after doing the work).
+async fn setup_with(backend: Backend, latency: Duration) -> Setup {
     let db = TestDb::new(backend).await;
     let clock = Clock::manual(START);
     let mut config = common::config(&db.url);
     config.clock = clock.clone();
-    config.sim = Some(common::quick_sim());
+    config.sim = Some(vps_graph::sim::SimConfig { latency, ..common::quick_sim() });
     let server = TestServer::with_config(config).await;
     server.tenant("acme").await;
     let pool = server.sim_pool("sim", &["nyc3"], None).await;
@@ -94,6 +99,22 @@ impl Setup {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         panic!("{id} never settled");
+    }
+
+    /// `until` that moves the clock only between runs, to the next look the last one set: for a
+    /// sim that answers late, where a clock moved during a call would expire the run's lease.
+    async fn until_between_runs(&self, id: &str, what: &str, check: impl Fn(&Value) -> bool) -> Value {
+        let db = &self.server.app.services.db;
+        for _ in 0..100 {
+            self.settled(id).await;
+            let seen = self.volume(id).await;
+            if check(&seen) {
+                return seen;
+            }
+            let (due, _, _) = vps_graph::store::queue::item(db, "vps.provider-resources", id).await.unwrap().unwrap();
+            self.clock.advance(due - self.clock.now_ms());
+        }
+        panic!("never {what}: {}", self.volume(id).await);
     }
 
     async fn until_volume(&self, id: &str, what: &str, check: impl Fn(&Value) -> bool) -> Value {
@@ -863,6 +884,31 @@ db_test!(a_resize_asked_while_the_create_is_in_flight_is_sent_once_the_volume_is
     let grown = s.until_volume(&id, "grown", |v| v["state"] == "READY" && v["observedSizeGiB"] == 8).await;
     assert_eq!(grown["sizeGiB"], 8);
     assert_eq!(s.sim().calls("volumes.create"), 1);
+});
+
+// Spec and status: a user change during a provider call never throws the call's answer away;
+// what the run decided waits for the next run, which sees the change.
+db_test!(a_user_change_during_a_create_keeps_the_providers_answer, |backend: Backend| async move {
+    let s = setup_with(backend, Duration::from_millis(500)).await;
+    let id = s.create_volume("early", json!({ "sizeGiB": 5 })).await;
+    let row = || async {
+        use sea_orm::EntityTrait;
+        let db = &s.server.app.services.db;
+        vps_graph::store::entity::provider_volume::Entity::find_by_id(id.clone()).one(db).await.unwrap().unwrap()
+    };
+    for _ in 0..400 {
+        if row().await.create_attempts > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // The create is on its way (the sim answers half a second later): the tenant resizes meanwhile.
+    s.mutate("providerVolumeResize", json!({ "tenantId": "acme", "volumeId": id, "sizeGiB": 8 })).await;
+    assert!(row().await.provider_id.is_none(), "the resize came while the create was in flight");
+    let grown = s.until_between_runs(&id, "grown", |v| v["state"] == "READY" && v["observedSizeGiB"] == 8).await;
+    assert_eq!(grown["sizeGiB"], 8);
+    assert_eq!(s.sim().calls("volumes.create"), 1);
+    assert_eq!(s.sim().calls("volumes.list"), 0, "the create's answer was kept, not looked up by name again");
 });
 
 db_test!(a_snapshots_sizes_are_the_providers_not_the_volumes_at_request_time, |backend: Backend| async move {

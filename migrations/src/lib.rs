@@ -10,6 +10,7 @@ mod m20261129_000003_volumes;
 mod m20261201_000004_addresses;
 mod m20261201_000005_usage;
 mod m20261201_000006_filesystems;
+mod m20261202_000007_generations;
 
 pub struct Migrator;
 
@@ -23,6 +24,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261201_000004_addresses::Migration),
             Box::new(m20261201_000005_usage::Migration),
             Box::new(m20261201_000006_filesystems::Migration),
+            Box::new(m20261202_000007_generations::Migration),
         ]
     }
 }

@@ -86,6 +86,7 @@ pub async fn pass_figures(database_url: &str, args: &BenchArgs) -> BenchResult<U
                 action_id: Set(None),
                 message: Set(None),
                 version: Set(1),
+                generation: Set(1),
                 created_at: Set(ready),
                 updated_at: Set(ready),
                 ready_at: Set(Some(ready)),

@@ -11,17 +11,17 @@
 //!
 //! Each run reads the address, then does at most one provider action (reserve, assign,
 //! unassign, release); a running action is looked at again 5 s later.
-use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
 
-use super::{ACTION_POLL_MS, ERROR_RETRY_MS, Next, RETRY_LATER_MS, Run, is_failure, retry_after};
+use super::{ACTION_POLL_MS, ERROR_RETRY_MS, Next, RETRY_LATER_MS, Run, again_if_changed, is_failure, retry_after};
 use crate::error::{Error, Result};
 use crate::provider::{ActionStatus, Actions, Addresses, Family, Provider, ProviderError, ReservedAddress};
 use crate::service::addresses::{self as svc, NONE};
 use crate::service::networks::state;
 use crate::service::rows;
 use crate::store::entity::{instance, provider_address as address};
-use crate::store::{queue, quota};
+use crate::store::quota;
+use crate::store::status::StatusWrite;
 
 /// The message of an address whose reserve's answer never came.
 pub const LOST_RESERVE: &str = "the reserve's answer never came, and a reserved IP carries no name to find it by: it is \
@@ -72,6 +72,22 @@ impl Observed {
             self.instance_id = None;
         }
         self
+    }
+
+    /// The row's write: what the provider holds and did as facts; the states, messages and the
+    /// instance (the user's to change) as decided at the generation the run read.
+    fn status(&self, a: &address::Model) -> StatusWrite {
+        StatusWrite::of(&a.id, a.generation)
+            .fact(address::Column::Address, self.address.clone())
+            .fact(address::Column::Fingerprint, self.fingerprint.clone())
+            .fact(address::Column::ReserveAttempts, self.reserve_attempts)
+            .fact(address::Column::Lost, self.lost)
+            .fact(address::Column::ActionId, self.action_id.clone())
+            .decided(address::Column::Message, self.message.clone())
+            .decided(address::Column::InstanceId, self.instance_id.clone())
+            .decided(address::Column::AssignmentState, self.assignment_state.clone())
+            .decided(address::Column::AssignmentMessage, self.assignment_message.clone())
+            .state(&self.state)
     }
 
     /// Lost for good: the IP and its instance are forgotten, and it is never called for again.
@@ -311,24 +327,15 @@ fn assignment_waits(now: Observed, err: &ProviderError) -> (Observed, Next) {
     (Observed { assignment_message: message, ..now }, retry_after(err))
 }
 
-/// Records a reserve attempt before the call (fenced, version-checked).
+/// Records a reserve attempt before the call (see `Run::mark_attempt`).
 async fn mark_reserve_attempt(run: &Run<'_>, a: &address::Model) -> Result<Option<address::Model>> {
-    let txn = run.services.begin().await?;
-    rows::lock(&txn, "provider_addresses", &a.id).await?;
-    let changed = address::Entity::update_many()
-        .col_expr(address::Column::ReserveAttempts, Expr::col(address::Column::ReserveAttempts).add(1))
-        .col_expr(address::Column::Version, Expr::col(address::Column::Version).add(1))
-        .filter(address::Column::Id.eq(a.id.clone()))
-        .filter(address::Column::Version.eq(a.version))
-        .exec(&txn)
-        .await?
-        .rows_affected;
-    if changed == 0 || !queue::fence(&txn, run.claimed).await? {
-        return Ok(None);
-    }
-    let marked = address::Entity::find_by_id(a.id.clone()).one(&txn).await?;
-    txn.commit().await?;
-    Ok(marked)
+    run.mark_attempt::<address::Entity>(
+        &[("provider_addresses", &a.id)],
+        &a.id,
+        a.generation,
+        address::Column::ReserveAttempts,
+    )
+    .await
 }
 
 /// The event a change of the address publishes.
@@ -360,9 +367,6 @@ async fn record(
     let txn = services.begin().await?;
     rows::lock(&txn, "provider_addresses", id).await?;
     let Some(fresh) = address::Entity::find_by_id(id.to_owned()).one(&txn).await? else { return Ok(Next::Done) };
-    if !queue::fence(&txn, run.claimed).await? {
-        return Ok(Next::Now);
-    }
     let observed = change(Observed::of(&fresh), &fresh);
     if observed == Observed::of(&fresh) {
         return Ok(next);
@@ -375,25 +379,22 @@ async fn record(
                 "reserved IP {ip} was released at the provider outside vps-graph (the provider handed it to another reserve); it is lost for good: delete this address"
             );
             let lost = Observed::of(&other).lost(message);
-            events.push(svc::event("error", &update(&txn, &other, &lost, now).await?));
+            if let Some(written) = lost.status(&other).write::<address::Entity>(&txn, run.claimed, now).await? {
+                events.push(svc::event("error", &written));
+            }
         }
     }
-    let mut update_row = address::Entity::update_many();
-    if observed.state == state::READY && fresh.ready_at.is_none() {
-        update_row = update_row.col_expr(address::Column::ReadyAt, Expr::value(now));
-    }
-    columns(update_row, &observed, now).filter(address::Column::Id.eq(id)).exec(&txn).await?;
-    let written = address::Entity::find_by_id(id.to_owned())
-        .one(&txn)
-        .await?
-        .ok_or_else(|| Error::internal("address vanished"))?;
+    // Decided on the row as it is now, locked: its generation is the one read.
+    let Some(written) = observed.status(&fresh).write::<address::Entity>(&txn, run.claimed, now).await? else {
+        return Ok(Next::Now);
+    };
     events.push(svc::event(event_type(&fresh, &observed), &written));
     services.commit(txn, events).await?;
     Ok(next)
 }
 
-/// Writes what was observed with its event, if this run still holds its lease and the row did
-/// not change meanwhile. A released address's `addresses` is refunded.
+/// Writes what was observed with its event, if this run still holds its lease
+/// (`store::status`). A released address's `addresses` is refunded.
 async fn write(run: &Run<'_>, a: &address::Model, observed: Observed, next: Next) -> Result<Next> {
     if observed == Observed::of(a) {
         return Ok(next);
@@ -401,34 +402,17 @@ async fn write(run: &Run<'_>, a: &address::Model, observed: Observed, next: Next
     let services = run.services;
     let txn = services.begin().await?;
     rows::lock(&txn, "provider_addresses", &a.id).await?;
-    let now = services.clock.now();
-    let mut change = address::Entity::update_many();
-    if observed.state == state::READY && a.ready_at.is_none() {
-        change = change.col_expr(address::Column::ReadyAt, Expr::value(now));
-    }
-    if observed.state == state::DELETED {
-        change = change.col_expr(address::Column::DeletedAt, Expr::value(now));
-    }
-    let changed = columns(change, &observed, now)
-        .filter(address::Column::Id.eq(a.id.clone()))
-        .filter(address::Column::Version.eq(a.version))
-        .exec(&txn)
-        .await?
-        .rows_affected;
-    if changed == 0 || !queue::fence(&txn, run.claimed).await? {
+    let Some(written) = observed.status(a).write::<address::Entity>(&txn, run.claimed, services.clock.now()).await?
+    else {
         return Ok(Next::Now);
-    }
-    if observed.state == state::DELETED {
+    };
+    if written.state == state::DELETED {
         let holding =
             quota::Holding { tenant_id: &a.tenant_id, pool_id: &a.pool_id, quota: svc::QUOTA, resource_id: &a.id };
         quota::hold(&txn, &holding, 0).await?;
     }
-    let written = address::Entity::find_by_id(a.id.clone())
-        .one(&txn)
-        .await?
-        .ok_or_else(|| Error::internal("address vanished"))?;
-    services.commit(txn, vec![svc::event(event_type(a, &observed), &written)]).await?;
-    Ok(next)
+    services.commit(txn, vec![svc::event(event_type(a, &Observed::of(&written)), &written)]).await?;
+    Ok(again_if_changed(next, a.generation, written.generation))
 }
 
 /// Other live rows of the account that record `ip`, locked.
@@ -448,40 +432,6 @@ async fn recorded_elsewhere(
         rows::lock(txn, "provider_addresses", &other.id).await?;
     }
     Ok(found)
-}
-
-/// Writes `observed` over another row, whatever its version (it is locked).
-async fn update(
-    txn: &sea_orm::DatabaseTransaction,
-    other: &address::Model,
-    observed: &Observed,
-    now: chrono::DateTime<chrono::Utc>,
-) -> Result<address::Model> {
-    columns(address::Entity::update_many(), observed, now)
-        .filter(address::Column::Id.eq(other.id.clone()))
-        .exec(txn)
-        .await?;
-    address::Entity::find_by_id(other.id.clone()).one(txn).await?.ok_or_else(|| Error::internal("address vanished"))
-}
-
-fn columns(
-    update: sea_orm::UpdateMany<address::Entity>,
-    observed: &Observed,
-    now: chrono::DateTime<chrono::Utc>,
-) -> sea_orm::UpdateMany<address::Entity> {
-    update
-        .col_expr(address::Column::State, Expr::value(observed.state.clone()))
-        .col_expr(address::Column::Address, Expr::value(observed.address.clone()))
-        .col_expr(address::Column::Fingerprint, Expr::value(observed.fingerprint.clone()))
-        .col_expr(address::Column::ReserveAttempts, Expr::value(observed.reserve_attempts))
-        .col_expr(address::Column::Lost, Expr::value(observed.lost))
-        .col_expr(address::Column::Message, Expr::value(observed.message.clone()))
-        .col_expr(address::Column::InstanceId, Expr::value(observed.instance_id.clone()))
-        .col_expr(address::Column::AssignmentState, Expr::value(observed.assignment_state.clone()))
-        .col_expr(address::Column::AssignmentMessage, Expr::value(observed.assignment_message.clone()))
-        .col_expr(address::Column::ActionId, Expr::value(observed.action_id.clone()))
-        .col_expr(address::Column::Version, Expr::col(address::Column::Version).add(1))
-        .col_expr(address::Column::UpdatedAt, Expr::value(now))
 }
 
 #[cfg(test)]
@@ -511,6 +461,7 @@ mod tests {
             assignment_message: None,
             action_id: None,
             version: 3,
+            generation: 1,
             created_at: t,
             updated_at: t,
             ready_at: Some(t),

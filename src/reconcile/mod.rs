@@ -1,7 +1,8 @@
 //! The reconciler runtime: workers in every replica claim due work items with a lease, run one
 //! reconcile step for the resource, and say when to look again. A run takes nothing but the
 //! resource id (level-triggered), calls the provider outside any transaction, and writes back
-//! conditionally on the row's version and on its lease (the epoch fence). Timing, as the seeds
+//! through `store::status` on its lease (the epoch fence): what the provider did always, what the
+//! run decided only if the user changed nothing meanwhile. Timing, as the seeds
 //! say: a running provider action is looked at again 5 s later; rate-limited or unavailable 30 s;
 //! an ERROR is retried by the next change or every 5 minutes; a settled resource is read for drift
 //! once an hour, those reads spread evenly over the hour by the resource id. The usage pass
@@ -25,6 +26,7 @@ use crate::error::Result;
 use crate::service::Services;
 use crate::store::notify;
 use crate::store::queue::{self, Claimed};
+use crate::store::status::StatusWrite;
 
 pub const ACTION_POLL_MS: i64 = 5_000;
 pub const RETRY_LATER_MS: i64 = 30_000;
@@ -84,8 +86,39 @@ impl Run<'_> {
     }
 }
 
-/// How long to wait after a provider error while looking or acting: a rate-limited or
-/// unavailable provider, or a lost answer, 30 s; a refusal is an error, retried every 5 minutes.
+impl Run<'_> {
+    /// Records one more attempt of a call in `column` of row `id` of `E` before the call is sent,
+    /// after taking `locks` (table, id) in the store's lock order. The row as marked, or None when
+    /// the run must not call but look again (its lease is gone, or the user changed the row
+    /// since it was read at `generation`).
+    pub async fn mark_attempt<E: sea_orm::EntityTrait + Default>(
+        &self,
+        locks: &[(&str, &str)],
+        id: &str,
+        generation: i64,
+        column: impl sea_orm::sea_query::IntoIden,
+    ) -> Result<Option<E::Model>> {
+        let txn = self.services.begin().await?;
+        for (table, id) in locks {
+            crate::store::lock(&txn, table, id).await?;
+        }
+        let marked = StatusWrite::of(id, generation)
+            .attempt(column)
+            .write::<E>(&txn, self.claimed, self.services.clock.now())
+            .await?;
+        if marked.is_some() {
+            txn.commit().await?;
+        }
+        Ok(marked)
+    }
+}
+
+/// `next`, or at once when the user changed the row between the run's read (at `looked_at`)
+/// and its write-back (`written`): what the run decided was not written, so decide again.
+pub fn again_if_changed(next: Next, looked_at: i64, written: i64) -> Next {
+    if looked_at == written { next } else { Next::Now }
+}
+
 /// What to do after a provider error while looking or acting: back off from a provider that
 /// was unavailable or rate-limited or whose answer was lost; retry a refusal in 5 minutes.
 pub fn retry_after(err: &crate::provider::ProviderError) -> Next {

@@ -1,10 +1,9 @@
 //! Provider snapshots in `vps.provider-resources`: made once the volume exists at the provider
 //! (by a name derived from the snapshot id, so a lost answer is found), then read until ready and
 //! hourly for drift (the GiB the provider bills can grow); one gone outside goes to error.
-use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
 
-use super::{ACTION_POLL_MS, ERROR_RETRY_MS, Next, Run, is_failure, retry_after};
+use super::{ACTION_POLL_MS, ERROR_RETRY_MS, Next, Run, again_if_changed, is_failure, retry_after};
 use crate::error::{Error, Result};
 use crate::provider::{ProviderError, ProviderResult, ShareAction, Snapshot, Snapshots, Volumes, ownership_tag};
 use crate::service::networks::state;
@@ -13,6 +12,7 @@ use crate::service::snapshots as svc;
 use crate::service::volumes::BLOCK;
 use crate::store::entity::{provider_snapshot as snapshot, provider_volume as volume};
 use crate::store::queue;
+use crate::store::status::StatusWrite;
 
 #[derive(Clone, Debug, PartialEq)]
 struct Observed {
@@ -58,6 +58,18 @@ impl Observed {
             min_disk_size: found.min_disk_size.unwrap_or(self.min_disk_size),
             ..self.state(state, message)
         }
+    }
+
+    /// The row's write: the provider's snapshot as facts, its state and message as decided.
+    fn status(&self, s: &snapshot::Model) -> StatusWrite {
+        StatusWrite::of(&s.id, s.generation)
+            .fact(snapshot::Column::ProviderId, self.provider_id.clone())
+            .fact(snapshot::Column::SizeGib, self.size_gib)
+            .fact(snapshot::Column::MinDiskSize, self.min_disk_size)
+            .fact(snapshot::Column::CreateAttempts, self.create_attempts)
+            .fact(snapshot::Column::Lost, self.lost)
+            .decided(snapshot::Column::Message, self.message.clone())
+            .state(&self.state)
     }
 }
 
@@ -224,22 +236,13 @@ async fn delete(ctx: &Ctx<'_>, s: &snapshot::Model, volume_provider_id: Option<&
 }
 
 async fn mark_create_attempt(run: &Run<'_>, s: &snapshot::Model) -> Result<Option<snapshot::Model>> {
-    let txn = run.services.begin().await?;
-    rows::lock(&txn, "provider_snapshots", &s.id).await?;
-    let changed = snapshot::Entity::update_many()
-        .col_expr(snapshot::Column::CreateAttempts, Expr::col(snapshot::Column::CreateAttempts).add(1))
-        .col_expr(snapshot::Column::Version, Expr::col(snapshot::Column::Version).add(1))
-        .filter(snapshot::Column::Id.eq(s.id.clone()))
-        .filter(snapshot::Column::Version.eq(s.version))
-        .exec(&txn)
-        .await?
-        .rows_affected;
-    if changed == 0 || !queue::fence(&txn, run.claimed).await? {
-        return Ok(None);
-    }
-    let marked = snapshot::Entity::find_by_id(s.id.clone()).one(&txn).await?;
-    txn.commit().await?;
-    Ok(marked)
+    run.mark_attempt::<snapshot::Entity>(
+        &[("provider_snapshots", &s.id)],
+        &s.id,
+        s.generation,
+        snapshot::Column::CreateAttempts,
+    )
+    .await
 }
 
 async fn write(run: &Run<'_>, s: &snapshot::Model, observed: Observed, next: Next) -> Result<Next> {
@@ -249,37 +252,11 @@ async fn write(run: &Run<'_>, s: &snapshot::Model, observed: Observed, next: Nex
     let services = run.services;
     let txn = services.begin().await?;
     rows::lock(&txn, "provider_snapshots", &s.id).await?;
-    let now = services.clock.now();
-    let mut update = snapshot::Entity::update_many()
-        .col_expr(snapshot::Column::State, Expr::value(observed.state.clone()))
-        .col_expr(snapshot::Column::ProviderId, Expr::value(observed.provider_id.clone()))
-        .col_expr(snapshot::Column::SizeGib, Expr::value(observed.size_gib))
-        .col_expr(snapshot::Column::MinDiskSize, Expr::value(observed.min_disk_size))
-        .col_expr(snapshot::Column::CreateAttempts, Expr::value(observed.create_attempts))
-        .col_expr(snapshot::Column::Lost, Expr::value(observed.lost))
-        .col_expr(snapshot::Column::Message, Expr::value(observed.message.clone()))
-        .col_expr(snapshot::Column::Version, Expr::col(snapshot::Column::Version).add(1))
-        .col_expr(snapshot::Column::UpdatedAt, Expr::value(now));
-    if observed.state == state::READY && s.ready_at.is_none() {
-        update = update.col_expr(snapshot::Column::ReadyAt, Expr::value(now));
-    }
-    if observed.state == state::DELETED {
-        update = update.col_expr(snapshot::Column::DeletedAt, Expr::value(now));
-    }
-    let changed = update
-        .filter(snapshot::Column::Id.eq(s.id.clone()))
-        .filter(snapshot::Column::Version.eq(s.version))
-        .exec(&txn)
-        .await?
-        .rows_affected;
-    if changed == 0 || !queue::fence(&txn, run.claimed).await? {
+    let Some(written) = observed.status(s).write::<snapshot::Entity>(&txn, run.claimed, services.clock.now()).await?
+    else {
         return Ok(Next::Now);
-    }
-    let written = snapshot::Entity::find_by_id(s.id.clone())
-        .one(&txn)
-        .await?
-        .ok_or_else(|| Error::internal("snapshot vanished"))?;
-    let event_type = match observed.state.as_str() {
+    };
+    let event_type = match written.state.as_str() {
         st if st != s.state && (st == state::READY || st == state::ERROR || st == state::DELETED) => st,
         _ => "updated",
     };
@@ -296,5 +273,5 @@ async fn write(run: &Run<'_>, s: &snapshot::Model, observed: Observed, next: Nex
         queue::wake(&txn, crate::service::volumes::RECONCILER, &v.id, services.clock.now_ms()).await?;
     }
     services.commit_and_wake(txn, vec![svc::event(event_type, &written)]).await?;
-    Ok(next)
+    Ok(again_if_changed(next, s.generation, written.generation))
 }

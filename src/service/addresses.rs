@@ -379,6 +379,7 @@ async fn insert_address(
         assignment_message: Set(None),
         action_id: Set(None),
         version: Set(1),
+        generation: Set(1),
         created_at: Set(now),
         updated_at: Set(now),
         ready_at: Set(None),
@@ -420,6 +421,7 @@ pub(crate) async fn bump(
 ) -> Result<address::Model> {
     let update = address::Entity::update_many()
         .col_expr(address::Column::Version, Expr::col(address::Column::Version).add(1))
+        .col_expr(address::Column::Generation, Expr::col(address::Column::Generation).add(1))
         .col_expr(address::Column::UpdatedAt, Expr::value(now))
         .filter(address::Column::Id.eq(current.id.clone()));
     change(update).exec(conn).await?;

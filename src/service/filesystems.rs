@@ -228,6 +228,7 @@ impl Services {
             mount_name: Set(None),
             lost: Set(false),
             version: Set(1),
+            generation: Set(1),
             created_at: Set(now),
             updated_at: Set(now),
             ready_at: Set(None),
@@ -272,6 +273,7 @@ impl Services {
             .col_expr(filesystem::Column::DesiredState, Expr::value(state::ABSENT))
             .col_expr(filesystem::Column::State, Expr::value(state::DELETING))
             .col_expr(filesystem::Column::Version, Expr::col(filesystem::Column::Version).add(1))
+            .col_expr(filesystem::Column::Generation, Expr::col(filesystem::Column::Generation).add(1))
             .col_expr(filesystem::Column::UpdatedAt, Expr::value(now))
             .filter(filesystem::Column::Id.eq(filesystem_id))
             .exec(&txn)

@@ -204,6 +204,7 @@ impl Services {
             lost: Set(false),
             message: Set(None),
             version: Set(1),
+            generation: Set(1),
             created_at: Set(now),
             updated_at: Set(now),
             ready_at: Set(None),
@@ -253,6 +254,7 @@ impl Services {
             .col_expr(instance::Column::DesiredState, Expr::value(state::ABSENT))
             .col_expr(instance::Column::State, Expr::value(state::DELETING))
             .col_expr(instance::Column::Version, Expr::col(instance::Column::Version).add(1))
+            .col_expr(instance::Column::Generation, Expr::col(instance::Column::Generation).add(1))
             .col_expr(instance::Column::UpdatedAt, Expr::value(now))
             .filter(instance::Column::Id.eq(instance_id))
             .exec(&txn)

@@ -1,9 +1,7 @@
 //! Small helpers every resource group's calls share: row locks, the pool a tenant was offered,
 //! the project a resource goes in, and pages in the order resources were made.
 use sea_orm::sea_query::{Alias, Expr, ExprTrait};
-use sea_orm::{
-    ColumnTrait, ConnectionTrait, DbBackend, EntityTrait, QueryFilter, QueryOrder, QuerySelect, Select, Statement,
-};
+use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect, Select};
 
 use super::pools::{PoolView, find_pool};
 use super::validate;
@@ -13,15 +11,7 @@ use crate::store::state;
 
 pub const MAX_PAGE: u64 = 1000;
 
-/// Takes `table`'s row lock for `id` on PostgreSQL (SQLite has one writer at a time). Changes of
-/// one resource take turns; callers take their locks in one order: volume, then instance.
-pub async fn lock(conn: &impl ConnectionTrait, table: &str, id: &str) -> Result<()> {
-    if conn.get_database_backend() == DbBackend::Postgres {
-        let sql = format!("SELECT id FROM {table} WHERE id = $1 FOR UPDATE");
-        conn.execute_raw(Statement::from_sql_and_values(DbBackend::Postgres, sql, vec![id.into()])).await?;
-    }
-    Ok(())
-}
+pub use crate::store::lock;
 
 /// The pool, if it was offered to the tenant (NOT_FOUND otherwise).
 pub async fn offered_pool(conn: &impl ConnectionTrait, tenant_id: &str, pool_id: &str) -> Result<PoolView> {

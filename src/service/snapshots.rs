@@ -174,6 +174,7 @@ impl Services {
             lost: Set(false),
             message: Set(None),
             version: Set(1),
+            generation: Set(1),
             created_at: Set(now),
             updated_at: Set(now),
             ready_at: Set(None),
@@ -253,6 +254,7 @@ impl Services {
             .col_expr(snapshot::Column::DesiredState, Expr::value(state::ABSENT))
             .col_expr(snapshot::Column::State, Expr::value(state::DELETING))
             .col_expr(snapshot::Column::Version, Expr::col(snapshot::Column::Version).add(1))
+            .col_expr(snapshot::Column::Generation, Expr::col(snapshot::Column::Generation).add(1))
             .col_expr(snapshot::Column::UpdatedAt, Expr::value(self.clock.now()))
             .filter(snapshot::Column::Id.eq(snapshot_id))
             .exec(&txn)

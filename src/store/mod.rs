@@ -11,6 +11,7 @@ pub mod outbox;
 pub mod queue;
 pub mod quota;
 pub mod state;
+pub mod status;
 
 use std::time::Duration;
 
@@ -79,6 +80,19 @@ pub async fn ready(db: &DatabaseConnection) -> bool {
 
 pub fn is_postgres(db: &DatabaseConnection) -> bool {
     db.get_database_backend() == DbBackend::Postgres
+}
+
+/// Takes `table`'s row lock for `id` on PostgreSQL (SQLite has one writer at a time). Every
+/// transaction that writes resource rows, mutation or write-back, takes its locks in one order,
+/// so that no two ever wait on each other in a cycle:
+/// network → subnets → volumes → attachments → snapshots → addresses → instances → filesystems
+/// → work items (taken last, by a wake or by the write-back's lease check).
+pub async fn lock(conn: &impl ConnectionTrait, table: &str, id: &str) -> crate::error::Result<()> {
+    if conn.get_database_backend() == DbBackend::Postgres {
+        let sql = format!("SELECT id FROM {table} WHERE id = $1 FOR UPDATE");
+        conn.execute_raw(Statement::from_sql_and_values(DbBackend::Postgres, sql, vec![id.into()])).await?;
+    }
+    Ok(())
 }
 
 /// Whether an insert failed on a unique or primary key.

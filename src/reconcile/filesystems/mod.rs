@@ -20,10 +20,11 @@ mod tests;
 
 pub use decide::*;
 
-use sea_orm::sea_query::{Expr, ExprTrait};
-use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, UpdateMany};
+use sea_orm::EntityTrait;
 
-use super::{ACTION_POLL_MS, ERROR_RETRY_MS, Next, RETRY_LATER_MS, Reconciler, Run, is_failure, wait_for};
+use super::{
+    ACTION_POLL_MS, ERROR_RETRY_MS, Next, RETRY_LATER_MS, Reconciler, Run, again_if_changed, is_failure, wait_for,
+};
 use crate::error::{Error, Result};
 use crate::provider::{
     Filesystems, LustreCreate, LustreDeployment, ProviderError, ProviderResult, SecurityGroup, SecurityGroups, Tag,
@@ -33,7 +34,7 @@ use crate::service::filesystems::{self as svc, LUSTRE, PERSISTENT, RECONCILER};
 use crate::service::networks::{state, subnets_of};
 use crate::service::rows;
 use crate::store::entity::{filesystem, network};
-use crate::store::queue;
+use crate::store::status::StatusWrite;
 
 pub struct FilesystemReconciler;
 
@@ -405,7 +406,7 @@ fn settle_removal<T>(now: Observed, result: &std::result::Result<T, ProviderErro
     }
 }
 
-/// Records a create attempt in `column` before the call is made (version-checked, fenced), so
+/// Records a create attempt in `column` before the call is made (see `Run::mark_attempt`), so
 /// an answer that never comes leaves a trace; returns the row as written, or None when the run
 /// must look again.
 async fn mark_attempt(
@@ -413,22 +414,8 @@ async fn mark_attempt(
     f: &filesystem::Model,
     column: filesystem::Column,
 ) -> Result<Option<filesystem::Model>> {
-    let txn = run.services.begin().await?;
-    lock(&txn, f).await?;
-    let changed = filesystem::Entity::update_many()
-        .col_expr(column, Expr::col(column).add(1))
-        .col_expr(filesystem::Column::Version, Expr::col(filesystem::Column::Version).add(1))
-        .filter(filesystem::Column::Id.eq(f.id.clone()))
-        .filter(filesystem::Column::Version.eq(f.version))
-        .exec(&txn)
-        .await?
-        .rows_affected;
-    if changed == 0 || !queue::fence(&txn, run.claimed).await? {
-        return Ok(None);
-    }
-    let marked = filesystem::Entity::find_by_id(f.id.clone()).one(&txn).await?;
-    txn.commit().await?;
-    Ok(marked)
+    let locks = [("networks", f.network_id.as_str()), ("filesystems", f.id.as_str())];
+    run.mark_attempt::<filesystem::Entity>(&locks, &f.id, f.generation, column).await
 }
 
 /// The row locks on PostgreSQL, in the mutations' order: the network's, then the filesystem's
@@ -438,8 +425,8 @@ async fn lock(txn: &sea_orm::DatabaseTransaction, f: &filesystem::Model) -> Resu
     rows::lock(txn, "filesystems", &f.id).await
 }
 
-/// Writes what was observed with its event, if this run still holds its lease and the row did
-/// not change meanwhile (else the run looks again).
+/// Writes what was observed with its event, if this run still holds its lease
+/// (`store::status`).
 async fn write(run: &Run<'_>, current: &filesystem::Model, observed: Observed, next: Next) -> Result<Next> {
     if observed == Observed::of(current) {
         return Ok(next);
@@ -448,46 +435,24 @@ async fn write(run: &Run<'_>, current: &filesystem::Model, observed: Observed, n
     let txn = services.begin().await?;
     lock(&txn, current).await?;
     let now = services.clock.now();
-    let mut update = columns(filesystem::Entity::update_many(), &observed, now);
-    if observed.state == state::READY && current.ready_at.is_none() {
-        update = update.col_expr(filesystem::Column::ReadyAt, Expr::value(now));
-    }
-    if observed.state == state::DELETED {
-        update = update.col_expr(filesystem::Column::DeletedAt, Expr::value(now));
-    }
-    let changed = update
-        .filter(filesystem::Column::Id.eq(current.id.clone()))
-        .filter(filesystem::Column::Version.eq(current.version))
-        .exec(&txn)
-        .await?
-        .rows_affected;
-    if changed == 0 || !queue::fence(&txn, run.claimed).await? {
+    let Some(written) = status(current, &observed).write::<filesystem::Entity>(&txn, run.claimed, now).await? else {
         return Ok(Next::Now);
-    }
-    let written = filesystem::Entity::find_by_id(current.id.clone())
-        .one(&txn)
-        .await?
-        .ok_or_else(|| Error::internal("filesystem vanished"))?;
-    let events = event_type(&current.state, &observed.state).map(|t| svc::event(t, &written)).into_iter().collect();
+    };
+    let events = event_type(&current.state, &written.state).map(|t| svc::event(t, &written)).into_iter().collect();
     services.commit(txn, events).await?;
-    Ok(next)
+    Ok(again_if_changed(next, current.generation, written.generation))
 }
 
-fn columns(
-    update: UpdateMany<filesystem::Entity>,
-    observed: &Observed,
-    now: chrono::DateTime<chrono::Utc>,
-) -> UpdateMany<filesystem::Entity> {
-    update
-        .col_expr(filesystem::Column::State, Expr::value(observed.state.clone()))
-        .col_expr(filesystem::Column::Message, Expr::value(observed.message.clone()))
-        .col_expr(filesystem::Column::SecurityGroupId, Expr::value(observed.security_group_id.clone()))
-        .col_expr(filesystem::Column::GroupAttempts, Expr::value(observed.group_attempts))
-        .col_expr(filesystem::Column::ProviderId, Expr::value(observed.provider_id.clone()))
-        .col_expr(filesystem::Column::CreateAttempts, Expr::value(observed.create_attempts))
-        .col_expr(filesystem::Column::DnsName, Expr::value(observed.dns_name.clone()))
-        .col_expr(filesystem::Column::MountName, Expr::value(observed.mount_name.clone()))
-        .col_expr(filesystem::Column::Lost, Expr::value(observed.lost))
-        .col_expr(filesystem::Column::Version, Expr::col(filesystem::Column::Version).add(1))
-        .col_expr(filesystem::Column::UpdatedAt, Expr::value(now))
+/// The row's write: the group and file system as facts, the state and message as decided.
+fn status(current: &filesystem::Model, observed: &Observed) -> StatusWrite {
+    StatusWrite::of(&current.id, current.generation)
+        .fact(filesystem::Column::SecurityGroupId, observed.security_group_id.clone())
+        .fact(filesystem::Column::GroupAttempts, observed.group_attempts)
+        .fact(filesystem::Column::ProviderId, observed.provider_id.clone())
+        .fact(filesystem::Column::CreateAttempts, observed.create_attempts)
+        .fact(filesystem::Column::DnsName, observed.dns_name.clone())
+        .fact(filesystem::Column::MountName, observed.mount_name.clone())
+        .fact(filesystem::Column::Lost, observed.lost)
+        .decided(filesystem::Column::Message, observed.message.clone())
+        .state(&observed.state)
 }

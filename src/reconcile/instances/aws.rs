@@ -223,6 +223,7 @@ mod tests {
             lost: false,
             message: None,
             version: 1,
+            generation: 1,
             created_at: now,
             updated_at: now,
             ready_at: None,

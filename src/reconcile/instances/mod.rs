@@ -11,7 +11,7 @@ mod aws;
 use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder};
 
-use super::{ACTION_POLL_MS, Next, Reconciler, Run, is_failure, retry_after};
+use super::{ACTION_POLL_MS, Next, Reconciler, Run, again_if_changed, is_failure, retry_after};
 use crate::error::{Error, Result};
 use crate::provider::{Droplet, DropletCreate, Instances, ProviderError, Volumes, ownership_tag};
 use crate::service::instances::{self as svc, RECONCILER};
@@ -19,6 +19,7 @@ use crate::service::networks::state;
 use crate::service::{addresses, rows, volumes};
 use crate::store::entity::{instance, network_subnet, provider_volume, volume_attachment as attachment};
 use crate::store::queue;
+use crate::store::status::StatusWrite;
 
 pub struct InstanceReconciler;
 
@@ -50,6 +51,16 @@ impl Observed {
         self.state = state.to_owned();
         self.message = message;
         self
+    }
+
+    /// The row's write: the machine as facts, its state and message as decided.
+    fn status(&self, i: &instance::Model) -> StatusWrite {
+        StatusWrite::of(&i.id, i.generation)
+            .fact(instance::Column::ProviderId, self.provider_id.clone())
+            .fact(instance::Column::CreateAttempts, self.create_attempts)
+            .fact(instance::Column::Lost, self.lost)
+            .decided(instance::Column::Message, self.message.clone())
+            .state(&self.state)
     }
 }
 
@@ -372,56 +383,28 @@ pub(super) async fn finish_delete(run: &Run<'_>, current: &instance::Model, fini
     Ok(Next::Done)
 }
 
-/// Records a create attempt before the call (fenced, version-checked), so a lost answer leaves a
-/// trace and the Droplet is looked up by name instead of made twice.
+/// Records a create attempt before the call (see `Run::mark_attempt`), so a lost answer leaves
+/// a trace and the machine is looked up by name instead of made twice.
 pub(super) async fn mark_create_attempt(run: &Run<'_>, current: &instance::Model) -> Result<Option<instance::Model>> {
-    let txn = run.services.begin().await?;
-    let changed = instance::Entity::update_many()
-        .col_expr(instance::Column::CreateAttempts, Expr::col(instance::Column::CreateAttempts).add(1))
-        .col_expr(instance::Column::Version, Expr::col(instance::Column::Version).add(1))
-        .filter(instance::Column::Id.eq(current.id.clone()))
-        .filter(instance::Column::Version.eq(current.version))
-        .exec(&txn)
-        .await?
-        .rows_affected;
-    if changed == 0 || !queue::fence(&txn, run.claimed).await? {
-        return Ok(None);
-    }
-    let marked = instance::Entity::find_by_id(current.id.clone()).one(&txn).await?;
-    txn.commit().await?;
-    Ok(marked)
+    let (id, generation) = (&current.id, current.generation);
+    run.mark_attempt::<instance::Entity>(&[("instances", id)], id, generation, instance::Column::CreateAttempts).await
 }
 
-/// Writes what was observed, with its event, if the run still holds its lease and the row did
-/// not change meanwhile; a newly ready instance wakes its volumes (their attachments wait on it).
+/// Writes what was observed, with its event, if the run still holds its lease
+/// (`store::status`); a newly ready instance wakes its volumes (their attachments wait on it).
 pub(super) async fn write(run: &Run<'_>, current: &instance::Model, observed: Observed, next: Next) -> Result<Next> {
     if observed == Observed::of(current) {
         return Ok(next);
     }
     let services = run.services;
     let txn = services.begin().await?;
-    let now = services.clock.now();
-    let mut update = instance::Entity::update_many()
-        .col_expr(instance::Column::State, Expr::value(observed.state.clone()))
-        .col_expr(instance::Column::ProviderId, Expr::value(observed.provider_id.clone()))
-        .col_expr(instance::Column::CreateAttempts, Expr::value(observed.create_attempts))
-        .col_expr(instance::Column::Lost, Expr::value(observed.lost))
-        .col_expr(instance::Column::Message, Expr::value(observed.message.clone()))
-        .col_expr(instance::Column::Version, Expr::col(instance::Column::Version).add(1))
-        .col_expr(instance::Column::UpdatedAt, Expr::value(now));
-    let became_ready = observed.state == state::READY && current.state != state::READY;
-    if became_ready && current.ready_at.is_none() {
-        update = update.col_expr(instance::Column::ReadyAt, Expr::value(now));
-    }
-    let changed = update
-        .filter(instance::Column::Id.eq(current.id.clone()))
-        .filter(instance::Column::Version.eq(current.version))
-        .exec(&txn)
-        .await?
-        .rows_affected;
-    if changed == 0 || !queue::fence(&txn, run.claimed).await? {
+    rows::lock(&txn, "instances", &current.id).await?;
+    let Some(written) =
+        observed.status(current).write::<instance::Entity>(&txn, run.claimed, services.clock.now()).await?
+    else {
         return Ok(Next::Now);
-    }
+    };
+    let became_ready = written.state == state::READY && current.state != state::READY;
     if became_ready {
         let attached = attachment::Entity::find()
             .filter(attachment::Column::InstanceId.eq(current.id.clone()))
@@ -435,14 +418,10 @@ pub(super) async fn write(run: &Run<'_>, current: &instance::Model, observed: Ob
             queue::wake(&txn, addresses::RECONCILER, &a.id, services.clock.now_ms()).await?;
         }
     }
-    let written = instance::Entity::find_by_id(current.id.clone())
-        .one(&txn)
-        .await?
-        .ok_or_else(|| Error::internal("instance vanished"))?;
-    let event_type = match observed.state.as_str() {
+    let event_type = match written.state.as_str() {
         s if s != current.state && (s == state::READY || s == state::ERROR) => s.to_owned(),
         _ => "updated".to_owned(),
     };
     services.commit_and_wake(txn, vec![svc::event(&event_type, &written)]).await?;
-    Ok(next)
+    Ok(again_if_changed(next, current.generation, written.generation))
 }

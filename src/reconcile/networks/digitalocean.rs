@@ -1,17 +1,15 @@
 //! DigitalOcean's networks: one VPC per subnet. Each run does at most one provider step for one
 //! subnet. The decisions are plain functions of the subnet row and what the provider showed
 //! (`look` → `decide` → `after`), tested without a network; `run` does the I/O.
-use sea_orm::prelude::DateTimeUtc;
-use sea_orm::sea_query::{Expr, ExprTrait};
-use sea_orm::{ColumnTrait, DatabaseTransaction, EntityTrait, QueryFilter};
+use sea_orm::EntityTrait;
 
-use super::{aggregate, lock_network, mark_create_attempt};
+use super::{aggregate, mark_create_attempt};
 use crate::error::{Error, Result};
 use crate::provider::{Networks, Provider, ProviderError, Vpc, VpcCreate};
 use crate::reconcile::{ERROR_RETRY_MS, Next, RETRY_LATER_MS, Run};
 use crate::service::networks::{self as svc, state, subnets_of};
 use crate::store::entity::{network, network_subnet as subnet};
-use crate::store::queue;
+use crate::store::status::StatusWrite;
 
 /// What to read at the provider before deciding.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -66,6 +64,16 @@ impl Observed {
     fn with_message(mut self, message: String) -> Self {
         self.message = Some(message);
         self
+    }
+
+    /// The subnet's write: its VPC as facts, its state and message as decided.
+    fn status(&self, s: &subnet::Model) -> StatusWrite {
+        StatusWrite::of(&s.id, s.generation)
+            .fact(subnet::Column::ProviderId, self.provider_id.clone())
+            .fact(subnet::Column::CreateAttempts, self.create_attempts)
+            .fact(subnet::Column::Lost, self.lost)
+            .decided(subnet::Column::Message, self.message.clone())
+            .state(&self.state)
     }
 }
 
@@ -280,80 +288,34 @@ async fn next_after(run: &Run<'_>, hint: Next) -> Result<Next> {
 }
 
 /// Writes what was observed of one subnet and the network's state that follows, with its event,
-/// if this run still holds its lease and the subnet did not change meanwhile. False: look again.
+/// if this run still holds its lease (`store::status`). False: look again (the lease is gone, or
+/// the user changed the subnet meanwhile).
 async fn write_back(run: &Run<'_>, current: &subnet::Model, observed: Observed) -> Result<bool> {
     if observed == Observed::of(current) {
         return Ok(true);
     }
     let services = run.services;
     let txn = services.begin().await?;
-    lock_network(&txn, &current.network_id).await?;
+    crate::store::lock(&txn, "networks", &current.network_id).await?;
     let now = services.clock.now();
-    if !write_subnet(&txn, current, &observed, now).await? || !queue::fence(&txn, run.claimed).await? {
+    let Some(written) = observed.status(current).write::<subnet::Entity>(&txn, run.claimed, now).await? else {
         return Ok(false);
-    }
+    };
     let Some(before) = network::Entity::find_by_id(current.network_id.clone()).one(&txn).await? else {
         return Ok(false);
     };
     let subnets = subnets_of(&txn, &before.id).await?;
-    let written = write_network(&txn, &before, &subnets, now).await?;
-    let event_type = if written.state != before.state { written.state.clone() } else { "updated".into() };
-    let event = svc::event(&event_type, &svc::view(&written, &subnets));
+    // The network's state follows from its subnets as they are now, under its lock.
+    let (state_now, message) = aggregate(&before.desired_state, &subnets);
+    let network_status =
+        StatusWrite::of(&before.id, before.generation).decided(network::Column::Message, message).state(&state_now);
+    let Some(network) = network_status.write::<network::Entity>(&txn, run.claimed, now).await? else {
+        return Ok(false);
+    };
+    let event_type = if network.state != before.state { network.state.clone() } else { "updated".into() };
+    let event = svc::event(&event_type, &svc::view(&network, &subnets));
     services.commit(txn, vec![event]).await?;
-    Ok(true)
-}
-
-/// The observed fields of one subnet, if its version is still `current`'s.
-async fn write_subnet(
-    txn: &DatabaseTransaction,
-    current: &subnet::Model,
-    observed: &Observed,
-    now: DateTimeUtc,
-) -> Result<bool> {
-    let mut update = subnet::Entity::update_many()
-        .col_expr(subnet::Column::State, Expr::value(observed.state.clone()))
-        .col_expr(subnet::Column::ProviderId, Expr::value(observed.provider_id.clone()))
-        .col_expr(subnet::Column::CreateAttempts, Expr::value(observed.create_attempts))
-        .col_expr(subnet::Column::Lost, Expr::value(observed.lost))
-        .col_expr(subnet::Column::Message, Expr::value(observed.message.clone()))
-        .col_expr(subnet::Column::Version, Expr::col(subnet::Column::Version).add(1))
-        .col_expr(subnet::Column::UpdatedAt, Expr::value(now));
-    if observed.state == state::READY && current.ready_at.is_none() {
-        update = update.col_expr(subnet::Column::ReadyAt, Expr::value(now));
-    }
-    if observed.state == state::DELETED {
-        update = update.col_expr(subnet::Column::DeletedAt, Expr::value(now));
-    }
-    let changed = update
-        .filter(subnet::Column::Id.eq(current.id.clone()))
-        .filter(subnet::Column::Version.eq(current.version))
-        .exec(txn)
-        .await?
-        .rows_affected;
-    Ok(changed == 1)
-}
-
-/// The network's state as its subnets now say, with its version bumped; returns the row written.
-async fn write_network(
-    txn: &DatabaseTransaction,
-    before: &network::Model,
-    subnets: &[subnet::Model],
-    now: DateTimeUtc,
-) -> Result<network::Model> {
-    let (state_now, message) = aggregate(&before.desired_state, subnets);
-    let mut update = network::Entity::update_many()
-        .col_expr(network::Column::State, Expr::value(state_now.clone()))
-        .col_expr(network::Column::Message, Expr::value(message))
-        .col_expr(network::Column::Version, Expr::col(network::Column::Version).add(1))
-        .col_expr(network::Column::UpdatedAt, Expr::value(now));
-    if state_now == state::READY && before.ready_at.is_none() {
-        update = update.col_expr(network::Column::ReadyAt, Expr::value(now));
-    }
-    if state_now == state::DELETED {
-        update = update.col_expr(network::Column::DeletedAt, Expr::value(now));
-    }
-    update.filter(network::Column::Id.eq(before.id.clone())).exec(txn).await?;
-    network::Entity::find_by_id(before.id.clone()).one(txn).await?.ok_or_else(|| Error::internal("network vanished"))
+    Ok(written.generation == current.generation)
 }
 
 #[cfg(test)]
@@ -377,6 +339,7 @@ mod tests {
             lost,
             message: None,
             version: 1,
+            generation: 1,
             created_at: now,
             updated_at: now,
             ready_at: None,

@@ -5,15 +5,13 @@
 mod aws;
 mod digitalocean;
 
-use sea_orm::sea_query::{Expr, ExprTrait};
-use sea_orm::{ColumnTrait, ConnectionTrait, DatabaseTransaction, DbBackend, EntityTrait, QueryFilter, Statement};
+use sea_orm::EntityTrait;
 
 use super::{Next, Reconciler, Run};
 use crate::error::{Error, Result};
 use crate::provider::AccountRef;
 use crate::service::networks::{RECONCILER, state, subnets_of};
 use crate::store::entity::{network, network_subnet as subnet, provider_account};
-use crate::store::queue;
 
 pub struct NetworkReconciler;
 
@@ -67,33 +65,9 @@ pub fn aggregate(desired: &str, subnets: &[subnet::Model]) -> (String, Option<St
     (state::PENDING.into(), live.iter().find_map(|s| s.message.clone()))
 }
 
-/// Records a create attempt on the subnet before the call is made (fenced and version-checked);
-/// returns the subnet as written, or None when the run must look again.
+/// Records a create attempt on the subnet before the call is made (see `Run::mark_attempt`),
+/// under the network's lock; returns the subnet as written, or None when the run must look again.
 async fn mark_create_attempt(run: &Run<'_>, current: &subnet::Model) -> Result<Option<subnet::Model>> {
-    let txn = run.services.begin().await?;
-    lock_network(&txn, &current.network_id).await?;
-    let changed = subnet::Entity::update_many()
-        .col_expr(subnet::Column::CreateAttempts, Expr::col(subnet::Column::CreateAttempts).add(1))
-        .col_expr(subnet::Column::Version, Expr::col(subnet::Column::Version).add(1))
-        .filter(subnet::Column::Id.eq(current.id.clone()))
-        .filter(subnet::Column::Version.eq(current.version))
-        .exec(&txn)
-        .await?
-        .rows_affected;
-    if changed == 0 || !queue::fence(&txn, run.claimed).await? {
-        return Ok(None);
-    }
-    let marked = subnet::Entity::find_by_id(current.id.clone()).one(&txn).await?;
-    txn.commit().await?;
-    Ok(marked)
-}
-
-/// Takes the network row's lock first (PostgreSQL), in the order the mutations take their locks
-/// too (network, subnets, work item), so a write-back and a mutation never wait in a cycle.
-async fn lock_network(txn: &DatabaseTransaction, network_id: &str) -> Result<()> {
-    if txn.get_database_backend() == DbBackend::Postgres {
-        let lock = "SELECT id FROM networks WHERE id = $1 FOR UPDATE";
-        txn.execute_raw(Statement::from_sql_and_values(DbBackend::Postgres, lock, vec![network_id.into()])).await?;
-    }
-    Ok(())
+    let locks = [("networks", current.network_id.as_str())];
+    run.mark_attempt::<subnet::Entity>(&locks, &current.id, current.generation, subnet::Column::CreateAttempts).await
 }

@@ -289,20 +289,9 @@ pub fn vpc_to_take_off(share_vpcs: &[String], used: &[String]) -> Option<String>
     unused.into_iter().take(removable).next().cloned()
 }
 
-/// Records a provider action on an attachment that has none.
-pub(super) async fn keep_action(txn: &sea_orm::DatabaseTransaction, a: &attachment::Model, action: &str) -> Result<()> {
-    attachment::Entity::update_many()
-        .col_expr(attachment::Column::ActionId, Expr::value(action))
-        .col_expr(attachment::Column::Version, Expr::col(attachment::Column::Version).add(1))
-        .filter(attachment::Column::Id.eq(a.id.clone()))
-        .filter(attachment::Column::ActionId.is_null())
-        .exec(txn)
-        .await?;
-    Ok(())
-}
-
-/// Writes what was observed of one attachment, and the volume's event (`attached`, `detached`),
-/// fenced and version-checked.
+/// Writes what was observed of one attachment (the action started is a fact, its state
+/// decided), and the volume's event (`attached`, `detached`) with the volume's version bumped,
+/// if this run still holds its lease.
 pub(super) async fn write_attachment(
     run: &Run<'_>,
     v: &volume::Model,
@@ -317,45 +306,24 @@ pub(super) async fn write_attachment(
     let txn = services.begin().await?;
     rows::lock(&txn, "provider_volumes", &v.id).await?;
     let now = services.clock.now();
-    let mut update = attachment::Entity::update_many()
-        .col_expr(attachment::Column::State, Expr::value(observed.state.clone()))
-        .col_expr(attachment::Column::ActionId, Expr::value(observed.action_id.clone()))
-        .col_expr(attachment::Column::Message, Expr::value(observed.message.clone()))
-        .col_expr(attachment::Column::Version, Expr::col(attachment::Column::Version).add(1))
-        .col_expr(attachment::Column::UpdatedAt, Expr::value(now));
-    if observed.state == state::READY {
-        update = update.col_expr(attachment::Column::ReadyAt, Expr::value(now));
-    }
-    if observed.state == state::DELETED {
-        update = update.col_expr(attachment::Column::DeletedAt, Expr::value(now));
-    }
-    let changed = update
-        .filter(attachment::Column::Id.eq(a.id.clone()))
-        .filter(attachment::Column::Version.eq(a.version))
-        .exec(&txn)
-        .await?
-        .rows_affected;
-    if changed == 0 {
-        // Changed meanwhile (a detach asked): still keep the action just started, so the next
-        // run waits for it instead of taking the volume for detached while it is landing.
-        if let (None, Some(action)) = (&a.action_id, &observed.action_id) {
-            keep_action(&txn, a, action).await?;
-            if queue::fence(&txn, run.claimed).await? {
-                txn.commit().await?;
-            }
-        }
+    let change = StatusWrite::of(&a.id, a.generation)
+        .fact(attachment::Column::ActionId, observed.action_id.clone())
+        .decided(attachment::Column::Message, observed.message.clone())
+        .state(&observed.state);
+    let Some(done) = change.write::<attachment::Entity>(&txn, run.claimed, now).await? else {
         return Ok(Next::Now);
-    }
-    if !queue::fence(&txn, run.claimed).await? {
+    };
+    // The volume's view holds its attachments: its version orders the event.
+    let Some(written) = StatusWrite::of(&v.id, v.generation).write::<volume::Entity>(&txn, run.claimed, now).await?
+    else {
         return Ok(Next::Now);
-    }
-    let written = svc::bump(&txn, v, |u| u, now).await?;
+    };
     let attached = live_attachments(&txn, &v.id).await?;
-    let event_type = match (a.state.as_str(), observed.state.as_str()) {
+    let event_type = match (a.state.as_str(), done.state.as_str()) {
         (b, state::READY) if b != state::READY => "attached",
         (b, state::DELETED) if b != state::DELETED => "detached",
         _ => "updated",
     };
     services.commit(txn, vec![svc::event(event_type, &written, &attached)]).await?;
-    Ok(next)
+    Ok(again_if_changed(next, a.generation, done.generation))
 }

@@ -215,22 +215,13 @@ pub(super) async fn settle_created(ctx: &Ctx<'_>, v: &volume::Model) -> Result<N
 /// Said of a volume whose failed share was deleted to be made again.
 pub(super) const REMADE: &str = "the share the provider failed to make was deleted; it is made again";
 
-/// Records a create attempt before the call (fenced, version-checked).
+/// Records a create attempt before the call (see `Run::mark_attempt`).
 pub(super) async fn mark_create_attempt(run: &Run<'_>, v: &volume::Model) -> Result<Option<volume::Model>> {
-    let txn = run.services.begin().await?;
-    rows::lock(&txn, "provider_volumes", &v.id).await?;
-    let changed = volume::Entity::update_many()
-        .col_expr(volume::Column::CreateAttempts, Expr::col(volume::Column::CreateAttempts).add(1))
-        .col_expr(volume::Column::Version, Expr::col(volume::Column::Version).add(1))
-        .filter(volume::Column::Id.eq(v.id.clone()))
-        .filter(volume::Column::Version.eq(v.version))
-        .exec(&txn)
-        .await?
-        .rows_affected;
-    if changed == 0 || !queue::fence(&txn, run.claimed).await? {
-        return Ok(None);
-    }
-    let marked = volume::Entity::find_by_id(v.id.clone()).one(&txn).await?;
-    txn.commit().await?;
-    Ok(marked)
+    run.mark_attempt::<volume::Entity>(
+        &[("provider_volumes", &v.id)],
+        &v.id,
+        v.generation,
+        volume::Column::CreateAttempts,
+    )
+    .await
 }

@@ -7,10 +7,9 @@ mod attachments;
 mod create;
 mod resize;
 
-use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
 
-use super::{ACTION_POLL_MS, ERROR_RETRY_MS, Next, RETRY_LATER_MS, Run, is_failure, retry_after};
+use super::{ACTION_POLL_MS, ERROR_RETRY_MS, Next, RETRY_LATER_MS, Run, again_if_changed, is_failure, retry_after};
 use crate::error::{Error, Result};
 use crate::provider::{
     ActionStatus, Actions, BlockVolume, Instances, Provider, ProviderError, Refusal, Share, ShareAction, VolumeAction,
@@ -22,6 +21,7 @@ use crate::service::volumes::{self as svc, BLOCK, UPDATING, live_attachments, sh
 use crate::store::entity::{
     instance, network_subnet, provider_snapshot, provider_volume as volume, volume_attachment as attachment,
 };
+use crate::store::status::StatusWrite;
 use crate::store::{queue, quota};
 use attachments::*;
 use create::*;
@@ -65,6 +65,21 @@ impl Observed {
     fn said(mut self, message: impl Into<String>) -> Self {
         self.message = Some(message.into());
         self
+    }
+
+    /// The row's write: what the provider holds and did as facts, the state and message as
+    /// decided at the generation the run read.
+    fn status(&self, v: &volume::Model) -> StatusWrite {
+        StatusWrite::of(&v.id, v.generation)
+            .fact(volume::Column::ProviderId, self.provider_id.clone())
+            .fact(volume::Column::ObservedSizeGib, self.observed_size_gib)
+            .fact(volume::Column::Device, self.device.clone())
+            .fact(volume::Column::MountSource, self.mount_source.clone())
+            .fact(volume::Column::CreateAttempts, self.create_attempts)
+            .fact(volume::Column::Lost, self.lost)
+            .fact(volume::Column::ActionId, self.action_id.clone())
+            .decided(volume::Column::Message, self.message.clone())
+            .state(&self.state)
     }
 }
 
@@ -349,9 +364,9 @@ fn event_type(before: &volume::Model, after: &Observed) -> &'static str {
     }
 }
 
-/// Writes what was observed of the volume with its event, if this run still holds its lease and
-/// the row did not change meanwhile; a deleted volume's diskGiB is refunded in the same
-/// transaction. Nothing changed: nothing written.
+/// Writes what was observed of the volume with its event, if this run still holds its lease
+/// (`store::status`); a deleted volume's diskGiB is refunded in the same transaction. Nothing
+/// changed: nothing written.
 async fn write(run: &Run<'_>, v: &volume::Model, observed: Observed, next: Next) -> Result<Next> {
     if observed == Observed::of(v) {
         return Ok(next);
@@ -359,53 +374,27 @@ async fn write(run: &Run<'_>, v: &volume::Model, observed: Observed, next: Next)
     let services = run.services;
     let txn = services.begin().await?;
     rows::lock(&txn, "provider_volumes", &v.id).await?;
-    let now = services.clock.now();
-    let mut update = volume::Entity::update_many()
-        .col_expr(volume::Column::State, Expr::value(observed.state.clone()))
-        .col_expr(volume::Column::ProviderId, Expr::value(observed.provider_id.clone()))
-        .col_expr(volume::Column::ObservedSizeGib, Expr::value(observed.observed_size_gib))
-        .col_expr(volume::Column::Device, Expr::value(observed.device.clone()))
-        .col_expr(volume::Column::MountSource, Expr::value(observed.mount_source.clone()))
-        .col_expr(volume::Column::CreateAttempts, Expr::value(observed.create_attempts))
-        .col_expr(volume::Column::Lost, Expr::value(observed.lost))
-        .col_expr(volume::Column::ActionId, Expr::value(observed.action_id.clone()))
-        .col_expr(volume::Column::Message, Expr::value(observed.message.clone()))
-        .col_expr(volume::Column::Version, Expr::col(volume::Column::Version).add(1))
-        .col_expr(volume::Column::UpdatedAt, Expr::value(now));
-    if observed.state == state::READY && v.ready_at.is_none() {
-        update = update.col_expr(volume::Column::ReadyAt, Expr::value(now));
-    }
-    if observed.state == state::DELETED {
-        update = update.col_expr(volume::Column::DeletedAt, Expr::value(now));
-    }
-    let changed = update
-        .filter(volume::Column::Id.eq(v.id.clone()))
-        .filter(volume::Column::Version.eq(v.version))
-        .exec(&txn)
-        .await?
-        .rows_affected;
-    if changed == 0 || !queue::fence(&txn, run.claimed).await? {
+    let Some(written) = observed.status(v).write::<volume::Entity>(&txn, run.claimed, services.clock.now()).await?
+    else {
         return Ok(Next::Now);
-    }
-    let made = observed.state == state::READY && v.state != state::READY;
+    };
+    let made = written.state == state::READY && v.state != state::READY;
     if made {
         wake_snapshots(&txn, &v.id, services.clock.now_ms()).await?;
     }
-    if observed.state == state::DELETED {
+    if written.state == state::DELETED {
         let holding =
             quota::Holding { tenant_id: &v.tenant_id, pool_id: &v.pool_id, quota: svc::QUOTA, resource_id: &v.id };
         quota::hold(&txn, &holding, 0).await?;
     }
-    let written =
-        volume::Entity::find_by_id(v.id.clone()).one(&txn).await?.ok_or_else(|| Error::internal("volume vanished"))?;
     let attached = live_attachments(&txn, &v.id).await?;
-    let event = svc::event(event_type(v, &observed), &written, &attached);
+    let event = svc::event(event_type(v, &Observed::of(&written)), &written, &attached);
     if made {
         services.commit_and_wake(txn, vec![event]).await?;
     } else {
         services.commit(txn, vec![event]).await?;
     }
-    Ok(next)
+    Ok(again_if_changed(next, v.generation, written.generation))
 }
 
 /// Snapshots asked before their volume was made wait for it: wake them once it is.

@@ -663,6 +663,7 @@ async fn insert_subnet(
         lost: Set(false),
         message: Set(None),
         version: Set(1),
+        generation: Set(1),
         created_at: Set(now),
         updated_at: Set(now),
         ready_at: Set(None),
@@ -699,6 +700,7 @@ async fn mark_removed(
         .col_expr(network_subnet::Column::DesiredState, Expr::value(state::ABSENT))
         .col_expr(network_subnet::Column::State, Expr::value(state::DELETING))
         .col_expr(network_subnet::Column::Version, Expr::col(network_subnet::Column::Version).add(1))
+        .col_expr(network_subnet::Column::Generation, Expr::col(network_subnet::Column::Generation).add(1))
         .col_expr(network_subnet::Column::UpdatedAt, Expr::value(now))
         .filter(network_subnet::Column::Id.eq(subnet.id.clone()))
         .exec(conn)

@@ -572,6 +572,7 @@ pub(crate) async fn insert_volume(
         action_id: Set(None),
         message: Set(None),
         version: Set(1),
+        generation: Set(1),
         created_at: Set(now),
         updated_at: Set(now),
         ready_at: Set(None),
@@ -601,6 +602,7 @@ async fn insert_attachment(
         action_id: Set(None),
         message: Set(None),
         version: Set(1),
+        generation: Set(1),
         created_at: Set(now),
         updated_at: Set(now),
         ready_at: Set(None),
@@ -620,6 +622,7 @@ pub(crate) async fn mark_detach(
         .col_expr(attachment::Column::DesiredState, Expr::value(state::ABSENT))
         .col_expr(attachment::Column::State, Expr::value(state::DELETING))
         .col_expr(attachment::Column::Version, Expr::col(attachment::Column::Version).add(1))
+        .col_expr(attachment::Column::Generation, Expr::col(attachment::Column::Generation).add(1))
         .col_expr(attachment::Column::UpdatedAt, Expr::value(now))
         .filter(attachment::Column::Id.eq(a.id.clone()))
         .exec(conn)
@@ -636,6 +639,7 @@ pub(crate) async fn bump(
 ) -> Result<volume::Model> {
     let update = volume::Entity::update_many()
         .col_expr(volume::Column::Version, Expr::col(volume::Column::Version).add(1))
+        .col_expr(volume::Column::Generation, Expr::col(volume::Column::Generation).add(1))
         .col_expr(volume::Column::UpdatedAt, Expr::value(now))
         .filter(volume::Column::Id.eq(current.id.clone()));
     change(update).exec(conn).await?;

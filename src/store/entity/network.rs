@@ -17,6 +17,7 @@ pub struct Model {
     pub desired_state: String,
     pub message: Option<String>,
     pub version: i64,
+    /// Bumped by each user change of what is asked; see `store::status`.
     pub generation: i64,
     pub created_at: DateTimeUtc,
     pub updated_at: DateTimeUtc,

@@ -15,6 +15,8 @@ pub struct Model {
     pub action_id: Option<String>,
     pub message: Option<String>,
     pub version: i64,
+    /// Bumped by each user change of what is asked; see `store::status`.
+    pub generation: i64,
     pub created_at: DateTimeUtc,
     pub updated_at: DateTimeUtc,
     pub ready_at: Option<DateTimeUtc>,

@@ -12,10 +12,9 @@ mod tests;
 pub use decide::*;
 
 use sea_orm::prelude::DateTimeUtc;
-use sea_orm::sea_query::{Expr, ExprTrait};
-use sea_orm::{ActiveModelTrait, ColumnTrait, DatabaseTransaction, EntityTrait, QueryFilter, Set};
+use sea_orm::{ActiveModelTrait, DatabaseTransaction, EntityTrait, Set};
 
-use super::{lock_network, mark_create_attempt};
+use super::mark_create_attempt;
 use crate::error::{Error, Result};
 use crate::ids;
 use crate::provider::{AwsNetworks, AwsSubnet, Provider, ProviderError, aws_tags, tag_value};
@@ -24,6 +23,7 @@ use crate::service::filesystems;
 use crate::service::networks::{self as svc, state, subnets_of};
 use crate::store::entity::{network, network_subnet as subnet};
 use crate::store::queue;
+use crate::store::status::StatusWrite;
 
 /// A run on an AWS account (`NetworkReconciler::run` hands it over).
 pub(super) async fn run(
@@ -119,59 +119,47 @@ async fn execute(
     }
 }
 
-/// Records a VPC create attempt on the network before the call (fenced and version-checked);
+/// Records a VPC create attempt on the network before the call (see `Run::mark_attempt`);
 /// returns the network as written, or None when the run must look again.
 async fn mark_vpc_attempt(run: &Run<'_>, current: &network::Model) -> Result<Option<network::Model>> {
-    let txn = run.services.begin().await?;
-    lock_network(&txn, &current.id).await?;
-    let changed = network::Entity::update_many()
-        .col_expr(network::Column::CreateAttempts, Expr::col(network::Column::CreateAttempts).add(1))
-        .col_expr(network::Column::Version, Expr::col(network::Column::Version).add(1))
-        .filter(network::Column::Id.eq(current.id.clone()))
-        .filter(network::Column::Version.eq(current.version))
-        .exec(&txn)
-        .await?
-        .rows_affected;
-    if changed == 0 || !queue::fence(&txn, run.claimed).await? {
-        return Ok(None);
-    }
-    let marked = network::Entity::find_by_id(current.id.clone()).one(&txn).await?;
-    txn.commit().await?;
-    Ok(marked)
+    let (id, generation) = (&current.id, current.generation);
+    run.mark_attempt::<network::Entity>(&[("networks", id)], id, generation, network::Column::CreateAttempts).await
 }
 
 /// Writes the plan (the network's VPC fields and state, its subnets, the adopted subnets found)
-/// with the network's event, if this run still holds its lease and nothing changed meanwhile.
-/// The network's filesystems are woken when it turns ready or its subnets change. False: look again.
+/// with the network's event, if this run still holds its lease (`store::status`). The network's
+/// filesystems are woken when it turns ready or its subnets change. False: look again (the
+/// lease is gone, or the user changed the network or a subnet meanwhile).
 async fn write_back(run: &Run<'_>, current: &network::Model, rows: &[subnet::Model], plan: &Plan) -> Result<bool> {
     if changes_nothing(current, rows, plan) {
         return Ok(true);
     }
     let services = run.services;
     let txn = services.begin().await?;
-    lock_network(&txn, &current.id).await?;
+    crate::store::lock(&txn, "networks", &current.id).await?;
     let now = services.clock.now();
     let mut subnets_changed = !plan.found.is_empty();
+    let mut unchanged = true;
     for (row, fields) in rows.iter().zip(&plan.subnets) {
         if SubnetFields::of(row) == *fields {
             continue;
         }
-        if !write_subnet(&txn, row, fields, now).await? {
+        let Some(written) = subnet_status(row, fields).write::<subnet::Entity>(&txn, run.claimed, now).await? else {
             return Ok(false);
-        }
+        };
+        unchanged &= written.generation == row.generation;
         subnets_changed = true;
     }
     for found in &plan.found {
         record_subnet(&txn, current, found, now).await?;
     }
-    if !queue::fence(&txn, run.claimed).await? {
-        return Ok(false);
-    }
     let subnets = subnets_of(&txn, &current.id).await?;
     let (state_now, message) = network_state(&current.desired_state, &plan.verdict, &subnets);
-    let Some(written) = write_network(&txn, current, &plan.vpc, &state_now, message, now).await? else {
+    let status = vpc_status(current, &plan.vpc).decided(network::Column::Message, message).state(&state_now);
+    let Some(written) = status.write::<network::Entity>(&txn, run.claimed, now).await? else {
         return Ok(false);
     };
+    unchanged &= written.generation == current.generation;
     let turned_ready = written.state == state::READY && current.state != state::READY;
     let event_type = if written.state != current.state { written.state.clone() } else { "updated".into() };
     let event = svc::event(&event_type, &svc::view(&written, &subnets));
@@ -185,38 +173,27 @@ async fn write_back(run: &Run<'_>, current: &network::Model, rows: &[subnet::Mod
     } else {
         services.commit(txn, vec![event]).await?;
     }
-    Ok(true)
+    Ok(unchanged)
 }
 
-/// The fields of one subnet, if its version is still `current`'s.
-async fn write_subnet(
-    txn: &DatabaseTransaction,
-    current: &subnet::Model,
-    fields: &SubnetFields,
-    now: DateTimeUtc,
-) -> Result<bool> {
-    let mut update = subnet::Entity::update_many()
-        .col_expr(subnet::Column::State, Expr::value(fields.state.clone()))
-        .col_expr(subnet::Column::DesiredState, Expr::value(fields.desired_state.clone()))
-        .col_expr(subnet::Column::ProviderId, Expr::value(fields.provider_id.clone()))
-        .col_expr(subnet::Column::CreateAttempts, Expr::value(fields.create_attempts))
-        .col_expr(subnet::Column::Lost, Expr::value(fields.lost))
-        .col_expr(subnet::Column::Message, Expr::value(fields.message.clone()))
-        .col_expr(subnet::Column::Version, Expr::col(subnet::Column::Version).add(1))
-        .col_expr(subnet::Column::UpdatedAt, Expr::value(now));
-    if fields.state == state::READY && current.ready_at.is_none() {
-        update = update.col_expr(subnet::Column::ReadyAt, Expr::value(now));
-    }
-    if fields.state == state::DELETED && current.deleted_at.is_none() {
-        update = update.col_expr(subnet::Column::DeletedAt, Expr::value(now));
-    }
-    let changed = update
-        .filter(subnet::Column::Id.eq(current.id.clone()))
-        .filter(subnet::Column::Version.eq(current.version))
-        .exec(txn)
-        .await?
-        .rows_affected;
-    Ok(changed == 1)
+/// A subnet's write: its EC2 subnet as facts, its states and message as decided.
+fn subnet_status(row: &subnet::Model, fields: &SubnetFields) -> StatusWrite {
+    StatusWrite::of(&row.id, row.generation)
+        .fact(subnet::Column::ProviderId, fields.provider_id.clone())
+        .fact(subnet::Column::CreateAttempts, fields.create_attempts)
+        .fact(subnet::Column::Lost, fields.lost)
+        .decided(subnet::Column::DesiredState, fields.desired_state.clone())
+        .decided(subnet::Column::Message, fields.message.clone())
+        .state(&fields.state)
+}
+
+/// The network's write of its VPC, as facts.
+fn vpc_status(current: &network::Model, vpc: &VpcFields) -> StatusWrite {
+    StatusWrite::of(&current.id, current.generation)
+        .fact(network::Column::ProviderId, vpc.provider_id.clone())
+        .fact(network::Column::CreateAttempts, vpc.create_attempts)
+        .fact(network::Column::Lost, vpc.lost)
+        .fact(network::Column::IpRange, vpc.ip_range.clone())
 }
 
 /// An adopted VPC's subnet, recorded as EC2 shows it: ready, named by its `Name` tag or its id.
@@ -240,6 +217,7 @@ async fn record_subnet(
         lost: Set(false),
         message: Set(None),
         version: Set(1),
+        generation: Set(1),
         created_at: Set(now),
         updated_at: Set(now),
         ready_at: Set(Some(now)),
@@ -248,40 +226,4 @@ async fn record_subnet(
     }
     .insert(txn)
     .await?)
-}
-
-/// The network's VPC fields and state, if its version is still `current`'s; the row written.
-async fn write_network(
-    txn: &DatabaseTransaction,
-    current: &network::Model,
-    vpc: &VpcFields,
-    state_now: &str,
-    message: Option<String>,
-    now: DateTimeUtc,
-) -> Result<Option<network::Model>> {
-    let mut update = network::Entity::update_many()
-        .col_expr(network::Column::State, Expr::value(state_now))
-        .col_expr(network::Column::Message, Expr::value(message))
-        .col_expr(network::Column::ProviderId, Expr::value(vpc.provider_id.clone()))
-        .col_expr(network::Column::CreateAttempts, Expr::value(vpc.create_attempts))
-        .col_expr(network::Column::Lost, Expr::value(vpc.lost))
-        .col_expr(network::Column::IpRange, Expr::value(vpc.ip_range.clone()))
-        .col_expr(network::Column::Version, Expr::col(network::Column::Version).add(1))
-        .col_expr(network::Column::UpdatedAt, Expr::value(now));
-    if state_now == state::READY && current.ready_at.is_none() {
-        update = update.col_expr(network::Column::ReadyAt, Expr::value(now));
-    }
-    if state_now == state::DELETED {
-        update = update.col_expr(network::Column::DeletedAt, Expr::value(now));
-    }
-    let changed = update
-        .filter(network::Column::Id.eq(current.id.clone()))
-        .filter(network::Column::Version.eq(current.version))
-        .exec(txn)
-        .await?
-        .rows_affected;
-    if changed == 0 {
-        return Ok(None);
-    }
-    Ok(network::Entity::find_by_id(current.id.clone()).one(txn).await?)
 }

@@ -50,6 +50,7 @@ fn row(n: u8, state: &str, desired: &str, provider_id: Option<&str>, attempts: i
         lost: false,
         message: None,
         version: 1,
+        generation: 1,
         created_at: now,
         updated_at: now,
         ready_at: None,
