@@ -6,6 +6,7 @@ pub mod entity;
 pub mod filesystems;
 pub mod idempotency;
 pub mod meta;
+pub mod networks;
 pub mod notify;
 pub mod outbox;
 pub mod queue;

@@ -17,7 +17,7 @@ use crate::provider::{Droplet, DropletCreate, Instances, ProviderError, Volumes,
 use crate::service::instances::{self as svc, RECONCILER};
 use crate::service::networks::state;
 use crate::service::{addresses, rows, volumes};
-use crate::store::entity::{instance, network_subnet, provider_volume, volume_attachment as attachment};
+use crate::store::entity::{instance, provider_volume, volume_attachment as attachment};
 use crate::store::queue;
 use crate::store::status::StatusWrite;
 
@@ -155,14 +155,16 @@ async fn create(run: &Run<'_>, api: &dyn Instances, current: &instance::Model, t
 async fn make(run: &Run<'_>, api: &dyn Instances, current: &instance::Model, tag: &str) -> Result<Next> {
     let vpc_id = match &current.network_id {
         None => None,
-        Some(network_id) => match subnet_vpc(run, network_id, &current.region).await? {
-            Some(vpc) => Some(vpc),
-            None => {
-                let observed =
-                    Observed { message: Some("waiting for the network's subnet".into()), ..Observed::of(current) };
-                return write(run, current, observed, Next::After(ACTION_POLL_MS)).await;
+        Some(network_id) => {
+            match crate::store::networks::ready_subnet_vpc(&run.services.db, network_id, &current.region).await? {
+                Some(vpc) => Some(vpc),
+                None => {
+                    let observed =
+                        Observed { message: Some("waiting for the network's subnet".into()), ..Observed::of(current) };
+                    return write(run, current, observed, Next::After(ACTION_POLL_MS)).await;
+                }
             }
-        },
+        }
     };
     let Some(marked) = mark_create_attempt(run, current).await? else { return Ok(Next::Now) };
     let tags = vec![tag.to_owned()];
@@ -189,18 +191,6 @@ async fn make(run: &Run<'_>, api: &dyn Instances, current: &instance::Model, tag
         Err(err) => (Observed { message: Some(err.message().to_owned()), ..now }, retry_after(&err)),
     };
     write(run, &marked, observed, next).await
-}
-
-/// The provider id of the network's ready subnet VPC in `region`.
-async fn subnet_vpc(run: &Run<'_>, network_id: &str, region: &str) -> Result<Option<String>> {
-    let subnet = network_subnet::Entity::find()
-        .filter(network_subnet::Column::NetworkId.eq(network_id))
-        .filter(network_subnet::Column::Region.eq(region))
-        .filter(network_subnet::Column::DesiredState.eq(state::PRESENT))
-        .filter(network_subnet::Column::State.eq(state::READY))
-        .one(&run.services.db)
-        .await?;
-    Ok(subnet.and_then(|s| s.provider_id))
 }
 
 /// Deletes the machine: one selective destroy naming the instance's deleteWithInstance volumes

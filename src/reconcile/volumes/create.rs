@@ -33,18 +33,20 @@ pub(super) async fn create(ctx: &Ctx<'_>, v: &volume::Model) -> Result<Next> {
         },
     };
     let share_vpc = match &v.network_id {
-        Some(network_id) if v.kind != BLOCK => match subnet_vpc(run, network_id, &v.region).await? {
-            Some(vpc) => Some(vpc),
-            None => {
-                return write(
-                    run,
-                    v,
-                    Observed::of(v).said("waiting for the network's subnet"),
-                    Next::After(ACTION_POLL_MS),
-                )
-                .await;
+        Some(network_id) if v.kind != BLOCK => {
+            match crate::store::networks::ready_subnet_vpc(&run.services.db, network_id, &v.region).await? {
+                Some(vpc) => Some(vpc),
+                None => {
+                    return write(
+                        run,
+                        v,
+                        Observed::of(v).said("waiting for the network's subnet"),
+                        Next::After(ACTION_POLL_MS),
+                    )
+                    .await;
+                }
             }
-        },
+        }
         _ => None,
     };
     let Some(marked) = mark_create_attempt(run, v).await? else { return Ok(Next::Now) };

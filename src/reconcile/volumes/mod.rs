@@ -18,9 +18,7 @@ use crate::provider::{
 use crate::service::networks::state;
 use crate::service::rows;
 use crate::service::volumes::{self as svc, BLOCK, UPDATING, live_attachments, share_tag};
-use crate::store::entity::{
-    instance, network_subnet, provider_snapshot, provider_volume as volume, volume_attachment as attachment,
-};
+use crate::store::entity::{instance, provider_snapshot, provider_volume as volume, volume_attachment as attachment};
 use crate::store::status::StatusWrite;
 use crate::store::{queue, quota};
 use attachments::*;
@@ -336,18 +334,6 @@ async fn drift(ctx: &Ctx<'_>, v: &volume::Model, attached: &[attachment::Model])
         }
     }
     Ok(Next::Drift)
-}
-
-/// The provider id of the network's ready subnet VPC in `region`.
-async fn subnet_vpc(run: &Run<'_>, network_id: &str, region: &str) -> Result<Option<String>> {
-    let subnet = network_subnet::Entity::find()
-        .filter(network_subnet::Column::NetworkId.eq(network_id))
-        .filter(network_subnet::Column::Region.eq(region))
-        .filter(network_subnet::Column::DesiredState.eq(state::PRESENT))
-        .filter(network_subnet::Column::State.eq(state::READY))
-        .one(&run.services.db)
-        .await?;
-    Ok(subnet.and_then(|s| s.provider_id))
 }
 
 /// The event a volume's change publishes.
