@@ -1,9 +1,12 @@
-//! Reads of network rows that more than one resource group needs.
-use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter};
+//! Network rows: the user changes the network calls write, and the reads more than one resource
+//! group needs.
+use chrono::{DateTime, Utc};
+use sea_orm::sea_query::{Expr, ExprTrait};
+use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, UpdateMany};
 
-use super::entity::network_subnet;
+use super::entity::{network, network_subnet};
 use super::state;
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// The provider id of the VPC of the network's ready subnet in `region` (DigitalOcean keeps one
 /// VPC per subnet): where a Droplet or a share of that network goes.
@@ -16,4 +19,41 @@ pub async fn ready_subnet_vpc(conn: &impl ConnectionTrait, network_id: &str, reg
         .one(conn)
         .await?;
     Ok(subnet.and_then(|s| s.provider_id))
+}
+
+/// Writes a user change of the network row, its version and generation bumped in SQL.
+pub async fn bump(
+    conn: &impl ConnectionTrait,
+    current: network::Model,
+    change: impl FnOnce(UpdateMany<network::Entity>) -> UpdateMany<network::Entity>,
+    now: DateTime<Utc>,
+) -> Result<network::Model> {
+    let update = network::Entity::update_many()
+        .col_expr(network::Column::Version, Expr::col(network::Column::Version).add(1))
+        .col_expr(network::Column::Generation, Expr::col(network::Column::Generation).add(1))
+        .col_expr(network::Column::UpdatedAt, Expr::value(now))
+        .filter(network::Column::Id.eq(current.id.clone()));
+    change(update).exec(conn).await?;
+    network::Entity::find_by_id(current.id.clone()).one(conn).await?.ok_or_else(|| Error::internal("network vanished"))
+}
+
+/// Marks a subnet for removal (its VPC is deleted by the reconciler).
+pub async fn mark_removed(
+    conn: &impl ConnectionTrait,
+    subnet: &network_subnet::Model,
+    now: DateTime<Utc>,
+) -> Result<network_subnet::Model> {
+    network_subnet::Entity::update_many()
+        .col_expr(network_subnet::Column::DesiredState, Expr::value(state::ABSENT))
+        .col_expr(network_subnet::Column::State, Expr::value(state::DELETING))
+        .col_expr(network_subnet::Column::Version, Expr::col(network_subnet::Column::Version).add(1))
+        .col_expr(network_subnet::Column::Generation, Expr::col(network_subnet::Column::Generation).add(1))
+        .col_expr(network_subnet::Column::UpdatedAt, Expr::value(now))
+        .filter(network_subnet::Column::Id.eq(subnet.id.clone()))
+        .exec(conn)
+        .await?;
+    network_subnet::Entity::find_by_id(subnet.id.clone())
+        .one(conn)
+        .await?
+        .ok_or_else(|| Error::internal("subnet vanished"))
 }

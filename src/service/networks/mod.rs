@@ -2,15 +2,14 @@
 //! wake the `vps.networks` reconciler; the network's view (also the `network.*` events' data) says
 //! what it last saw. Decided on the network: `compute:networks:read` to read, `…:update` to change.
 mod placement;
+mod views;
 
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
-use sea_orm::sea_query::{Expr, ExprTrait};
-use sea_orm::{
-    ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect, Set, UpdateMany,
-};
-use serde::{Deserialize, Serialize};
+use sea_orm::sea_query::Expr;
+use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect, Set};
+use serde::Serialize;
 use serde_json::json;
 
 use super::authz::{Actor, Target};
@@ -22,9 +21,10 @@ use crate::ids;
 use crate::provider;
 use crate::store::entity::{network, network_subnet};
 use crate::store::idempotency::{self, Claim};
-use crate::store::outbox::NewEvent;
+use crate::store::networks::{bump, mark_removed};
 use crate::store::queue;
 use placement::*;
+pub use views::{NetworkView, SubnetView, event, view};
 
 pub const RECONCILER: &str = "vps.networks";
 pub const KIND: &str = "network";
@@ -69,99 +69,6 @@ pub struct NetworkAdopt {
     pub region: Option<String>,
     #[serde(skip)]
     pub idempotency_key: String,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SubnetView {
-    pub id: String,
-    pub region: String,
-    pub zone: Option<String>,
-    pub ip_range: String,
-    pub state: String,
-    pub desired_state: String,
-    /// The provider's id of its VPC, once made.
-    pub provider_id: Option<String>,
-    pub message: Option<String>,
-    pub ready_at: Option<DateTime<Utc>>,
-    pub deleted_at: Option<DateTime<Utc>>,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct NetworkView {
-    pub id: String,
-    pub tenant_id: String,
-    pub project_id: Option<String>,
-    pub pool_id: String,
-    pub provider_account_id: String,
-    pub name: String,
-    pub description: Option<String>,
-    pub state: String,
-    pub desired_state: String,
-    pub message: Option<String>,
-    pub version: i64,
-    pub created_at: DateTime<Utc>,
-    pub ready_at: Option<DateTime<Utc>>,
-    pub deleted_at: Option<DateTime<Utc>>,
-    /// AWS: the VPC's region, CIDR block and id.
-    pub region: Option<String>,
-    pub ip_range: Option<String>,
-    pub provider_id: Option<String>,
-    pub adopted: bool,
-    pub subnets: Vec<SubnetView>,
-}
-
-pub fn view(n: &network::Model, subnets: &[network_subnet::Model]) -> NetworkView {
-    NetworkView {
-        id: n.id.clone(),
-        tenant_id: n.tenant_id.clone(),
-        project_id: n.project_id.clone(),
-        pool_id: n.pool_id.clone(),
-        provider_account_id: n.provider_account_id.clone(),
-        name: n.name.clone(),
-        description: n.description.clone(),
-        state: n.state.clone(),
-        desired_state: n.desired_state.clone(),
-        message: n.message.clone(),
-        version: n.version,
-        created_at: n.created_at,
-        ready_at: n.ready_at,
-        deleted_at: n.deleted_at,
-        region: n.region.clone(),
-        ip_range: n.ip_range.clone(),
-        provider_id: n.provider_id.clone(),
-        adopted: n.adopted,
-        subnets: subnets
-            .iter()
-            .filter(|s| s.network_id == n.id)
-            .map(|s| SubnetView {
-                id: s.id.clone(),
-                region: s.region.clone(),
-                zone: s.zone.clone(),
-                ip_range: s.ip_range.clone(),
-                state: s.state.clone(),
-                desired_state: s.desired_state.clone(),
-                provider_id: s.provider_id.clone(),
-                message: s.message.clone(),
-                ready_at: s.ready_at,
-                deleted_at: s.deleted_at,
-            })
-            .collect(),
-    }
-}
-
-/// The `network.*` event of a change to `view`.
-pub fn event(event_type: &str, view: &NetworkView) -> NewEvent {
-    NewEvent {
-        event_type: format!("network.{event_type}"),
-        subject_kind: KIND,
-        subject: view.id.clone(),
-        tenant_id: Some(view.tenant_id.clone()),
-        project_id: view.project_id.clone(),
-        version: view.version,
-        data: serde_json::to_value(view).unwrap_or_default(),
-    }
 }
 
 /// The VPC name a subnet is made under: derived from its id, so a lost create is found by name.
@@ -672,41 +579,4 @@ async fn insert_subnet(
     }
     .insert(conn)
     .await?)
-}
-
-/// Writes a change of the network row with its version and generation bumped in SQL.
-async fn bump(
-    conn: &impl ConnectionTrait,
-    current: network::Model,
-    change: impl FnOnce(UpdateMany<network::Entity>) -> UpdateMany<network::Entity>,
-    now: DateTime<Utc>,
-) -> Result<network::Model> {
-    let update = network::Entity::update_many()
-        .col_expr(network::Column::Version, Expr::col(network::Column::Version).add(1))
-        .col_expr(network::Column::Generation, Expr::col(network::Column::Generation).add(1))
-        .col_expr(network::Column::UpdatedAt, Expr::value(now))
-        .filter(network::Column::Id.eq(current.id.clone()));
-    change(update).exec(conn).await?;
-    network::Entity::find_by_id(current.id.clone()).one(conn).await?.ok_or_else(|| Error::internal("network vanished"))
-}
-
-/// Marks a subnet for removal (its VPC is deleted by the reconciler).
-async fn mark_removed(
-    conn: &impl ConnectionTrait,
-    subnet: &network_subnet::Model,
-    now: DateTime<Utc>,
-) -> Result<network_subnet::Model> {
-    network_subnet::Entity::update_many()
-        .col_expr(network_subnet::Column::DesiredState, Expr::value(state::ABSENT))
-        .col_expr(network_subnet::Column::State, Expr::value(state::DELETING))
-        .col_expr(network_subnet::Column::Version, Expr::col(network_subnet::Column::Version).add(1))
-        .col_expr(network_subnet::Column::Generation, Expr::col(network_subnet::Column::Generation).add(1))
-        .col_expr(network_subnet::Column::UpdatedAt, Expr::value(now))
-        .filter(network_subnet::Column::Id.eq(subnet.id.clone()))
-        .exec(conn)
-        .await?;
-    network_subnet::Entity::find_by_id(subnet.id.clone())
-        .one(conn)
-        .await?
-        .ok_or_else(|| Error::internal("subnet vanished"))
 }

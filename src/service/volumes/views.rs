@@ -1,0 +1,109 @@
+//! What a volume looks like to its callers and in its `providerVolume.*` events: the views
+//! built from its rows.
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::KIND;
+use crate::store::entity::{provider_volume as volume, volume_attachment as attachment};
+use crate::store::outbox::NewEvent;
+use crate::store::state;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AttachmentView {
+    pub id: String,
+    pub instance_id: String,
+    pub state: String,
+    pub desired_state: String,
+    pub message: Option<String>,
+    pub ready_at: Option<DateTime<Utc>>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VolumeView {
+    pub id: String,
+    pub tenant_id: String,
+    pub project_id: Option<String>,
+    pub pool_id: String,
+    pub name: String,
+    pub description: Option<String>,
+    pub region: String,
+    pub kind: String,
+    pub network_id: Option<String>,
+    pub filesystem: Option<String>,
+    pub delete_with_instance: bool,
+    pub source_snapshot_id: Option<String>,
+    pub size_gib: i64,
+    pub observed_size_gib: Option<i64>,
+    pub state: String,
+    pub desired_state: String,
+    pub message: Option<String>,
+    /// The path the guest sees a block volume at; a shared volume's NFS source.
+    pub device: Option<String>,
+    /// A shared volume's NFS source `<host>:<path>`, once the provider reports it.
+    pub mount_source: Option<String>,
+    pub version: i64,
+    pub created_at: DateTime<Utc>,
+    pub ready_at: Option<DateTime<Utc>>,
+    pub deleted_at: Option<DateTime<Utc>>,
+    /// The attachments that are not finished (detached ones are left out).
+    pub attachments: Vec<AttachmentView>,
+}
+
+pub fn attachment_view(a: &attachment::Model) -> AttachmentView {
+    AttachmentView {
+        id: a.id.clone(),
+        instance_id: a.instance_id.clone(),
+        state: a.state.clone(),
+        desired_state: a.desired_state.clone(),
+        message: a.message.clone(),
+        ready_at: a.ready_at,
+    }
+}
+
+pub fn view(v: &volume::Model, attachments: &[attachment::Model]) -> VolumeView {
+    VolumeView {
+        id: v.id.clone(),
+        tenant_id: v.tenant_id.clone(),
+        project_id: v.project_id.clone(),
+        pool_id: v.pool_id.clone(),
+        name: v.name.clone(),
+        description: v.description.clone(),
+        region: v.region.clone(),
+        kind: v.kind.clone(),
+        network_id: v.network_id.clone(),
+        filesystem: v.filesystem.clone(),
+        delete_with_instance: v.delete_with_instance,
+        source_snapshot_id: v.source_snapshot_id.clone(),
+        size_gib: v.size_gib,
+        observed_size_gib: v.observed_size_gib,
+        state: v.state.clone(),
+        desired_state: v.desired_state.clone(),
+        message: v.message.clone(),
+        device: v.device.clone(),
+        mount_source: v.mount_source.clone(),
+        version: v.version,
+        created_at: v.created_at,
+        ready_at: v.ready_at,
+        deleted_at: v.deleted_at,
+        attachments: attachments
+            .iter()
+            .filter(|a| a.volume_id == v.id && a.state != state::DELETED)
+            .map(attachment_view)
+            .collect(),
+    }
+}
+
+/// The `providerVolume.*` event of a change to `v`.
+pub fn event(event_type: &str, v: &volume::Model, attachments: &[attachment::Model]) -> NewEvent {
+    NewEvent {
+        event_type: format!("providerVolume.{event_type}"),
+        subject_kind: KIND,
+        subject: v.id.clone(),
+        tenant_id: Some(v.tenant_id.clone()),
+        project_id: v.project_id.clone(),
+        version: v.version,
+        data: serde_json::to_value(view(v, attachments)).unwrap_or_default(),
+    }
+}
