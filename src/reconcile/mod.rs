@@ -84,9 +84,7 @@ impl Run<'_> {
             sim: account.sim,
         }))
     }
-}
 
-impl Run<'_> {
     /// Records one more attempt of a call in `column` of row `id` of `E` before the call is sent,
     /// after taking `locks` (table, id) in the store's lock order. The row as marked, or None when
     /// the run must not call but look again (its lease is gone, or the user changed the row

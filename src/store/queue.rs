@@ -3,6 +3,7 @@
 //! leased marks it to run again right after. Claiming sets owner, expiry and `epoch + 1` in one
 //! short statement (PostgreSQL: `FOR UPDATE SKIP LOCKED`); the run's write-back checks that epoch
 //! (a fence), so a worker whose lease expired changes nothing. An expired lease is claimable.
+use sea_orm::sea_query::{Alias, Expr, ExprTrait, LockType, Query, SelectStatement};
 use sea_orm::{ConnectionTrait, DbBackend};
 
 use super::stmt;
@@ -88,18 +89,24 @@ pub async fn claim(
 /// In a write-back transaction: whether this run still holds its lease. On PostgreSQL the item
 /// stays locked until the transaction ends, so the lease cannot change hands meanwhile.
 pub async fn fence(conn: &impl ConnectionTrait, claimed: &Claimed) -> Result<bool> {
-    let backend = conn.get_database_backend();
-    let lock = if backend == DbBackend::Postgres { " FOR UPDATE" } else { "" };
-    let row = conn
-        .query_one_raw(stmt(
-            backend,
-            &format!(
-                "SELECT lease_epoch FROM work_items WHERE kind = $1 AND resource_id = $2 AND lease_epoch = $3 AND lease_owner = $4{lock}"
-            ),
-            vec![claimed.kind.clone().into(), claimed.resource_id.clone().into(), claimed.epoch.into(), claimed.owner.clone().into()],
-        ))
-        .await?;
-    Ok(row.is_some())
+    let held = conn.get_database_backend().build(&lease_held(claimed));
+    Ok(conn.query_one_raw(held).await?.is_some())
+}
+
+/// The run's work item while its lease holds, locked on PostgreSQL (SQLite has one writer at a
+/// time): `fence`'s query, and the condition of `store::status`'s write.
+pub fn lease_held(claimed: &Claimed) -> SelectStatement {
+    let col = |name: &str| Expr::col(Alias::new(name));
+    let mut select = Query::select();
+    select
+        .expr(Expr::val(1))
+        .from(Alias::new("work_items"))
+        .and_where(col("kind").eq(claimed.kind.as_str()))
+        .and_where(col("resource_id").eq(claimed.resource_id.as_str()))
+        .and_where(col("lease_epoch").eq(claimed.epoch))
+        .and_where(col("lease_owner").eq(claimed.owner.as_str()))
+        .lock(LockType::Update);
+    select
 }
 
 /// Ends a run: look again at `next_due` (or right away when woken meanwhile), or with None drop

@@ -10,10 +10,10 @@
 //! the run looked at; otherwise the row keeps what the user's change set, and the next run
 //! decides again on the new spec. The write is refused only when the run's lease is gone.
 use chrono::{DateTime, Utc};
-use sea_orm::sea_query::{Alias, DynIden, Expr, ExprTrait, IntoIden, LockType, Query, SimpleExpr};
+use sea_orm::sea_query::{Alias, DynIden, Expr, ExprTrait, IntoIden, Query, SimpleExpr};
 use sea_orm::{ConnectionTrait, EntityTrait, FromQueryResult};
 
-use super::queue::Claimed;
+use super::queue::{self, Claimed};
 use super::state;
 use crate::error::Result;
 
@@ -112,7 +112,7 @@ impl StatusWrite {
             .value(col("version"), Expr::col(col("version")).add(1))
             .value(col("updated_at"), Expr::val(now))
             .and_where(Expr::col(col("id")).eq(self.id.as_str()))
-            .and_where(Expr::exists(lease(claimed)))
+            .and_where(Expr::exists(queue::lease_held(claimed)))
             .returning_all();
         if self.only_at_generation {
             update.and_where(at_generation);
@@ -123,19 +123,4 @@ impl StatusWrite {
             None => Ok(None),
         }
     }
-}
-
-/// The run's work item while its lease holds, locked on PostgreSQL so that no claim takes it
-/// over before this transaction ends (the work item's lock comes last in the lock order).
-fn lease(claimed: &Claimed) -> sea_orm::sea_query::SelectStatement {
-    let mut select = Query::select();
-    select
-        .expr(Expr::val(1))
-        .from(col("work_items"))
-        .and_where(Expr::col(col("kind")).eq(claimed.kind.as_str()))
-        .and_where(Expr::col(col("resource_id")).eq(claimed.resource_id.as_str()))
-        .and_where(Expr::col(col("lease_epoch")).eq(claimed.epoch))
-        .and_where(Expr::col(col("lease_owner")).eq(claimed.owner.as_str()))
-        .lock(LockType::Update);
-    select
 }
