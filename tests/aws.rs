@@ -248,11 +248,12 @@ async fn throttling_is_retried_and_a_create_whose_answer_is_lost_is_unknown_then
 
 #[tokio::test]
 async fn aws_accounts_reach_their_endpoint_through_the_registry_sim_or_with_a_key_pair_file() {
-    use vps_graph::provider::{AccountRef, KIND_AWS, Providers};
+    use vps_graph::provider::{AccountRef, ProviderKind, Providers};
     vps_graph::init_crypto();
     let (_sim, url) = Sim::spawn_local(SimConfig::default()).await.unwrap();
     let providers = Providers::new(Some(url.clone()), Duration::from_secs(2), Arc::new(Metrics::default()));
-    let sim_account = AccountRef { id: "acct-sim", kind: KIND_AWS, api_url: "", credential_ref: "", sim: true };
+    let sim_account =
+        AccountRef { id: "acct-sim", kind: ProviderKind::Aws, api_url: "", credential_ref: "", sim: true };
     let provider = providers.for_account(&sim_account);
     let vpc =
         provider.aws_networks.as_ref().unwrap().vpc_create(REGION, "10.40.0.0/16", &ours("bc-net6")).await.unwrap();
@@ -262,14 +263,15 @@ async fn aws_accounts_reach_their_endpoint_through_the_registry_sim_or_with_a_ke
     let path = std::env::temp_dir().join(format!("vps-graph-aws-test-{}", std::process::id()));
     std::fs::write(&path, "AKIDFILE:secret-from-file\n").unwrap();
     let reference = format!("file:{}", path.display());
-    let keyed = AccountRef { id: "acct-keyed", kind: KIND_AWS, api_url: &url, credential_ref: &reference, sim: false };
+    let keyed =
+        AccountRef { id: "acct-keyed", kind: ProviderKind::Aws, api_url: &url, credential_ref: &reference, sim: false };
     let filesystems = providers.for_account(&keyed).filesystems.clone().unwrap();
     assert_eq!(filesystems.efs_find_by_token(REGION, "bc-none").await, Ok(None));
     std::fs::remove_file(&path).unwrap();
 
     let unset = AccountRef {
         id: "acct-unset",
-        kind: KIND_AWS,
+        kind: ProviderKind::Aws,
         api_url: &url,
         credential_ref: "env:VPS_GRAPH_NO_SUCH_KEY",
         sim: false,

@@ -9,12 +9,11 @@ mod common;
 use common::{ADMIN, Backend, TestDb, TestServer};
 use serde_json::{Value, json};
 use vps_graph::clock::Clock;
-use vps_graph::provider::{AccountRef, IngressRule, KIND_AWS, Provider, RuleSource, aws_owned, tag_value};
+use vps_graph::provider::{AccountRef, IngressRule, Provider, RuleSource, aws_owned, tag_value};
 use vps_graph::service::authz::Actor;
-use vps_graph::service::filesystems::{LUSTRE, NFS};
-use vps_graph::service::networks::state;
 use vps_graph::sim::{Fault, Sim};
 use vps_graph::store::entity::filesystem;
+use vps_graph::store::state::{FilesystemKind, ProviderKind, State};
 
 const START: i64 = 1_800_000_000_000;
 const REGION: &str = "us-east-1";
@@ -63,7 +62,8 @@ impl Setup {
 
     /// The account's client, the one the reconciler uses.
     fn aws(&self) -> std::sync::Arc<Provider> {
-        let account = AccountRef { id: &self.account, kind: KIND_AWS, api_url: "", credential_ref: "", sim: true };
+        let account =
+            AccountRef { id: &self.account, kind: ProviderKind::Aws, api_url: "", credential_ref: "", sim: true };
         self.server.app.services.providers.for_account(&account)
     }
 
@@ -98,10 +98,9 @@ impl Setup {
     }
 
     /// `filesystemCreate` of a filesystem on the network; its row as recorded.
-    async fn create(&self, kind: &str, zone: Option<&str>) -> filesystem::Model {
+    async fn create(&self, kind: FilesystemKind, zone: Option<&str>) -> filesystem::Model {
         let name = format!("data-{}", self.clock.now_ms() % 1_000_000);
-        let kind_value = if kind == LUSTRE { "LUSTRE" } else { "NFS" };
-        let input = json!({ "tenantId": "acme", "networkId": self.network, "name": name, "kind": kind_value, "zone": zone, "idempotencyKey": name });
+        let input = json!({ "tenantId": "acme", "networkId": self.network, "name": name, "kind": kind.as_str().to_uppercase(), "zone": zone, "idempotencyKey": name });
         let create = "mutation($i: FilesystemCreateInput!) { filesystemCreate(input: $i) { id } }";
         let made = self.server.ok(Some(&self.token), create, json!({ "i": input })).await;
         self.row(made["filesystemCreate"]["id"].as_str().unwrap()).await
@@ -110,7 +109,7 @@ impl Setup {
     async fn delete(&self, id: &str) {
         let services = &self.server.app.services;
         let view = services.filesystem_delete(&Actor::system(), "acme", &self.network, id).await.unwrap();
-        assert_eq!(view.state, state::DELETING);
+        assert_eq!(view.state, State::Deleting);
     }
 
     async fn view(&self, id: &str) -> Value {
@@ -119,8 +118,8 @@ impl Setup {
         serde_json::to_value(found).unwrap()
     }
 
-    async fn until_state(&self, id: &str, wanted: &str) -> Value {
-        common::until(&self.clock, wanted, || self.view(id), |v| v["state"] == wanted).await
+    async fn until_state(&self, id: &str, wanted: State) -> Value {
+        common::until(&self.clock, wanted.as_str(), || self.view(id), |v| v["state"] == wanted.as_str()).await
     }
 
     async fn row(&self, id: &str) -> filesystem::Model {
@@ -162,8 +161,8 @@ fn count(types: &[String], wanted: &str) -> usize {
 
 db_test!(nfs_is_made_behind_its_group_with_a_target_per_zone_and_deleted_in_order, |backend| async move {
     let s = setup(backend).await;
-    let f = s.create(NFS, None).await;
-    let ready = s.until_state(&f.id, state::READY).await;
+    let f = s.create(FilesystemKind::Nfs, None).await;
+    let ready = s.until_state(&f.id, State::Ready).await;
     let row = s.row(&f.id).await;
     let efs_id = row.provider_id.clone().unwrap();
     let dns = format!("{efs_id}.efs.{REGION}.amazonaws.com");
@@ -189,7 +188,7 @@ db_test!(nfs_is_made_behind_its_group_with_a_target_per_zone_and_deleted_in_orde
     assert!(targets.iter().all(|t| t.life_cycle_state == "available"));
 
     s.delete(&f.id).await;
-    let deleted = s.until_state(&f.id, state::DELETED).await;
+    let deleted = s.until_state(&f.id, State::Deleted).await;
     assert!(deleted["deletedAt"].is_string());
     assert_eq!(api.efs_get(REGION, &efs_id).await.unwrap(), None);
     assert_eq!(api.mount_targets_of(REGION, &efs_id).await.unwrap(), vec![]);
@@ -211,8 +210,8 @@ db_test!(nfs_is_made_behind_its_group_with_a_target_per_zone_and_deleted_in_orde
 
 db_test!(lustre_is_made_in_its_zone_and_reads_its_dns_and_mount_names, |backend| async move {
     let s = setup(backend).await;
-    let f = s.create(LUSTRE, Some(ZONES[1])).await;
-    let ready = s.until_state(&f.id, state::READY).await;
+    let f = s.create(FilesystemKind::Lustre, Some(ZONES[1])).await;
+    let ready = s.until_state(&f.id, State::Ready).await;
     let row = s.row(&f.id).await;
     let id = row.provider_id.clone().unwrap();
     let (dns, mount) = (row.dns_name.clone().unwrap(), row.mount_name.clone().unwrap());
@@ -236,7 +235,7 @@ db_test!(lustre_is_made_in_its_zone_and_reads_its_dns_and_mount_names, |backend|
     assert_eq!(ports, [(988, 988), (1018, 1023)]);
 
     s.delete(&f.id).await;
-    s.until_state(&f.id, state::DELETED).await;
+    s.until_state(&f.id, State::Deleted).await;
     assert_eq!(api.lustre_get(REGION, &id).await.unwrap(), None);
     assert_eq!(groups.security_group_find(REGION, &s.vpc, &f.provider_name).await.unwrap(), None);
     assert_eq!(s.sim().calls("fsx.DeleteFileSystem"), 1);
@@ -249,10 +248,10 @@ db_test!(a_foreign_file_system_under_our_token_is_an_error_and_never_deleted, |b
     // The reconciler waits at the group (the provider unavailable for now) while a file system
     // that is not ours is planted under the creation token.
     s.sim().inject("ec2.CreateSecurityGroup", Fault::Status { status: 503 }, 1_000);
-    let f = s.create(NFS, None).await;
+    let f = s.create(FilesystemKind::Nfs, None).await;
     let foreign = s.sim().aws_plant_foreign_efs(REGION, &f.provider_name, &[("Name", &f.provider_name)]);
     s.sim().clear_faults();
-    let failed = s.until_state(&f.id, state::ERROR).await;
+    let failed = s.until_state(&f.id, State::Error).await;
     assert!(failed["message"].as_str().unwrap().contains("did not make"), "{failed}");
     let row = s.row(&f.id).await;
     assert_eq!(row.provider_id, None, "never adopted");
@@ -267,10 +266,10 @@ db_test!(a_foreign_file_system_under_our_token_is_an_error_and_never_deleted, |b
     assert_eq!(looks(), before, "not looked at again before five minutes");
     s.clock.advance(60_000 + 1_000);
     common::until(&s.clock, "the retry", || async { json!(looks()) }, |n| n.as_u64() > Some(before)).await;
-    assert_eq!(s.view(&f.id).await["state"], state::ERROR);
+    assert_eq!(s.view(&f.id).await["state"], State::Error.as_str());
     let api = s.aws().filesystems.clone().unwrap();
     s.delete(&f.id).await;
-    s.until_state(&f.id, state::DELETED).await;
+    s.until_state(&f.id, State::Deleted).await;
     let still = api.efs_get(REGION, &foreign).await.unwrap();
     assert!(still.is_some_and(|e| e.life_cycle_state == "available"), "the foreign one is left alone");
     assert_eq!(s.sim().calls("efs.DeleteFileSystem"), 0);
@@ -284,8 +283,8 @@ db_test!(a_foreign_file_system_under_our_token_is_an_error_and_never_deleted, |b
 db_test!(a_throttled_create_still_converges, |backend| async move {
     let s = setup(backend).await;
     s.sim().inject("efs.CreateFileSystem", Fault::Status { status: 429 }, 4);
-    let f = s.create(NFS, None).await;
-    s.until_state(&f.id, state::READY).await;
+    let f = s.create(FilesystemKind::Nfs, None).await;
+    s.until_state(&f.id, State::Ready).await;
     let api = s.aws().filesystems.clone().unwrap();
     let made = api.efs_find_by_token(REGION, &f.provider_name).await.unwrap().unwrap();
     assert_eq!(s.row(&f.id).await.provider_id, Some(made.id));
@@ -296,8 +295,8 @@ db_test!(creates_whose_answers_were_lost_are_found_by_name_and_made_once, |backe
     let s = setup(backend).await;
     s.sim().inject("ec2.CreateSecurityGroup", Fault::Drop, 1);
     s.sim().inject("efs.CreateFileSystem", Fault::Drop, 1);
-    let f = s.create(NFS, None).await;
-    s.until_state(&f.id, state::READY).await;
+    let f = s.create(FilesystemKind::Nfs, None).await;
+    s.until_state(&f.id, State::Ready).await;
     let sim = s.sim();
     assert_eq!(sim.calls("ec2.CreateSecurityGroup"), 1, "the group was found, not made again");
     assert_eq!(sim.calls("efs.CreateFileSystem"), 1, "the file system was found, not made again");
@@ -312,11 +311,11 @@ db_test!(a_delete_after_a_lost_create_answer_finds_ours_and_deletes_it, |backend
     let s = setup(backend).await;
     // The create is made but its answer dropped; the delete is asked before the next look.
     s.sim().inject("efs.CreateFileSystem", Fault::Drop, 1);
-    let f = s.create(NFS, None).await;
+    let f = s.create(FilesystemKind::Nfs, None).await;
     common::until(&s.clock, "the create sent", || async { json!(s.sim().calls("efs.CreateFileSystem")) }, |c| c == 1)
         .await;
     s.delete(&f.id).await;
-    s.until_state(&f.id, state::DELETED).await;
+    s.until_state(&f.id, State::Deleted).await;
     let api = s.aws().filesystems.clone().unwrap();
     assert_eq!(api.efs_find_by_token(REGION, &f.provider_name).await.unwrap(), None, "never orphaned");
     assert_eq!(s.sim().calls("efs.DeleteFileSystem"), 1);

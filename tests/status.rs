@@ -9,6 +9,7 @@ use serde_json::json;
 use vps_graph::clock::Clock;
 use vps_graph::store::entity::provider_volume as volume;
 use vps_graph::store::queue;
+use vps_graph::store::state::State;
 use vps_graph::store::status::StatusWrite;
 
 const START: i64 = 1_800_000_000_000;
@@ -63,7 +64,7 @@ db_test!(a_write_back_is_refused_only_for_a_stale_lease_never_for_a_user_change,
         .fact(volume::Column::ProviderId, Some("vol-1".to_owned()))
         .fact(volume::Column::ObservedSizeGib, Some(5_i64))
         .decided(volume::Column::Message, Some("made".to_owned()))
-        .state("ready")
+        .state(State::Ready)
         .write::<volume::Entity>(conn, &claimed, now)
         .await
         .unwrap()
@@ -88,12 +89,12 @@ db_test!(a_write_back_is_refused_only_for_a_stale_lease_never_for_a_user_change,
 
     // Decided on the new spec, it is written, and the first READY stamps readyAt.
     let ready = StatusWrite::of(&id, answered.generation)
-        .state("ready")
+        .state(State::Ready)
         .write::<volume::Entity>(conn, &claimed, now)
         .await
         .unwrap()
         .expect("written");
-    assert_eq!(ready.state, "ready");
+    assert_eq!(ready.state, State::Ready);
     assert_eq!(ready.ready_at, Some(now));
 
     // The lease runs out and another worker takes the resource: the first run writes nothing.
@@ -103,7 +104,7 @@ db_test!(a_write_back_is_refused_only_for_a_stale_lease_never_for_a_user_change,
     assert_eq!(taken.len(), 1, "the expired lease is claimed again");
     let late = StatusWrite::of(&id, ready.generation)
         .fact(volume::Column::ProviderId, Some("vol-2".to_owned()))
-        .state("error")
+        .state(State::Error)
         .write::<volume::Entity>(conn, &claimed, clock.now())
         .await
         .unwrap();

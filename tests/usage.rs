@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use vps_graph::clock::Clock;
 use vps_graph::reconcile::usage::{self, HOUR_MS};
 use vps_graph::store::entity::{provider_address, provider_snapshot, provider_volume, usage_window};
+use vps_graph::store::state::{AddressFamily, Assignment, Desired, State, VolumeKind};
 
 /// On an hour boundary: hour `n` below is `[START + n h, START + (n + 1) h)`.
 const START: i64 = 1_800_000_000_000;
@@ -143,7 +144,7 @@ impl Setup {
     async fn insert_volume(
         &self,
         pool: &str,
-        kind: &str,
+        kind: VolumeKind,
         size_gib: i64,
         ready_at: Option<i64>,
         deleted_at: Option<i64>,
@@ -159,15 +160,15 @@ impl Setup {
             name: Set(id.clone()),
             description: Set(None),
             region: Set("nyc3".into()),
-            kind: Set(kind.into()),
-            network_id: Set((kind == "shared").then(|| "net_x".to_owned())),
+            kind: Set(kind),
+            network_id: Set((kind == VolumeKind::Shared).then(|| "net_x".to_owned())),
             filesystem: Set(None),
             delete_with_instance: Set(false),
             source_snapshot_id: Set(None),
             size_gib: Set(size_gib),
             observed_size_gib: Set(ready_at.map(|_| size_gib)),
-            state: Set(state(ready_at, deleted_at).into()),
-            desired_state: Set("present".into()),
+            state: Set(state(ready_at, deleted_at)),
+            desired_state: Set(Desired::Present),
             provider_id: Set(None),
             provider_name: Set(id.clone()),
             device: Set(None),
@@ -198,11 +199,11 @@ impl Setup {
             pool_id: Set(self.pool.clone()),
             provider_account_id: Set("pacct_x".into()),
             volume_id: Set("pvol_x".into()),
-            volume_kind: Set("block".into()),
+            volume_kind: Set(VolumeKind::Block),
             region: Set("nyc3".into()),
             name: Set(id.clone()),
-            state: Set(state(Some(ready_at), deleted_at).into()),
-            desired_state: Set("present".into()),
+            state: Set(state(Some(ready_at), deleted_at)),
+            desired_state: Set(Desired::Present),
             provider_id: Set(None),
             provider_name: Set(id.clone()),
             size_gib: Set(size_gib),
@@ -233,16 +234,16 @@ impl Setup {
             provider_account_id: Set("pacct_x".into()),
             name: Set(id.clone()),
             region: Set("nyc3".into()),
-            family: Set("ipv4".into()),
-            state: Set(state(Some(ready_at), deleted_at).into()),
-            desired_state: Set("present".into()),
+            family: Set(AddressFamily::Ipv4),
+            state: Set(state(Some(ready_at), deleted_at)),
+            desired_state: Set(Desired::Present),
             address: Set(None),
             fingerprint: Set(None),
             reserve_attempts: Set(1),
             lost: Set(false),
             message: Set(None),
             instance_id: Set(None),
-            assignment_state: Set("none".into()),
+            assignment_state: Set(Assignment::None),
             assignment_message: Set(None),
             action_id: Set(None),
             version: Set(1),
@@ -259,11 +260,11 @@ impl Setup {
     }
 }
 
-fn state(ready_at: Option<i64>, deleted_at: Option<i64>) -> &'static str {
+fn state(ready_at: Option<i64>, deleted_at: Option<i64>) -> State {
     match (ready_at, deleted_at) {
-        (_, Some(_)) => "deleted",
-        (Some(_), None) => "ready",
-        (None, None) => "pending",
+        (_, Some(_)) => State::Deleted,
+        (Some(_), None) => State::Ready,
+        (None, None) => State::Pending,
     }
 }
 
@@ -280,7 +281,7 @@ db_test!(a_volume_bills_whole_hours_from_ready_until_deleted_at_the_size_of_each
         )
         .await;
     let id = data["providerVolumeCreate"]["id"].as_str().unwrap().to_owned();
-    s.until_volume(&id, "ready", |v| v.state == "ready").await;
+    s.until_volume(&id, "ready", |v| v.state == State::Ready).await;
     let ready_at = s.volume_row(&id).await.ready_at.unwrap().timestamp_millis();
     assert!(ready_at > hour(0) && ready_at < hour(0) + 10 * MINUTE, "ready early in hour 0");
     assert_eq!(s.pass().await, 0, "hour 0 has not closed");
@@ -291,7 +292,7 @@ db_test!(a_volume_bills_whole_hours_from_ready_until_deleted_at_the_size_of_each
     assert_eq!(s.windows(&id).await, hours("vps.volume.gib.hours", &[(0, 10.0)]), "hour 0, partly used, bills whole");
 
     s.mutate("providerVolumeResize", json!({ "tenantId": "acme", "volumeId": id, "sizeGiB": 20 })).await;
-    s.until_volume(&id, "resized", |v| v.state == "ready" && v.observed_size_gib == Some(20)).await;
+    s.until_volume(&id, "resized", |v| v.state == State::Ready && v.observed_size_gib == Some(20)).await;
     assert!(s.clock.now_ms() < hour(2), "resized in hour 1");
     s.to(hour(2) + 1_000);
     s.pass().await;
@@ -322,8 +323,8 @@ db_test!(a_volume_bills_whole_hours_from_ready_until_deleted_at_the_size_of_each
 db_test!(a_shared_volume_bills_its_gib_on_the_share_meter, |backend: Backend| async move {
     let s = setup(backend).await;
     s.app_pass_done().await;
-    let share = s.insert_volume(&s.pool, "shared", 50, Some(hour(-3) + 45 * MINUTE), None).await;
-    let block = s.insert_volume(&s.pool, "block", 8, Some(hour(-1) + 59 * MINUTE), None).await;
+    let share = s.insert_volume(&s.pool, VolumeKind::Shared, 50, Some(hour(-3) + 45 * MINUTE), None).await;
+    let block = s.insert_volume(&s.pool, VolumeKind::Block, 8, Some(hour(-1) + 59 * MINUTE), None).await;
     assert_eq!(s.pass().await, 4);
     assert_eq!(s.windows(&share).await, hours("vps.share.gib.hours", &[(-3, 50.0), (-2, 50.0), (-1, 50.0)]));
     assert_eq!(s.windows(&block).await, hours("vps.volume.gib.hours", &[(-1, 8.0)]));
@@ -383,8 +384,8 @@ db_test!(an_address_bills_one_per_hour_held, |backend: Backend| async move {
 db_test!(a_resource_that_never_became_ready_never_bills, |backend: Backend| async move {
     let s = setup(backend).await;
     s.app_pass_done().await;
-    let pending = s.insert_volume(&s.pool, "block", 10, None, None).await;
-    let failed = s.insert_volume(&s.pool, "block", 10, None, Some(hour(-2))).await;
+    let pending = s.insert_volume(&s.pool, VolumeKind::Block, 10, None, None).await;
+    let failed = s.insert_volume(&s.pool, VolumeKind::Block, 10, None, Some(hour(-2))).await;
     assert_eq!(s.pass().await, 0);
     assert!(s.windows(&pending).await.is_empty());
     assert!(s.windows(&failed).await.is_empty());
@@ -395,8 +396,8 @@ db_test!(nothing_bills_on_a_byo_pool, |backend: Backend| async move {
     let byo = s.server.sim_pool("own", &["nyc3"], Some("acme")).await;
     s.server.offer(&byo, "acme", json!([{ "resource": "diskGiB", "max": 100 }])).await;
     s.app_pass_done().await;
-    let volume = s.insert_volume(&byo, "block", 10, Some(hour(-5)), None).await;
-    let shared = s.insert_volume(&byo, "shared", 10, Some(hour(-5)), Some(hour(-1))).await;
+    let volume = s.insert_volume(&byo, VolumeKind::Block, 10, Some(hour(-5)), None).await;
+    let shared = s.insert_volume(&byo, VolumeKind::Shared, 10, Some(hour(-5)), Some(hour(-1))).await;
     assert_eq!(s.pass().await, 0);
     assert!(s.windows(&volume).await.is_empty());
     assert!(s.windows(&shared).await.is_empty());
@@ -407,7 +408,7 @@ db_test!(nothing_bills_on_a_byo_pool, |backend: Backend| async move {
 db_test!(a_pass_run_twice_writes_each_window_once, |backend: Backend| async move {
     let s = setup(backend).await;
     s.app_pass_done().await;
-    let volume = s.insert_volume(&s.pool, "block", 10, Some(hour(-3) + 10 * MINUTE), None).await;
+    let volume = s.insert_volume(&s.pool, VolumeKind::Block, 10, Some(hour(-3) + 10 * MINUTE), None).await;
     let address = s.insert_address(hour(-2), Some(hour(-1) + MINUTE)).await;
     assert_eq!(s.pass().await, 5);
     assert_eq!(s.pass().await, 0, "a rerun writes nothing");
@@ -452,7 +453,7 @@ db_test!(a_pass_looks_back_31_days_for_windows_to_write, |backend: Backend| asyn
 db_test!(the_usage_query_totals_each_meter_over_the_windows_that_start_in_the_range, |backend: Backend| async move {
     let s = setup(backend).await;
     s.app_pass_done().await;
-    s.insert_volume(&s.pool, "block", 10, Some(hour(-3) + 10 * MINUTE), None).await;
+    s.insert_volume(&s.pool, VolumeKind::Block, 10, Some(hour(-3) + 10 * MINUTE), None).await;
     s.insert_address(hour(-2) + 59 * MINUTE, Some(hour(-1) + MINUTE)).await;
     s.insert_snapshot(Some(2.5), hour(-1) + 30 * MINUTE, None).await;
     assert_eq!(s.pass().await, 6);

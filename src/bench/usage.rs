@@ -13,6 +13,7 @@ use crate::config::LimitArgs;
 use crate::reconcile::RuntimeConfig;
 use crate::reconcile::usage;
 use crate::store::entity::provider_volume as volume;
+use crate::store::state::{Desired, State, VolumeKind};
 
 pub struct UsageFigures {
     pub windows: u64,
@@ -69,15 +70,15 @@ pub async fn pass_figures(database_url: &str, args: &BenchArgs) -> BenchResult<U
                 name: Set(format!("v-{i}")),
                 description: Set(None),
                 region: Set("nyc3".into()),
-                kind: Set("block".into()),
+                kind: Set(VolumeKind::Block),
                 network_id: Set(None),
                 filesystem: Set(None),
                 delete_with_instance: Set(false),
                 source_snapshot_id: Set(None),
                 size_gib: Set(10),
                 observed_size_gib: Set(Some(10)),
-                state: Set("ready".into()),
-                desired_state: Set("present".into()),
+                state: Set(State::Ready),
+                desired_state: Set(Desired::Present),
                 provider_id: Set(None),
                 device: Set(None),
                 mount_source: Set(None),

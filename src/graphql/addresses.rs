@@ -1,49 +1,15 @@
 //! Provider addresses: reserved public IPs and their assignment to an instance.
-use async_graphql::{Context, Enum, ID, InputObject, Object, Result, SimpleObject, Subscription};
+use async_graphql::{Context, ID, InputObject, Object, Result, SimpleObject, Subscription};
 use chrono::{DateTime, Utc};
 use futures_util::{Stream, StreamExt};
 
 use super::instances::Instance;
 use super::loaders::loaders;
-use super::networks::{DesiredState, PageInfo, ResourceState};
+use super::networks::PageInfo;
 use super::{actor, services};
-use crate::service::addresses::{AddressCreate, AddressView, IPV4, IPV6};
+use crate::service::addresses::{AddressCreate, AddressView};
 use crate::service::rows::ListFilter;
-
-#[derive(Enum, Clone, Copy, PartialEq, Eq)]
-pub enum AddressFamily {
-    #[graphql(name = "IPV4")]
-    Ipv4,
-    #[graphql(name = "IPV6")]
-    Ipv6,
-}
-
-/// Where an address's assignment to its instance is.
-#[derive(Enum, Clone, Copy, PartialEq, Eq)]
-pub enum AssignmentState {
-    /// On no instance.
-    None,
-    /// Being assigned.
-    Pending,
-    /// On the instance.
-    Ready,
-    /// Being unassigned.
-    Deleting,
-    /// Not assigned as wanted: see `assignmentMessage`.
-    Error,
-}
-
-impl AssignmentState {
-    fn parse(word: &str) -> Self {
-        match word {
-            "pending" => AssignmentState::Pending,
-            "ready" => AssignmentState::Ready,
-            "deleting" => AssignmentState::Deleting,
-            "error" => AssignmentState::Error,
-            _ => AssignmentState::None,
-        }
-    }
-}
+use crate::store::state::{AddressFamily, Assignment, Desired, State};
 
 pub struct ProviderAddress(pub AddressView);
 
@@ -68,17 +34,17 @@ impl ProviderAddress {
         &self.0.region
     }
     async fn family(&self) -> AddressFamily {
-        if self.0.family == IPV6 { AddressFamily::Ipv6 } else { AddressFamily::Ipv4 }
+        self.0.family
     }
     /// The reserved IP, once the provider handed it out (none once it was released outside).
     async fn address(&self) -> Option<&str> {
         self.0.address.as_deref()
     }
-    async fn state(&self) -> ResourceState {
-        ResourceState::parse(&self.0.state)
+    async fn state(&self) -> State {
+        self.0.state
     }
-    async fn desired_state(&self) -> DesiredState {
-        DesiredState::parse(&self.0.desired_state)
+    async fn desired_state(&self) -> Desired {
+        self.0.desired_state
     }
     /// Why it is not ready: the provider's words, or ours.
     async fn message(&self) -> Option<&str> {
@@ -97,8 +63,8 @@ impl ProviderAddress {
         let Some(instance_id) = &self.0.instance_id else { return Ok(None) };
         Ok(loaders(ctx)?.instances.load_one(instance_id.clone()).await?.flatten().map(Instance))
     }
-    async fn assignment_state(&self) -> AssignmentState {
-        AssignmentState::parse(&self.0.assignment_state)
+    async fn assignment_state(&self) -> Assignment {
+        self.0.assignment_state
     }
     /// Why the assignment is not as wanted.
     async fn assignment_message(&self) -> Option<&str> {
@@ -235,7 +201,7 @@ impl AddressMutation {
             pool_id: input.pool_id,
             name: input.name,
             region: input.region,
-            family: if input.family == AddressFamily::Ipv6 { IPV6 } else { IPV4 }.into(),
+            family: input.family,
             idempotency_key: input.idempotency_key,
         };
         Ok(ProviderAddress(services(ctx).address_create(actor(ctx)?, create).await?))

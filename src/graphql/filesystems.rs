@@ -1,45 +1,11 @@
 //! Shared filesystems on a tenant network (EFS and FSx for Lustre on AWS).
-use async_graphql::{Context, Enum, ID, InputObject, Object, Result, SimpleObject, Subscription};
+use async_graphql::{Context, ID, InputObject, Object, Result, SimpleObject, Subscription};
 use chrono::{DateTime, Utc};
 use futures_util::{Stream, StreamExt};
 
-use super::networks::{DesiredState, ResourceState};
 use super::{actor, services};
-use crate::service::filesystems::{self as svc, FilesystemCreate, FilesystemView};
-
-#[derive(Enum, Clone, Copy, PartialEq, Eq)]
-pub enum FilesystemKind {
-    /// An elastic NFS filesystem across every zone of the network (Amazon EFS on AWS).
-    Nfs,
-    /// A Lustre filesystem in one zone, for scratch and checkpoints (Amazon FSx for Lustre).
-    Lustre,
-}
-
-impl FilesystemKind {
-    fn word(self) -> &'static str {
-        match self {
-            FilesystemKind::Nfs => svc::NFS,
-            FilesystemKind::Lustre => svc::LUSTRE,
-        }
-    }
-}
-
-#[derive(Enum, Clone, Copy, PartialEq, Eq)]
-pub enum FilesystemDeployment {
-    /// Not replicated: for data that can be made again (the default).
-    Scratch,
-    /// Replicated within its zone, for longer-lived data.
-    Persistent,
-}
-
-impl FilesystemDeployment {
-    fn word(self) -> &'static str {
-        match self {
-            FilesystemDeployment::Scratch => svc::SCRATCH,
-            FilesystemDeployment::Persistent => svc::PERSISTENT,
-        }
-    }
-}
+use crate::service::filesystems::{FilesystemCreate, FilesystemView};
+use crate::store::state::{Deployment, Desired, FilesystemKind, State};
 
 /// How a machine mounts the filesystem: `mount -t <fstype> -o <options> <source> <path>`.
 #[derive(SimpleObject)]
@@ -69,18 +35,15 @@ impl Filesystem {
         &self.0.name
     }
     async fn kind(&self) -> FilesystemKind {
-        if self.0.kind == svc::LUSTRE { FilesystemKind::Lustre } else { FilesystemKind::Nfs }
+        self.0.kind
     }
     /// Lustre: its storage capacity; an NFS filesystem is elastic.
     #[graphql(name = "sizeGiB")]
     async fn size_gib(&self) -> Option<i64> {
         self.0.size_gib
     }
-    async fn deployment(&self) -> Option<FilesystemDeployment> {
-        self.0.deployment.as_deref().map(|d| match d {
-            svc::PERSISTENT => FilesystemDeployment::Persistent,
-            _ => FilesystemDeployment::Scratch,
-        })
+    async fn deployment(&self) -> Option<Deployment> {
+        self.0.deployment
     }
     /// Lustre: the zone it lives in; an NFS filesystem has a mount target in every zone.
     async fn zone(&self) -> Option<&str> {
@@ -89,11 +52,11 @@ impl Filesystem {
     async fn region(&self) -> &str {
         &self.0.region
     }
-    async fn state(&self) -> ResourceState {
-        ResourceState::parse(&self.0.state)
+    async fn state(&self) -> State {
+        self.0.state
     }
-    async fn desired_state(&self) -> DesiredState {
-        DesiredState::parse(&self.0.desired_state)
+    async fn desired_state(&self) -> Desired {
+        self.0.desired_state
     }
     async fn message(&self) -> Option<&str> {
         self.0.message.as_deref()
@@ -127,7 +90,7 @@ pub struct FilesystemCreateInput {
     #[graphql(name = "sizeGiB")]
     pub size_gib: Option<i64>,
     /// Lustre: SCRATCH (the default) or PERSISTENT. NFS takes none.
-    pub deployment: Option<FilesystemDeployment>,
+    pub deployment: Option<Deployment>,
     /// Lustre: one of the account's zones with a subnet of the network (default the account's
     /// first). NFS takes none.
     pub zone: Option<String>,
@@ -179,9 +142,9 @@ impl FilesystemMutation {
             tenant_id: input.tenant_id,
             network_id: input.network_id,
             name: input.name,
-            kind: input.kind.word().to_owned(),
+            kind: input.kind,
             size_gib: input.size_gib,
-            deployment: input.deployment.map(|d| d.word().to_owned()),
+            deployment: input.deployment,
             zone: input.zone,
             idempotency_key: input.idempotency_key,
         };

@@ -1,30 +1,13 @@
 //! Instances, as far as volumes need them.
-use async_graphql::{Context, Enum, ID, InputObject, Object, Result, SimpleObject, Subscription};
+use async_graphql::{Context, ID, InputObject, Object, Result, SimpleObject, Subscription};
 use chrono::{DateTime, Utc};
 use futures_util::{Stream, StreamExt};
 
-use super::networks::{DesiredState, PageInfo, ResourceState};
+use super::networks::PageInfo;
 use super::{actor, services};
 use crate::service::instances::{FilesystemMountInput, InstanceCreate, InstanceView};
 use crate::service::rows::ListFilter;
-
-/// What deleting an instance does to its machine.
-#[derive(Enum, Clone, Copy, PartialEq, Eq)]
-pub enum InstanceOnDelete {
-    /// The machine is deleted, with its deleteWithInstance volumes.
-    Delete,
-    /// The machine is left running: its volumes are only detached and its addresses unassigned.
-    Detach,
-}
-
-impl InstanceOnDelete {
-    fn word(self) -> &'static str {
-        match self {
-            InstanceOnDelete::Delete => "delete",
-            InstanceOnDelete::Detach => "detach",
-        }
-    }
-}
+use crate::store::state::{Desired, OnDelete, State};
 
 pub struct Instance(pub InstanceView);
 
@@ -71,14 +54,14 @@ impl Instance {
         &self.0.image
     }
     /// What its delete does to the machine.
-    async fn on_delete(&self) -> InstanceOnDelete {
-        if self.0.on_delete == "detach" { InstanceOnDelete::Detach } else { InstanceOnDelete::Delete }
+    async fn on_delete(&self) -> OnDelete {
+        self.0.on_delete
     }
-    async fn state(&self) -> ResourceState {
-        ResourceState::parse(&self.0.state)
+    async fn state(&self) -> State {
+        self.0.state
     }
-    async fn desired_state(&self) -> DesiredState {
-        DesiredState::parse(&self.0.desired_state)
+    async fn desired_state(&self) -> Desired {
+        self.0.desired_state
     }
     /// The provider's id of its machine, once made.
     async fn provider_id(&self) -> Option<&str> {
@@ -137,8 +120,8 @@ pub struct InstanceCreateInput {
     pub filesystems: Vec<InstanceFilesystemInput>,
     /// DELETE (the default) deletes the machine when the instance is deleted; DETACH leaves it
     /// running and only lets its volumes and addresses go.
-    #[graphql(default_with = "InstanceOnDelete::Delete")]
-    pub on_delete: InstanceOnDelete,
+    #[graphql(default_with = "OnDelete::Delete")]
+    pub on_delete: OnDelete,
     pub idempotency_key: String,
 }
 
@@ -214,7 +197,7 @@ impl InstanceMutation {
             size: input.size,
             image: input.image,
             network_id: input.network_id,
-            on_delete: input.on_delete.word().to_owned(),
+            on_delete: input.on_delete,
             zone: input.zone,
             user_data: input.user_data,
             filesystems: input

@@ -1,48 +1,12 @@
 //! Tenant networks and their subnets.
-use async_graphql::{Context, Enum, ID, InputObject, Object, Result, SimpleObject, Subscription};
+use async_graphql::{Context, ID, InputObject, Object, Result, SimpleObject, Subscription};
 use chrono::{DateTime, Utc};
 use futures_util::{Stream, StreamExt};
 
 use super::{actor, services};
 use crate::service::networks::{NetworkAdopt, NetworkCreate, NetworkView, SubnetInput, SubnetView};
 use crate::service::rows::ListFilter;
-
-/// Where a resource is, as the reconciler last saw it.
-#[derive(Enum, Clone, Copy, PartialEq, Eq)]
-pub enum ResourceState {
-    Pending,
-    Ready,
-    Updating,
-    Deleting,
-    Deleted,
-    Error,
-}
-
-impl ResourceState {
-    pub fn parse(state: &str) -> Self {
-        match state {
-            "ready" => ResourceState::Ready,
-            "updating" => ResourceState::Updating,
-            "deleting" => ResourceState::Deleting,
-            "deleted" => ResourceState::Deleted,
-            "error" => ResourceState::Error,
-            _ => ResourceState::Pending,
-        }
-    }
-}
-
-/// What the tenant asked for.
-#[derive(Enum, Clone, Copy, PartialEq, Eq)]
-pub enum DesiredState {
-    Present,
-    Absent,
-}
-
-impl DesiredState {
-    pub fn parse(state: &str) -> Self {
-        if state == "absent" { DesiredState::Absent } else { DesiredState::Present }
-    }
-}
+use crate::store::state::{Desired, State};
 
 pub struct Subnet(pub SubnetView);
 
@@ -61,11 +25,11 @@ impl Subnet {
     async fn ip_range(&self) -> &str {
         &self.0.ip_range
     }
-    async fn state(&self) -> ResourceState {
-        ResourceState::parse(&self.0.state)
+    async fn state(&self) -> State {
+        self.0.state
     }
-    async fn desired_state(&self) -> DesiredState {
-        DesiredState::parse(&self.0.desired_state)
+    async fn desired_state(&self) -> Desired {
+        self.0.desired_state
     }
     /// The provider's id once made: the subnet's VPC on DigitalOcean, the EC2 subnet on AWS.
     async fn provider_id(&self) -> Option<&str> {
@@ -105,11 +69,11 @@ impl Network {
     async fn description(&self) -> Option<&str> {
         self.0.description.as_deref()
     }
-    async fn state(&self) -> ResourceState {
-        ResourceState::parse(&self.0.state)
+    async fn state(&self) -> State {
+        self.0.state
     }
-    async fn desired_state(&self) -> DesiredState {
-        DesiredState::parse(&self.0.desired_state)
+    async fn desired_state(&self) -> Desired {
+        self.0.desired_state
     }
     async fn message(&self) -> Option<&str> {
         self.0.message.as_deref()

@@ -1,46 +1,11 @@
 //! Provider accounts, pools and quotas.
-use async_graphql::{Context, Enum, ID, InputObject, Object, Result, SimpleObject};
+use async_graphql::{Context, ID, InputObject, Object, Result, SimpleObject};
 use chrono::{DateTime, Utc};
 
 use super::{actor, services};
 use crate::service::pools::{self as svc, PoolView, QuotaLimit, strings};
 use crate::store::entity::{provider_account, quota};
-
-#[derive(Enum, Clone, Copy, PartialEq, Eq)]
-pub enum ProviderKind {
-    Digitalocean,
-    Aws,
-}
-
-impl ProviderKind {
-    fn as_str(self) -> &'static str {
-        match self {
-            ProviderKind::Digitalocean => svc::KIND_DIGITALOCEAN,
-            ProviderKind::Aws => svc::KIND_AWS,
-        }
-    }
-
-    fn parse(kind: &str) -> Self {
-        if kind == svc::KIND_AWS { ProviderKind::Aws } else { ProviderKind::Digitalocean }
-    }
-}
-
-#[derive(Enum, Clone, Copy, PartialEq, Eq)]
-pub enum Billing {
-    /// The platform's account: resources bill usage.
-    Metered,
-    /// The tenant's own account: no usage is billed.
-    Byo,
-}
-
-impl Billing {
-    fn as_str(self) -> &'static str {
-        match self {
-            Billing::Metered => svc::BILLING_METERED,
-            Billing::Byo => svc::BILLING_BYO,
-        }
-    }
-}
+use crate::store::state::{Billing, ProviderKind};
 
 /// A provider account. Its credentials are never returned, nor where they are kept.
 pub struct ProviderAccount(pub provider_account::Model);
@@ -54,7 +19,7 @@ impl ProviderAccount {
         &self.0.name
     }
     async fn kind(&self) -> ProviderKind {
-        ProviderKind::parse(&self.0.kind)
+        self.0.kind
     }
     async fn api_url(&self) -> Option<&str> {
         Some(self.0.api_url.as_str()).filter(|u| !u.is_empty())
@@ -89,13 +54,13 @@ impl Pool {
         &self.0.pool.name
     }
     async fn billing(&self) -> Billing {
-        if self.0.pool.billing == svc::BILLING_BYO { Billing::Byo } else { Billing::Metered }
+        self.0.pool.billing
     }
     async fn provider_account_id(&self) -> &str {
         &self.0.pool.provider_account_id
     }
     async fn provider_kind(&self) -> ProviderKind {
-        ProviderKind::parse(&self.0.account.kind)
+        self.0.account.kind
     }
     async fn regions(&self) -> Vec<String> {
         strings(&self.0.account.regions)
@@ -229,7 +194,7 @@ impl PoolMutation {
     ) -> Result<ProviderAccount> {
         let input = svc::ProviderAccountCreate {
             name: input.name,
-            kind: input.kind.as_str().into(),
+            kind: input.kind,
             api_url: input.api_url,
             credential_ref: input.credential_ref,
             sim: input.sim,
@@ -246,7 +211,7 @@ impl PoolMutation {
         let input = svc::PoolCreate {
             name: input.name,
             provider_account_id: input.provider_account_id,
-            billing: input.billing.as_str().into(),
+            billing: input.billing,
         };
         Ok(Pool(services(ctx).pool_create(actor(ctx)?, input).await?))
     }

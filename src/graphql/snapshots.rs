@@ -1,20 +1,13 @@
 //! Provider snapshots.
-use async_graphql::{Context, Enum, ID, InputObject, Object, Result, SimpleObject, Subscription};
+use async_graphql::{Context, ID, InputObject, Object, Result, SimpleObject, Subscription};
 use chrono::{DateTime, Utc};
 use futures_util::{Stream, StreamExt};
 
-use super::networks::{DesiredState, PageInfo, ResourceState};
+use super::networks::PageInfo;
 use super::{actor, services};
 use crate::service::rows::ListFilter;
 use crate::service::snapshots::{SnapshotListFilter, SnapshotView};
-
-#[derive(Enum, Clone, Copy, PartialEq, Eq)]
-pub enum VolumeKind {
-    /// A disk on one instance at a time.
-    Block,
-    /// A network file share that the instances of one tenant network mount at once.
-    Shared,
-}
+use crate::store::state::{Desired, State, VolumeKind};
 
 pub struct ProviderSnapshot(pub SnapshotView);
 
@@ -37,7 +30,7 @@ impl ProviderSnapshot {
         &self.0.volume_id
     }
     async fn volume_kind(&self) -> VolumeKind {
-        if self.0.volume_kind == "shared" { VolumeKind::Shared } else { VolumeKind::Block }
+        self.0.volume_kind
     }
     async fn region(&self) -> &str {
         &self.0.region
@@ -45,11 +38,11 @@ impl ProviderSnapshot {
     async fn name(&self) -> &str {
         &self.0.name
     }
-    async fn state(&self) -> ResourceState {
-        ResourceState::parse(&self.0.state)
+    async fn state(&self) -> State {
+        self.0.state
     }
-    async fn desired_state(&self) -> DesiredState {
-        DesiredState::parse(&self.0.desired_state)
+    async fn desired_state(&self) -> Desired {
+        self.0.desired_state
     }
     async fn message(&self) -> Option<&str> {
         self.0.message.as_deref()

@@ -5,13 +5,14 @@ use futures_util::{Stream, StreamExt};
 
 use super::instances::Instance;
 use super::loaders::loaders;
-use super::networks::{DesiredState, PageInfo, ResourceState};
-use super::snapshots::{ProviderSnapshot, VolumeKind};
+use super::networks::PageInfo;
+use super::snapshots::ProviderSnapshot;
 use super::{actor, services};
 use crate::service::mounts;
 use crate::service::rows::ListFilter;
 use crate::service::snapshots::{SnapshotRestore, SnapshotTake};
 use crate::service::volumes::{AttachmentView, VolumeCreate, VolumeView};
+use crate::store::state::{Desired, State, VolumeKind};
 
 #[derive(Enum, Clone, Copy, PartialEq, Eq)]
 pub enum VolumeFilesystem {
@@ -66,11 +67,11 @@ impl Attachment {
         Ok(loaders(ctx)?.instances.load_one(self.0.instance_id.clone()).await?.flatten().map(Instance))
     }
     /// PENDING (attaching), READY (attached), DELETING (detaching) or ERROR.
-    async fn state(&self) -> ResourceState {
-        ResourceState::parse(&self.0.state)
+    async fn state(&self) -> State {
+        self.0.state
     }
-    async fn desired_state(&self) -> DesiredState {
-        DesiredState::parse(&self.0.desired_state)
+    async fn desired_state(&self) -> Desired {
+        self.0.desired_state
     }
     async fn message(&self) -> Option<&str> {
         self.0.message.as_deref()
@@ -156,7 +157,7 @@ impl ProviderVolume {
     }
     /// BLOCK (one instance at a time) or SHARED (an NFS share on a network).
     async fn kind(&self) -> VolumeKind {
-        if self.view.kind == "shared" { VolumeKind::Shared } else { VolumeKind::Block }
+        self.view.kind
     }
     /// A shared volume's network.
     async fn network_id(&self) -> Option<&str> {
@@ -189,11 +190,11 @@ impl ProviderVolume {
     async fn observed_size_gib(&self) -> Option<i64> {
         self.view.observed_size_gib
     }
-    async fn state(&self) -> ResourceState {
-        ResourceState::parse(&self.view.state)
+    async fn state(&self) -> State {
+        self.view.state
     }
-    async fn desired_state(&self) -> DesiredState {
-        DesiredState::parse(&self.view.desired_state)
+    async fn desired_state(&self) -> Desired {
+        self.view.desired_state
     }
     /// Why it is not ready: the provider's words, or ours.
     async fn message(&self) -> Option<&str> {
@@ -210,7 +211,7 @@ impl ProviderVolume {
     }
     /// A block volume's attachment, when it has one (a shared volume's are in `attachments`).
     async fn attachment(&self, ctx: &Context<'_>) -> Result<Option<Attachment>> {
-        if self.view.kind == "shared" {
+        if self.view.kind == VolumeKind::Shared {
             return Ok(None);
         }
         Ok(self.attachment_views(ctx).await?.into_iter().next().map(Attachment))
@@ -387,7 +388,7 @@ impl VolumeMutation {
             description: input.description,
             region: input.region,
             size_gib: i64::from(input.size_gib),
-            kind: if input.kind == VolumeKind::Shared { "shared" } else { "block" }.into(),
+            kind: input.kind,
             network_id: input.network_id,
             filesystem: input.filesystem.map(|f| f.word().to_owned()),
             delete_with_instance: input.delete_with_instance,

@@ -7,6 +7,7 @@ use std::time::Duration;
 use super::*;
 use crate::metrics::Metrics;
 use crate::secret::Secret;
+use crate::store::state::ProviderKind;
 
 /// A provider account's client, with the capabilities it has.
 pub struct Provider {
@@ -23,41 +24,41 @@ pub struct Provider {
 }
 
 /// Which capabilities a kind of account has, known without a client (to refuse before recording).
-pub fn supports_networks(kind: &str) -> bool {
-    kind == KIND_DIGITALOCEAN || kind == KIND_AWS
+pub fn supports_networks(kind: ProviderKind) -> bool {
+    kind == ProviderKind::Digitalocean || kind == ProviderKind::Aws
 }
 
-pub fn supports_instances(kind: &str) -> bool {
-    kind == KIND_DIGITALOCEAN || kind == KIND_AWS
+pub fn supports_instances(kind: ProviderKind) -> bool {
+    kind == ProviderKind::Digitalocean || kind == ProviderKind::Aws
 }
 
-pub fn supports_volumes(kind: &str) -> bool {
-    kind == KIND_DIGITALOCEAN
+pub fn supports_volumes(kind: ProviderKind) -> bool {
+    kind == ProviderKind::Digitalocean
 }
 
-pub fn supports_addresses(kind: &str) -> bool {
-    kind == KIND_DIGITALOCEAN
+pub fn supports_addresses(kind: ProviderKind) -> bool {
+    kind == ProviderKind::Digitalocean
 }
 
-pub fn supports_shared_volumes(kind: &str) -> bool {
-    kind == KIND_DIGITALOCEAN
+pub fn supports_shared_volumes(kind: ProviderKind) -> bool {
+    kind == ProviderKind::Digitalocean
 }
 
 /// Shared filesystems (EFS, FSx for Lustre) are AWS only.
-pub fn supports_filesystems(kind: &str) -> bool {
-    kind == KIND_AWS
+pub fn supports_filesystems(kind: ProviderKind) -> bool {
+    kind == ProviderKind::Aws
 }
 
 /// What the provider would refuse of a shared volume's size before any request: DigitalOcean
 /// shares are 50 GiB at least.
-pub fn min_share_gib(kind: &str) -> i64 {
-    if kind == KIND_DIGITALOCEAN { 50 } else { 1 }
+pub fn min_share_gib(kind: ProviderKind) -> i64 {
+    if kind == ProviderKind::Digitalocean { 50 } else { 1 }
 }
 
 /// What the registry needs to know of an account.
 pub struct AccountRef<'a> {
     pub id: &'a str,
-    pub kind: &'a str,
+    pub kind: ProviderKind,
     pub api_url: &'a str,
     pub credential_ref: &'a str,
     pub sim: bool,
@@ -100,7 +101,7 @@ impl Providers {
             aws_instances: None,
             filesystems: None,
         };
-        if account.kind == KIND_AWS {
+        if account.kind == ProviderKind::Aws {
             let settings = aws::Settings { timeout: self.timeout, ..aws::Settings::default() };
             let metrics = self.metrics.clone();
             let client = Arc::new(if account.sim {
@@ -124,7 +125,7 @@ impl Providers {
                 ..none
             };
         }
-        if account.kind != KIND_DIGITALOCEAN {
+        if account.kind != ProviderKind::Digitalocean {
             return none;
         }
         let (base, token) = if account.sim {

@@ -14,8 +14,7 @@ pub use error::*;
 use serde::{Deserialize, Serialize};
 
 /// The kinds of provider account.
-pub const KIND_DIGITALOCEAN: &str = "digitalocean";
-pub const KIND_AWS: &str = "aws";
+pub use crate::store::state::ProviderKind;
 
 /// A VPC as DigitalOcean shows it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -16,11 +16,11 @@ use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
 use super::{ACTION_POLL_MS, ERROR_RETRY_MS, Next, RETRY_LATER_MS, Run, again_if_changed, is_failure, retry_after};
 use crate::error::{Error, Result};
 use crate::provider::{ActionStatus, Actions, Addresses, Family, Provider, ProviderError, ReservedAddress};
-use crate::service::addresses::{self as svc, NONE};
-use crate::service::networks::state;
+use crate::service::addresses::{self as svc};
 use crate::service::rows;
 use crate::store::entity::{instance, provider_address as address};
 use crate::store::quota;
+use crate::store::state::{Assignment, Desired, State};
 use crate::store::status::StatusWrite;
 
 /// The message of an address whose reserve's answer never came.
@@ -30,14 +30,14 @@ pub const LOST_RESERVE: &str = "the reserve's answer never came, and a reserved 
 /// The address fields a run writes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Observed {
-    state: String,
+    state: State,
     address: Option<String>,
     fingerprint: Option<String>,
     reserve_attempts: i32,
     lost: bool,
     message: Option<String>,
     instance_id: Option<String>,
-    assignment_state: String,
+    assignment_state: Assignment,
     assignment_message: Option<String>,
     action_id: Option<String>,
 }
@@ -45,30 +45,30 @@ struct Observed {
 impl Observed {
     fn of(a: &address::Model) -> Self {
         Observed {
-            state: a.state.clone(),
+            state: a.state,
             address: a.address.clone(),
             fingerprint: a.fingerprint.clone(),
             reserve_attempts: a.reserve_attempts,
             lost: a.lost,
             message: a.message.clone(),
             instance_id: a.instance_id.clone(),
-            assignment_state: a.assignment_state.clone(),
+            assignment_state: a.assignment_state,
             assignment_message: a.assignment_message.clone(),
             action_id: a.action_id.clone(),
         }
     }
 
-    fn state(mut self, state: &str, message: Option<String>) -> Self {
-        self.state = state.to_owned();
+    fn state(mut self, state: State, message: Option<String>) -> Self {
+        self.state = state;
         self.message = message;
         self
     }
 
-    fn assignment(mut self, state: &str, message: Option<String>) -> Self {
+    fn assignment(mut self, state: Assignment, message: Option<String>) -> Self {
         self.assignment_state = state.to_owned();
         self.assignment_message = message;
         self.action_id = None;
-        if state == NONE {
+        if state == Assignment::None {
             self.instance_id = None;
         }
         self
@@ -85,14 +85,18 @@ impl Observed {
             .fact(address::Column::ActionId, self.action_id.clone())
             .decided(address::Column::Message, self.message.clone())
             .decided(address::Column::InstanceId, self.instance_id.clone())
-            .decided(address::Column::AssignmentState, self.assignment_state.clone())
+            .decided(address::Column::AssignmentState, self.assignment_state)
             .decided(address::Column::AssignmentMessage, self.assignment_message.clone())
-            .state(&self.state)
+            .state(self.state)
     }
 
     /// Lost for good: the IP and its instance are forgotten, and it is never called for again.
     fn lost(self, message: String) -> Self {
-        Observed { address: None, lost: true, ..self.assignment(NONE, None).state(state::ERROR, Some(message)) }
+        Observed {
+            address: None,
+            lost: true,
+            ..self.assignment(Assignment::None, None).state(State::Error, Some(message))
+        }
     }
 }
 
@@ -108,15 +112,15 @@ pub async fn run(run: &Run<'_>) -> Result<Next> {
     let Some(a) = address::Entity::find_by_id(run.resource_id().to_owned()).one(db).await? else {
         return Ok(Next::Done);
     };
-    if a.state == state::DELETED {
+    if a.state == State::Deleted {
         return Ok(Next::Done);
     }
     let provider = run.provider(&a.provider_account_id).await?;
     let Provider { addresses: Some(api), actions: Some(actions), .. } = provider.as_ref() else {
         return Err(Error::internal(format!("account {} offers no addresses", a.provider_account_id)));
     };
-    let ctx = Ctx { run, api: api.as_ref(), actions: actions.as_ref(), family: svc::family(&a.family) };
-    if a.desired_state == state::ABSENT {
+    let ctx = Ctx { run, api: api.as_ref(), actions: actions.as_ref(), family: svc::family(a.family) };
+    if a.desired_state == Desired::Absent {
         return release(&ctx, &a).await;
     }
     if a.lost {
@@ -131,8 +135,8 @@ pub async fn run(run: &Run<'_>) -> Result<Next> {
         Ok(found) => found,
         Err(message) => return write(run, &a, Observed::of(&a).lost(message), Next::Drift).await,
     };
-    if a.state != state::READY {
-        return write(run, &a, Observed::of(&a).state(state::READY, None), Next::Now).await;
+    if a.state != State::Ready {
+        return write(run, &a, Observed::of(&a).state(State::Ready, None), Next::Now).await;
     }
     converge_assignment(&ctx, &a, &found).await
 }
@@ -177,8 +181,8 @@ async fn reserve(ctx: &Ctx<'_>, a: &address::Model) -> Result<Next> {
         Ok(made) => {
             let reserved = move |now: Observed, fresh: &address::Model| {
                 let reserved = Observed { address: Some(made.ip), fingerprint: made.reserved_at, ..now };
-                match fresh.desired_state == state::PRESENT {
-                    true => reserved.state(state::READY, None),
+                match fresh.desired_state == Desired::Present {
+                    true => reserved.state(State::Ready, None),
                     false => reserved,
                 }
             };
@@ -196,7 +200,7 @@ async fn reserve(ctx: &Ctx<'_>, a: &address::Model) -> Result<Next> {
         Err(err) if is_failure(&err) => {
             let refused = |now: Observed, _: &address::Model| Observed {
                 reserve_attempts: now.reserve_attempts - 1,
-                ..now.state(state::ERROR, Some(err.message().to_owned()))
+                ..now.state(State::Error, Some(err.message().to_owned()))
             };
             record(run, &a.id, refused, Next::After(ERROR_RETRY_MS)).await
         }
@@ -216,7 +220,7 @@ async fn release(ctx: &Ctx<'_>, a: &address::Model) -> Result<Next> {
     if a.address.is_none() && a.reserve_attempts > 0 && !a.lost {
         return record(run, &a.id, |now, _| now.lost(LOST_RESERVE.into()), Next::Now).await;
     }
-    let deleted = Observed { action_id: None, ..Observed::of(a).state(state::DELETED, None) };
+    let deleted = Observed { action_id: None, ..Observed::of(a).state(State::Deleted, None) };
     let Some(ip) = a.address.clone().filter(|_| !a.lost) else { return write(run, a, deleted, Next::Done).await };
     let found = match ctx.api.address_get(ctx.family, &ip).await {
         Ok(found) => found,
@@ -245,13 +249,14 @@ async fn converge_assignment(ctx: &Ctx<'_>, a: &address::Model, found: &Reserved
             Ok(Some(ActionStatus::InProgress)) => (now, Next::After(ACTION_POLL_MS)),
             // Failed: an assign is the assignment's error, asked again by the periodic pass; an
             // unassign stays wanted (deleting), and is asked again as well.
-            Ok(Some(ActionStatus::Errored)) if a.assignment_state == state::DELETING => {
+            Ok(Some(ActionStatus::Errored)) if a.assignment_state == Assignment::Deleting => {
                 let message = Some("the provider's unassign failed; it is asked again".to_owned());
                 (Observed { action_id: None, assignment_message: message, ..now }, Next::After(ERROR_RETRY_MS))
             }
-            Ok(Some(ActionStatus::Errored)) => {
-                (now.assignment(state::ERROR, Some("the provider's assign failed".into())), Next::After(ERROR_RETRY_MS))
-            }
+            Ok(Some(ActionStatus::Errored)) => (
+                now.assignment(Assignment::Error, Some("the provider's assign failed".into())),
+                Next::After(ERROR_RETRY_MS),
+            ),
             // Done or forgotten: what the address shows decides.
             Ok(_) => (Observed { action_id: None, ..now }, Next::Now),
             Err(err) => (waiting(now, &err), retry_after(&err)),
@@ -261,9 +266,9 @@ async fn converge_assignment(ctx: &Ctx<'_>, a: &address::Model, found: &Reserved
     let Some(instance_id) = &a.instance_id else { return Ok(Next::Drift) };
     let on = instance::Entity::find_by_id(instance_id.clone()).one(&run.services.db).await?;
     let machine = on.as_ref().and_then(|i| i.provider_id.clone());
-    let (observed, next) = match a.assignment_state.as_str() {
-        state::DELETING => unassign(ctx, a, found, machine.as_deref()).await,
-        _ => match on.filter(|i| i.state == state::READY && i.desired_state == state::PRESENT).and(machine) {
+    let (observed, next) = match a.assignment_state {
+        Assignment::Deleting => unassign(ctx, a, found, machine.as_deref()).await,
+        _ => match on.filter(|i| i.state == State::Ready && i.desired_state == Desired::Present).and(machine) {
             Some(machine) => assign(ctx, a, found, &machine).await,
             None => {
                 let message = Some("waiting for the instance to be ready".to_owned());
@@ -277,17 +282,17 @@ async fn converge_assignment(ctx: &Ctx<'_>, a: &address::Model, found: &Reserved
 async fn assign(ctx: &Ctx<'_>, a: &address::Model, found: &ReservedAddress, machine: &str) -> (Observed, Next) {
     let now = Observed::of(a);
     match found.droplet_id.as_deref() {
-        Some(on) if on == machine => (now.assignment(state::READY, None), Next::Drift),
+        Some(on) if on == machine => (now.assignment(Assignment::Ready, None), Next::Drift),
         Some(other) => {
             let message = format!(
                 "the provider reports the address on Droplet {other}, which vps-graph did not put it on; nothing was moved"
             );
-            (now.assignment(state::ERROR, Some(message)), Next::After(ERROR_RETRY_MS))
+            (now.assignment(Assignment::Error, Some(message)), Next::After(ERROR_RETRY_MS))
         }
         None if found.locked => (now, Next::After(ACTION_POLL_MS)),
         None => match ctx.api.address_assign(ctx.family, &found.ip, machine).await {
             Ok(action) => (
-                Observed { action_id: Some(action.to_string()), ..now.assignment(state::PENDING, None) },
+                Observed { action_id: Some(action.to_string()), ..now.assignment(Assignment::Pending, None) },
                 Next::After(ACTION_POLL_MS),
             ),
             Err(err) => assignment_waits(now, &err),
@@ -309,7 +314,7 @@ async fn unassign(
             Ok(action) => (Observed { action_id: Some(action.to_string()), ..now }, Next::After(ACTION_POLL_MS)),
             Err(err) => assignment_waits(now, &err),
         },
-        _ => (now.assignment(NONE, None), Next::Drift),
+        _ => (now.assignment(Assignment::None, None), Next::Drift),
     }
 }
 
@@ -321,7 +326,7 @@ fn assignment_waits(now: Observed, err: &ProviderError) -> (Observed, Next) {
         return (Observed { assignment_message: message, ..now }, Next::After(ACTION_POLL_MS));
     }
     if is_failure(err) {
-        let failed = Observed { assignment_state: state::ERROR.into(), assignment_message: message, ..now };
+        let failed = Observed { assignment_state: Assignment::Error, assignment_message: message, ..now };
         return (failed, Next::After(ERROR_RETRY_MS));
     }
     (Observed { assignment_message: message, ..now }, retry_after(err))
@@ -340,14 +345,15 @@ async fn mark_reserve_attempt(run: &Run<'_>, a: &address::Model) -> Result<Optio
 
 /// The event a change of the address publishes.
 fn event_type(before: &address::Model, after: &Observed) -> &'static str {
-    let became = |b: &str, a: &str, s: &str| a == s && b != s;
+    let became = |s: State| after.state == s && before.state != s;
+    let assignment_became = |s: Assignment| after.assignment_state == s && before.assignment_state != s;
     match () {
-        _ if became(&before.state, &after.state, state::DELETED) => "deleted",
-        _ if became(&before.state, &after.state, state::READY) => "ready",
-        _ if became(&before.state, &after.state, state::ERROR) => "error",
-        _ if became(&before.assignment_state, &after.assignment_state, state::READY) => "assigned",
-        _ if became(&before.assignment_state, &after.assignment_state, NONE) => "unassigned",
-        _ if became(&before.assignment_state, &after.assignment_state, state::ERROR) => "error",
+        _ if became(State::Deleted) => "deleted",
+        _ if became(State::Ready) => "ready",
+        _ if became(State::Error) => "error",
+        _ if assignment_became(Assignment::Ready) => "assigned",
+        _ if assignment_became(Assignment::None) => "unassigned",
+        _ if assignment_became(Assignment::Error) => "error",
         _ => "updated",
     }
 }
@@ -406,7 +412,7 @@ async fn write(run: &Run<'_>, a: &address::Model, observed: Observed, next: Next
     else {
         return Ok(Next::Now);
     };
-    if written.state == state::DELETED {
+    if written.state == State::Deleted {
         let holding =
             quota::Holding { tenant_id: &a.tenant_id, pool_id: &a.pool_id, quota: svc::QUOTA, resource_id: &a.id };
         quota::hold(&txn, &holding, 0).await?;
@@ -425,7 +431,7 @@ async fn recorded_elsewhere(
         .filter(address::Column::ProviderAccountId.eq(a.provider_account_id.clone()))
         .filter(address::Column::Address.eq(ip))
         .filter(address::Column::Id.ne(a.id.clone()))
-        .filter(address::Column::State.ne(state::DELETED))
+        .filter(address::Column::State.ne(State::Deleted))
         .all(txn)
         .await?;
     for other in &found {
@@ -437,6 +443,7 @@ async fn recorded_elsewhere(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::state::AddressFamily;
 
     fn row(fingerprint: Option<&str>) -> address::Model {
         let t = chrono::Utc::now();
@@ -448,16 +455,16 @@ mod tests {
             provider_account_id: "pacct_1".into(),
             name: "ingress".into(),
             region: "nyc3".into(),
-            family: "ipv6".into(),
-            state: state::READY.into(),
-            desired_state: state::PRESENT.into(),
+            family: AddressFamily::Ipv6,
+            state: State::Ready,
+            desired_state: Desired::Present,
             address: Some("2604::1".into()),
             fingerprint: fingerprint.map(str::to_owned),
             reserve_attempts: 1,
             lost: false,
             message: None,
             instance_id: Some("inst_1".into()),
-            assignment_state: state::READY.into(),
+            assignment_state: Assignment::Ready,
             assignment_message: None,
             action_id: None,
             version: 3,
@@ -496,18 +503,18 @@ mod tests {
     fn a_lost_address_forgets_its_ip_and_instance() {
         let lost = Observed::of(&row(None)).lost("released".into());
         assert_eq!((lost.address, lost.instance_id, lost.lost), (None, None, true));
-        assert_eq!((lost.state.as_str(), lost.assignment_state.as_str()), (state::ERROR, NONE));
+        assert_eq!((lost.state, lost.assignment_state), (State::Error, Assignment::None));
     }
 
     #[test]
     fn address_events_name_what_changed() {
         let before = row(None);
         let now = Observed::of(&before);
-        assert_eq!(event_type(&before, &now.clone().assignment(NONE, None)), "unassigned");
-        assert_eq!(event_type(&before, &now.clone().assignment(state::ERROR, Some("x".into()))), "error");
-        assert_eq!(event_type(&before, &now.clone().state(state::DELETED, None)), "deleted");
-        let pending = address::Model { assignment_state: state::PENDING.into(), ..row(None) };
-        assert_eq!(event_type(&pending, &Observed::of(&pending).assignment(state::READY, None)), "assigned");
+        assert_eq!(event_type(&before, &now.clone().assignment(Assignment::None, None)), "unassigned");
+        assert_eq!(event_type(&before, &now.clone().assignment(Assignment::Error, Some("x".into()))), "error");
+        assert_eq!(event_type(&before, &now.clone().state(State::Deleted, None)), "deleted");
+        let pending = address::Model { assignment_state: Assignment::Pending, ..row(None) };
+        assert_eq!(event_type(&pending, &Observed::of(&pending).assignment(Assignment::Ready, None)), "assigned");
         assert_eq!(event_type(&before, &Observed { message: Some("busy".into()), ..now }), "updated");
     }
 }

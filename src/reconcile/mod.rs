@@ -78,7 +78,7 @@ impl Run<'_> {
             .ok_or_else(|| crate::error::Error::internal(format!("no provider account {account_id}")))?;
         Ok(self.services.providers.for_account(&crate::provider::AccountRef {
             id: &account.id,
-            kind: &account.kind,
+            kind: account.kind,
             api_url: &account.api_url,
             credential_ref: &account.credential_ref,
             sim: account.sim,

@@ -6,17 +6,16 @@ use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
 use super::{ACTION_POLL_MS, ERROR_RETRY_MS, Next, Run, again_if_changed, is_failure, retry_after};
 use crate::error::{Error, Result};
 use crate::provider::{ProviderError, ProviderResult, ShareAction, Snapshot, Snapshots, Volumes, ownership_tag};
-use crate::service::networks::state;
 use crate::service::rows;
 use crate::service::snapshots as svc;
-use crate::service::volumes::BLOCK;
 use crate::store::entity::{provider_snapshot as snapshot, provider_volume as volume};
 use crate::store::queue;
+use crate::store::state::{Desired, State, VolumeKind};
 use crate::store::status::StatusWrite;
 
 #[derive(Clone, Debug, PartialEq)]
 struct Observed {
-    state: String,
+    state: State,
     provider_id: Option<String>,
     size_gib: Option<f64>,
     /// The volume's asked size when the snapshot was recorded, then the provider's word.
@@ -29,7 +28,7 @@ struct Observed {
 impl Observed {
     fn of(s: &snapshot::Model) -> Self {
         Observed {
-            state: s.state.clone(),
+            state: s.state,
             provider_id: s.provider_id.clone(),
             size_gib: s.size_gib,
             min_disk_size: s.min_disk_size,
@@ -39,17 +38,17 @@ impl Observed {
         }
     }
 
-    fn state(mut self, state: &str, message: Option<String>) -> Self {
-        self.state = state.to_owned();
+    fn state(mut self, state: State, message: Option<String>) -> Self {
+        self.state = state;
         self.message = message;
         self
     }
 
     fn seen(self, found: &Snapshot) -> Self {
         let state = match (found.ready, found.failed) {
-            (_, true) => state::ERROR,
-            (true, _) => state::READY,
-            _ => state::PENDING,
+            (_, true) => State::Error,
+            (true, _) => State::Ready,
+            _ => State::Pending,
         };
         let message = found.failed.then(|| "the provider failed to make the snapshot".to_owned());
         Observed {
@@ -69,7 +68,7 @@ impl Observed {
             .fact(snapshot::Column::CreateAttempts, self.create_attempts)
             .fact(snapshot::Column::Lost, self.lost)
             .decided(snapshot::Column::Message, self.message.clone())
-            .state(&self.state)
+            .state(self.state)
     }
 }
 
@@ -111,7 +110,7 @@ pub async fn run(run: &Run<'_>) -> Result<Next> {
     let Some(s) = snapshot::Entity::find_by_id(run.resource_id().to_owned()).one(db).await? else {
         return Ok(Next::Done);
     };
-    if s.state == state::DELETED {
+    if s.state == State::Deleted {
         return Ok(Next::Done);
     }
     let source = volume::Entity::find_by_id(s.volume_id.clone()).one(db).await?;
@@ -122,11 +121,11 @@ pub async fn run(run: &Run<'_>) -> Result<Next> {
     let ctx = Ctx {
         snapshots: snapshots.as_ref(),
         volumes: volumes.as_ref(),
-        block: s.volume_kind == BLOCK,
+        block: s.volume_kind == VolumeKind::Block,
         region: s.region.clone(),
     };
     let volume_provider_id = source.as_ref().and_then(|v| v.provider_id.clone());
-    let (observed, next) = if s.desired_state == state::ABSENT {
+    let (observed, next) = if s.desired_state == Desired::Absent {
         delete(&ctx, &s, volume_provider_id.as_deref()).await
     } else if s.lost {
         return Ok(Next::Drift);
@@ -134,26 +133,26 @@ pub async fn run(run: &Run<'_>) -> Result<Next> {
         match ctx.get(id).await {
             Ok(Some(found)) => {
                 let observed = Observed::of(&s).seen(&found);
-                let next = if observed.state == state::PENDING { Next::After(ACTION_POLL_MS) } else { Next::Drift };
+                let next = if observed.state == State::Pending { Next::After(ACTION_POLL_MS) } else { Next::Drift };
                 (observed, next)
             }
             Ok(None) => {
                 let message = "the snapshot was deleted at the provider outside vps-graph".to_owned();
-                (Observed { lost: true, ..Observed::of(&s).state(state::ERROR, Some(message)) }, Next::Drift)
+                (Observed { lost: true, ..Observed::of(&s).state(State::Error, Some(message)) }, Next::Drift)
             }
             Err(err) => (Observed { message: Some(err.message().to_owned()), ..Observed::of(&s) }, retry_after(&err)),
         }
     } else {
         match (source, volume_provider_id) {
             (Some(v), Some(vid)) if !v.lost => return take(run, &ctx, &s, &vid).await,
-            (Some(v), _) if v.desired_state == state::PRESENT && !v.lost => (
+            (Some(v), _) if v.desired_state == Desired::Present && !v.lost => (
                 // The volume wakes its snapshots once it is made; this is the safety net.
                 Observed { message: Some("waiting for the volume to be made".into()), ..Observed::of(&s) },
                 Next::After(ERROR_RETRY_MS),
             ),
             _ => {
                 let message = "the volume was gone before the snapshot was taken".to_owned();
-                (Observed { lost: true, ..Observed::of(&s).state(state::ERROR, Some(message)) }, Next::Drift)
+                (Observed { lost: true, ..Observed::of(&s).state(State::Error, Some(message)) }, Next::Drift)
             }
         }
     };
@@ -198,7 +197,7 @@ async fn take(run: &Run<'_>, ctx: &Ctx<'_>, s: &snapshot::Model, volume_provider
     let (observed, next) = match answer {
         Ok(Some(found)) => {
             let observed = now.seen(&found);
-            let next = if observed.state == state::PENDING { Next::After(ACTION_POLL_MS) } else { Next::Drift };
+            let next = if observed.state == State::Pending { Next::After(ACTION_POLL_MS) } else { Next::Drift };
             (observed, next)
         }
         Ok(None) => (now, Next::After(ACTION_POLL_MS)),
@@ -206,7 +205,7 @@ async fn take(run: &Run<'_>, ctx: &Ctx<'_>, s: &snapshot::Model, volume_provider
             // This attempt made nothing; retried by the periodic pass (by name first when an
             // earlier attempt may have made it).
             let now = Observed { create_attempts: marked.create_attempts - 1, ..now };
-            (now.state(state::ERROR, Some(message)), Next::After(ERROR_RETRY_MS))
+            (now.state(State::Error, Some(message)), Next::After(ERROR_RETRY_MS))
         }
         Err(err) => (Observed { message: Some(err.message().to_owned()), ..now }, retry_after(&err)),
     };
@@ -232,7 +231,7 @@ async fn delete(ctx: &Ctx<'_>, s: &snapshot::Model, volume_provider_id: Option<&
         let next = if is_failure(&err) { Next::After(ERROR_RETRY_MS) } else { retry_after(&err) };
         return (Observed { message: Some(err.message().to_owned()), ..now }, next);
     }
-    (now.state(state::DELETED, None), Next::Done)
+    (now.state(State::Deleted, None), Next::Done)
 }
 
 async fn mark_create_attempt(run: &Run<'_>, s: &snapshot::Model) -> Result<Option<snapshot::Model>> {
@@ -256,13 +255,13 @@ async fn write(run: &Run<'_>, s: &snapshot::Model, observed: Observed, next: Nex
     else {
         return Ok(Next::Now);
     };
-    let event_type = match written.state.as_str() {
-        st if st != s.state && (st == state::READY || st == state::ERROR || st == state::DELETED) => st,
+    let event_type = match written.state {
+        st if st != s.state && (st == State::Ready || st == State::Error || st == State::Deleted) => st.as_str(),
         _ => "updated",
     };
     // A restore waits for its snapshot: wake the volumes made from it.
     let mut wakes = Vec::new();
-    if event_type == state::READY || event_type == state::DELETED {
+    if matches!(event_type, "ready" | "deleted") {
         wakes = volume::Entity::find()
             .filter(volume::Column::SourceSnapshotId.eq(s.id.clone()))
             .filter(volume::Column::ProviderId.is_null())

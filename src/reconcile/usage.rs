@@ -31,13 +31,13 @@ use super::{Next, Reconciler, Run};
 use crate::error::Result;
 use crate::ids;
 use crate::service::Services;
-use crate::service::pools::BILLING_METERED;
 use crate::service::usage::{
     ADDRESS_HOURS, SHARE_GIB_HOURS, SNAPSHOT_GIB_HOURS, SOURCE_ADDRESS, SOURCE_SNAPSHOT, SOURCE_VOLUME,
     VOLUME_GIB_HOURS,
 };
-use crate::service::volumes::{BLOCK, SHARED};
+
 use crate::store::entity::usage_window as window;
+use crate::store::state::{Billing, VolumeKind};
 use crate::store::stmt;
 
 pub const KIND: &str = "vps.ancillary-usage";
@@ -147,12 +147,11 @@ impl Source {
     fn meter(self, row: &QueryResult) -> Result<Option<(&'static str, &'static str, f64)>> {
         Ok(match self {
             Source::Volumes => {
-                let kind: String = row.try_get("", "kind")?;
+                let kind: VolumeKind = row.try_get("", "kind")?;
                 let gib: i64 = row.try_get("", "gib")?;
-                match kind.as_str() {
-                    BLOCK => Some((SOURCE_VOLUME, VOLUME_GIB_HOURS, gib as f64)),
-                    SHARED => Some((SOURCE_VOLUME, SHARE_GIB_HOURS, gib as f64)),
-                    _ => None,
+                match kind {
+                    VolumeKind::Block => Some((SOURCE_VOLUME, VOLUME_GIB_HOURS, gib as f64)),
+                    VolumeKind::Shared => Some((SOURCE_VOLUME, SHARE_GIB_HOURS, gib as f64)),
                 }
             }
             Source::Snapshots => {
@@ -186,7 +185,7 @@ async fn billable_page(
     after: &str,
 ) -> Result<Vec<Billable>> {
     let backend = conn.get_database_backend();
-    let mut values: Vec<Value> = vec![after.into(), BILLING_METERED.into()];
+    let mut values: Vec<Value> = vec![after.into(), Billing::Metered.into()];
     let deleted = if live {
         "deleted_at IS NULL"
     } else {

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::authz::{Actor, Target};
-use super::networks::{self, state};
+use super::networks::{self};
 use super::volumes::{attachable_instance, invalid_state};
 use super::{Services, rows, validate};
 use crate::error::{Code, Error, Result};
@@ -21,6 +21,7 @@ use crate::provider::{self, Family};
 use crate::store::entity::{instance, provider_address as address};
 use crate::store::idempotency::{self, Claim};
 use crate::store::outbox::NewEvent;
+use crate::store::state::{AddressFamily, Assignment, Desired, State};
 use crate::store::{queue, quota};
 
 pub use super::volumes::RECONCILER;
@@ -28,12 +29,9 @@ pub const KIND: &str = "provider-address";
 pub const READ: &str = "compute:addresses:read";
 pub const MANAGE: &str = "compute:addresses:manage";
 pub const QUOTA: &str = "addresses";
-pub const IPV4: &str = "ipv4";
-pub const IPV6: &str = "ipv6";
 
 /// Where an address's assignment is: `none` (on no instance), or a state of the resource states
 /// (`pending`, `ready`, `deleting` while an unassign runs, `error`).
-pub const NONE: &str = "none";
 
 #[derive(Serialize)]
 pub struct AddressCreate {
@@ -43,7 +41,7 @@ pub struct AddressCreate {
     pub name: String,
     pub region: String,
     /// `ipv4` or `ipv6`.
-    pub family: String,
+    pub family: AddressFamily,
     #[serde(skip)]
     pub idempotency_key: String,
 }
@@ -57,14 +55,14 @@ pub struct AddressView {
     pub pool_id: String,
     pub name: String,
     pub region: String,
-    pub family: String,
-    pub state: String,
-    pub desired_state: String,
+    pub family: AddressFamily,
+    pub state: State,
+    pub desired_state: Desired,
     pub message: Option<String>,
     /// The IP, once reserved (forgotten once it was released outside).
     pub address: Option<String>,
     pub instance_id: Option<String>,
-    pub assignment_state: String,
+    pub assignment_state: Assignment,
     pub assignment_message: Option<String>,
     /// Released at the provider outside vps-graph: never called for again.
     pub lost: bool,
@@ -82,13 +80,13 @@ pub fn view(a: &address::Model) -> AddressView {
         pool_id: a.pool_id.clone(),
         name: a.name.clone(),
         region: a.region.clone(),
-        family: a.family.clone(),
-        state: a.state.clone(),
-        desired_state: a.desired_state.clone(),
+        family: a.family,
+        state: a.state,
+        desired_state: a.desired_state,
         message: a.message.clone(),
         address: a.address.clone(),
         instance_id: a.instance_id.clone(),
-        assignment_state: a.assignment_state.clone(),
+        assignment_state: a.assignment_state,
         assignment_message: a.assignment_message.clone(),
         lost: a.lost,
         version: a.version,
@@ -111,8 +109,11 @@ pub fn event(event_type: &str, a: &address::Model) -> NewEvent {
     }
 }
 
-pub fn family(word: &str) -> Family {
-    if word == IPV6 { Family::V6 } else { Family::V4 }
+pub fn family(family: AddressFamily) -> Family {
+    match family {
+        AddressFamily::Ipv4 => Family::V4,
+        AddressFamily::Ipv6 => Family::V6,
+    }
 }
 
 impl Services {
@@ -134,8 +135,8 @@ impl Services {
             return Ok(view(&find_address(&self.db, &input.tenant_id, &existing).await?));
         }
         let pool = rows::offered_pool(&txn, &input.tenant_id, &input.pool_id).await?;
-        if !provider::supports_addresses(&pool.account.kind) {
-            return Err(networks::unsupported("addresses", &pool.account.kind));
+        if !provider::supports_addresses(pool.account.kind) {
+            return Err(networks::unsupported("addresses", pool.account.kind));
         }
         rows::check_project(&txn, &input.tenant_id, input.project_id.as_deref()).await?;
         rows::check_region(&pool, &input.region)?;
@@ -170,8 +171,8 @@ impl Services {
         rows::lock(&txn, "instances", instance_id).await?;
         let found = attachable_instance(&txn, actor, tenant_id, instance_id).await?;
         check_instance_fits(&current, &found)?;
-        match (current.instance_id.as_deref(), current.assignment_state.as_str()) {
-            (_, state::DELETING) => {
+        match (current.instance_id.as_deref(), current.assignment_state) {
+            (_, Assignment::Deleting) => {
                 return Err(invalid_state(format!("address {address_id} is being unassigned"), "unassigning"));
             }
             (Some(same), _) if same == instance_id => return Ok(view(&current)),
@@ -188,7 +189,7 @@ impl Services {
             &current,
             |u| {
                 u.col_expr(address::Column::InstanceId, Expr::value(instance_id))
-                    .col_expr(address::Column::AssignmentState, Expr::value(state::PENDING))
+                    .col_expr(address::Column::AssignmentState, Expr::value(State::Pending))
                     .col_expr(address::Column::AssignmentMessage, Expr::value(Option::<String>::None))
             },
             self.clock.now(),
@@ -204,7 +205,7 @@ impl Services {
     pub async fn address_unassign(&self, actor: &Actor, tenant_id: &str, address_id: &str) -> Result<AddressView> {
         let txn = self.begin().await?;
         let current = self.address_for_change(&txn, actor, tenant_id, address_id).await?;
-        if current.instance_id.is_none() || current.assignment_state == state::DELETING {
+        if current.instance_id.is_none() || current.assignment_state == Assignment::Deleting {
             return Ok(view(&current));
         }
         let now = self.clock.now();
@@ -219,7 +220,7 @@ impl Services {
     pub async fn address_delete(&self, actor: &Actor, tenant_id: &str, address_id: &str) -> Result<AddressView> {
         let txn = self.begin().await?;
         let current = self.address_for_update(&txn, actor, tenant_id, address_id).await?;
-        if current.desired_state == state::ABSENT {
+        if current.desired_state == Desired::Absent {
             return Ok(view(&current));
         }
         if let Some(instance_id) = &current.instance_id {
@@ -230,8 +231,8 @@ impl Services {
             &txn,
             &current,
             |u| {
-                u.col_expr(address::Column::DesiredState, Expr::value(state::ABSENT))
-                    .col_expr(address::Column::State, Expr::value(state::DELETING))
+                u.col_expr(address::Column::DesiredState, Expr::value(Desired::Absent))
+                    .col_expr(address::Column::State, Expr::value(State::Deleting))
             },
             self.clock.now(),
         )
@@ -285,7 +286,7 @@ impl Services {
         rows::lock(conn, "provider_addresses", address_id).await?;
         let found = find_address(conn, tenant_id, address_id).await?;
         actor.decide(MANAGE, &Target::resource(tenant_id, found.project_id.as_deref(), KIND, address_id))?;
-        if found.state == state::DELETED {
+        if found.state == State::Deleted {
             return Err(Error::not_found(KIND, address_id));
         }
         Ok(found)
@@ -300,7 +301,7 @@ impl Services {
         address_id: &str,
     ) -> Result<address::Model> {
         let found = self.address_for_update(conn, actor, tenant_id, address_id).await?;
-        if found.desired_state == state::ABSENT {
+        if found.desired_state == Desired::Absent {
             return Err(invalid_state(format!("address {address_id} is being deleted"), "deleting"));
         }
         Ok(found)
@@ -319,7 +320,7 @@ async fn find_address(conn: &impl ConnectionTrait, tenant_id: &str, address_id: 
 pub(crate) async fn on_instance(conn: &impl ConnectionTrait, instance_id: &str) -> Result<Vec<address::Model>> {
     Ok(address::Entity::find()
         .filter(address::Column::InstanceId.eq(instance_id))
-        .filter(address::Column::State.ne(state::DELETED))
+        .filter(address::Column::State.ne(State::Deleted))
         .order_by_asc(address::Column::Id)
         .all(conn)
         .await?)
@@ -345,7 +346,7 @@ fn check_instance_fits(a: &address::Model, found: &instance::Model) -> Result<()
             format!("instance {} is on another provider account or region than the address", found.id),
         ));
     }
-    if found.desired_state == state::ABSENT {
+    if found.desired_state == Desired::Absent {
         return Err(invalid_state(format!("instance {} is being deleted", found.id), "instanceDeleting"));
     }
     Ok(())
@@ -366,16 +367,16 @@ async fn insert_address(
         provider_account_id: Set(account_id.to_owned()),
         name: Set(input.name.clone()),
         region: Set(input.region.clone()),
-        family: Set(input.family.clone()),
-        state: Set(state::PENDING.into()),
-        desired_state: Set(state::PRESENT.into()),
+        family: Set(input.family),
+        state: Set(State::Pending),
+        desired_state: Set(Desired::Present),
         address: Set(None),
         fingerprint: Set(None),
         reserve_attempts: Set(0),
         lost: Set(false),
         message: Set(None),
         instance_id: Set(None),
-        assignment_state: Set(NONE.into()),
+        assignment_state: Set(Assignment::None),
         assignment_message: Set(None),
         action_id: Set(None),
         version: Set(1),
@@ -404,7 +405,7 @@ pub(crate) async fn mark_unassign(
         conn,
         a,
         |u| {
-            u.col_expr(address::Column::AssignmentState, Expr::value(state::DELETING))
+            u.col_expr(address::Column::AssignmentState, Expr::value(State::Deleting))
                 .col_expr(address::Column::AssignmentMessage, Expr::value(Option::<String>::None))
         },
         now,

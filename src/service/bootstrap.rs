@@ -3,11 +3,12 @@
 //! are returned here once and never again. Later starts find the tenant and make nothing.
 use super::Services;
 use super::authz::{Actor, Grant, OPERATOR_SCOPE};
-use super::pools::{self, PoolCreate, PoolOffer, ProviderAccountCreate, QuotaLimit};
+use super::pools::{PoolCreate, PoolOffer, ProviderAccountCreate, QuotaLimit};
 use super::tenants::{ProjectCreate, TenantCreate};
 use super::tokens::TokenIssue;
 use crate::error::{Code, Result};
 use crate::store::meta;
+use crate::store::state::{Billing, ProviderKind};
 
 pub const DEMO_TENANT: &str = "demo";
 const DONE_KEY: &str = "demo_first_start";
@@ -47,7 +48,7 @@ pub async fn demo(services: &Services) -> Result<Option<FirstStart>> {
             &system,
             ProviderAccountCreate {
                 name: "demo-digitalocean".into(),
-                kind: pools::KIND_DIGITALOCEAN.into(),
+                kind: ProviderKind::Digitalocean,
                 api_url: None,
                 credential_ref: None,
                 sim: services.providers.sim_url.is_some(),
@@ -60,7 +61,7 @@ pub async fn demo(services: &Services) -> Result<Option<FirstStart>> {
     let pool = services
         .pool_create(
             &system,
-            PoolCreate { name: "demo".into(), provider_account_id: account.id, billing: pools::BILLING_METERED.into() },
+            PoolCreate { name: "demo".into(), provider_account_id: account.id, billing: Billing::Metered },
         )
         .await?;
     let quotas =
@@ -101,7 +102,7 @@ async fn demo_aws(services: &Services, system: &Actor) -> Result<()> {
             system,
             ProviderAccountCreate {
                 name: "demo-aws".into(),
-                kind: pools::KIND_AWS.into(),
+                kind: ProviderKind::Aws,
                 api_url: None,
                 credential_ref: None,
                 sim: true,
@@ -114,11 +115,7 @@ async fn demo_aws(services: &Services, system: &Actor) -> Result<()> {
     let pool = services
         .pool_create(
             system,
-            PoolCreate {
-                name: "demo-aws".into(),
-                provider_account_id: account.id,
-                billing: pools::BILLING_METERED.into(),
-            },
+            PoolCreate { name: "demo-aws".into(), provider_account_id: account.id, billing: Billing::Metered },
         )
         .await?;
     services

@@ -21,14 +21,10 @@ use crate::store::filesystems::live_of;
 use crate::store::idempotency::{self, Claim};
 use crate::store::outbox::NewEvent;
 use crate::store::queue;
-use crate::store::state;
+use crate::store::state::{Deployment, Desired, FilesystemKind, State};
 
 pub const RECONCILER: &str = "vps.filesystems";
 pub const KIND: &str = "filesystem";
-pub use crate::store::filesystems::NFS;
-pub const LUSTRE: &str = "lustre";
-pub const SCRATCH: &str = "scratch";
-pub const PERSISTENT: &str = "persistent";
 /// Filesystems a network holds that are not deleted.
 pub const MAX_PER_NETWORK: u64 = 8;
 /// The Lustre size FSx makes when none is asked, and the step above it.
@@ -42,10 +38,10 @@ pub struct FilesystemCreate {
     pub network_id: String,
     pub name: String,
     /// `nfs` or `lustre`.
-    pub kind: String,
+    pub kind: FilesystemKind,
     pub size_gib: Option<i64>,
     /// `scratch` or `persistent`.
-    pub deployment: Option<String>,
+    pub deployment: Option<Deployment>,
     pub zone: Option<String>,
     #[serde(skip)]
     pub idempotency_key: String,
@@ -67,13 +63,13 @@ pub struct FilesystemView {
     pub project_id: Option<String>,
     pub network_id: String,
     pub name: String,
-    pub kind: String,
+    pub kind: FilesystemKind,
     pub size_gib: Option<i64>,
-    pub deployment: Option<String>,
+    pub deployment: Option<Deployment>,
     pub zone: Option<String>,
     pub region: String,
-    pub state: String,
-    pub desired_state: String,
+    pub state: State,
+    pub desired_state: Desired,
     pub message: Option<String>,
     pub mount: Option<Mount>,
     pub version: i64,
@@ -89,13 +85,13 @@ pub fn view(f: &filesystem::Model) -> FilesystemView {
         project_id: f.project_id.clone(),
         network_id: f.network_id.clone(),
         name: f.name.clone(),
-        kind: f.kind.clone(),
+        kind: f.kind,
         size_gib: f.size_gib,
-        deployment: f.deployment.clone(),
+        deployment: f.deployment,
         zone: f.zone.clone(),
         region: f.region.clone(),
-        state: f.state.clone(),
-        desired_state: f.desired_state.clone(),
+        state: f.state,
+        desired_state: f.desired_state,
         message: f.message.clone(),
         mount: mount(f),
         version: f.version,
@@ -108,7 +104,7 @@ pub fn view(f: &filesystem::Model) -> FilesystemView {
 /// The mount of a ready filesystem, from the names the provider gave it. The options are what
 /// AWS recommends for each client, with `_netdev` so a mount waits for the network.
 pub fn mount(f: &filesystem::Model) -> Option<Mount> {
-    if f.state != state::READY {
+    if f.state != State::Ready {
         return None;
     }
     // The provider's names go into a boot script and /etc/fstab: only a host name and a plain
@@ -116,8 +112,8 @@ pub fn mount(f: &filesystem::Model) -> Option<Mount> {
     let host = |d: &&str| !d.is_empty() && d.chars().all(|c| c.is_ascii_alphanumeric() || ".-".contains(c));
     let plain = |m: &&str| !m.is_empty() && m.chars().all(|c| c.is_ascii_alphanumeric());
     let dns = f.dns_name.as_deref().filter(host)?;
-    Some(match f.kind.as_str() {
-        LUSTRE => Mount {
+    Some(match f.kind {
+        FilesystemKind::Lustre => Mount {
             fstype: "lustre".into(),
             source: format!("{dns}@tcp:/{}", f.mount_name.as_deref().filter(plain)?),
             options: "relatime,flock,_netdev".into(),
@@ -172,8 +168,8 @@ impl Services {
             return load(&self.db, &input.tenant_id, &input.network_id, &existing).await.map(|f| view(&f));
         }
         let pool = find_pool(&txn, &network.pool_id).await?;
-        if !provider::supports_filesystems(&pool.account.kind) {
-            return Err(networks::unsupported("filesystems", &pool.account.kind));
+        if !provider::supports_filesystems(pool.account.kind) {
+            return Err(networks::unsupported("filesystems", pool.account.kind));
         }
         if network.adopted {
             return Err(Error::invalid_input(
@@ -182,11 +178,11 @@ impl Services {
             )
             .with_details(json!({ "field": "networkId", "reason": "adopted" })));
         }
-        if network.desired_state == state::ABSENT {
+        if network.desired_state == Desired::Absent {
             return Err(networks::being_deleted(&network.id));
         }
-        let zone = match input.kind.as_str() {
-            LUSTRE => {
+        let zone = match input.kind {
+            FilesystemKind::Lustre => {
                 Some(self.lustre_zone(&txn, &network, &strings(&pool.account.zones), input.zone.as_deref()).await?)
             }
             _ => None,
@@ -211,13 +207,13 @@ impl Services {
             pool_id: Set(network.pool_id.clone()),
             provider_account_id: Set(network.provider_account_id.clone()),
             name: Set(input.name.clone()),
-            kind: Set(input.kind.clone()),
+            kind: Set(input.kind),
             size_gib: Set(size_gib),
             deployment: Set(deployment),
             zone: Set(zone),
             region: Set(network.region.clone().unwrap_or_default()),
-            state: Set(state::PENDING.into()),
-            desired_state: Set(state::PRESENT.into()),
+            state: Set(State::Pending),
+            desired_state: Set(Desired::Present),
             message: Set(None),
             provider_name: Set(provider_name(&id)),
             security_group_id: Set(None),
@@ -257,10 +253,10 @@ impl Services {
         let txn = self.begin().await?;
         self.network_for_change(&txn, actor, tenant_id, network_id).await?;
         let current = load(&txn, tenant_id, network_id, filesystem_id).await?;
-        if current.state == state::DELETED {
+        if current.state == State::Deleted {
             return Err(Error::not_found(KIND, filesystem_id));
         }
-        if current.desired_state == state::ABSENT {
+        if current.desired_state == Desired::Absent {
             return Ok(view(&current));
         }
         let mounting = mounted_by(&txn, std::slice::from_ref(&current.id)).await?;
@@ -270,8 +266,8 @@ impl Services {
         }
         let now = self.clock.now();
         filesystem::Entity::update_many()
-            .col_expr(filesystem::Column::DesiredState, Expr::value(state::ABSENT))
-            .col_expr(filesystem::Column::State, Expr::value(state::DELETING))
+            .col_expr(filesystem::Column::DesiredState, Expr::value(Desired::Absent))
+            .col_expr(filesystem::Column::State, Expr::value(State::Deleting))
             .col_expr(filesystem::Column::Version, Expr::col(filesystem::Column::Version).add(1))
             .col_expr(filesystem::Column::Generation, Expr::col(filesystem::Column::Generation).add(1))
             .col_expr(filesystem::Column::UpdatedAt, Expr::value(now))
@@ -332,7 +328,7 @@ impl Services {
     ) -> Result<String> {
         let subnets = networks::subnets_of(conn, &network.id).await?;
         let has =
-            |zone: &str| subnets.iter().any(|s| s.desired_state == state::PRESENT && s.zone.as_deref() == Some(zone));
+            |zone: &str| subnets.iter().any(|s| s.desired_state == Desired::Present && s.zone.as_deref() == Some(zone));
         let Some(zone) = asked else {
             return zones.iter().find(|z| has(z)).cloned().ok_or_else(|| {
                 Error::invalid_input("zone", "the network has no subnet in any of the account's zones")
@@ -356,14 +352,6 @@ fn check_create(input: &FilesystemCreate) -> Result<()> {
     validate::id("networkId", ids::NETWORK, &input.network_id)?;
     validate::name("name", &input.name)?;
     validate::idempotency_key(&input.idempotency_key)?;
-    if ![NFS, LUSTRE].contains(&input.kind.as_str()) {
-        return Err(Error::invalid_input("kind", "kind is nfs or lustre"));
-    }
-    if let Some(deployment) = &input.deployment
-        && ![SCRATCH, PERSISTENT].contains(&deployment.as_str())
-    {
-        return Err(Error::invalid_input("deployment", "deployment is scratch or persistent"));
-    }
     if let Some(zone) = &input.zone {
         validate::max_len("zone", zone, 64)?;
         validate::zone("zone", zone)?;
@@ -375,8 +363,8 @@ fn check_create(input: &FilesystemCreate) -> Result<()> {
 }
 
 /// The size and deployment of a Lustre filesystem (with their defaults); an NFS one takes none.
-fn lustre_shape(input: &FilesystemCreate) -> Result<(Option<i64>, Option<String>)> {
-    if input.kind == NFS {
+fn lustre_shape(input: &FilesystemCreate) -> Result<(Option<i64>, Option<Deployment>)> {
+    if input.kind == FilesystemKind::Nfs {
         for (field, given) in [
             ("sizeGiB", input.size_gib.is_some()),
             ("deployment", input.deployment.is_some()),
@@ -401,7 +389,7 @@ fn lustre_shape(input: &FilesystemCreate) -> Result<(Option<i64>, Option<String>
         )
         .with_details(json!({ "field": "sizeGiB", "reason": "size" })));
     }
-    let deployment = input.deployment.clone().unwrap_or_else(|| SCRATCH.to_owned());
+    let deployment = input.deployment.unwrap_or(Deployment::Scratch);
     Ok((Some(size), Some(deployment)))
 }
 
@@ -433,7 +421,7 @@ pub(crate) async fn mounted_by(conn: &impl ConnectionTrait, filesystem_ids: &[St
     }
     let mut live: Vec<String> = instance::Entity::find()
         .filter(instance::Column::Id.is_in(instance_ids))
-        .filter(instance::Column::State.ne(state::DELETED))
+        .filter(instance::Column::State.ne(State::Deleted))
         .order_by_asc(instance::Column::Id)
         .all(conn)
         .await?

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::authz::{Actor, Target};
-use super::networks::{self, state};
+use super::networks::{self};
 use super::rows;
 use super::{Services, validate};
 use crate::error::{Code, Error, Result};
@@ -20,6 +20,7 @@ use crate::store::entity::{filesystem, instance, instance_filesystem, network, n
 use crate::store::idempotency::{self, Claim};
 use crate::store::outbox::NewEvent;
 use crate::store::queue;
+use crate::store::state::{Desired, OnDelete, ProviderKind, State};
 
 pub const RECONCILER: &str = "vps.instances";
 pub const KIND: &str = "instance";
@@ -29,7 +30,6 @@ pub const DELETE: &str = "compute:instances:delete";
 /// Putting a volume or an address on an instance.
 pub const UPDATE: &str = "compute:instances:update";
 /// An instance whose delete leaves its machine running.
-pub const ON_DELETE_DETACH: &str = "detach";
 
 #[derive(Serialize)]
 pub struct InstanceCreate {
@@ -42,7 +42,7 @@ pub struct InstanceCreate {
     pub image: String,
     pub network_id: Option<String>,
     /// `delete` or `detach`.
-    pub on_delete: String,
+    pub on_delete: OnDelete,
     /// AWS: the zone of the network's subnet to run in (default: the account's first zone with
     /// a subnet of the network).
     pub zone: Option<String>,
@@ -77,10 +77,10 @@ pub struct InstanceView {
     pub region: String,
     pub size: String,
     pub image: String,
-    pub on_delete: String,
+    pub on_delete: OnDelete,
     pub zone: Option<String>,
-    pub state: String,
-    pub desired_state: String,
+    pub state: State,
+    pub desired_state: Desired,
     /// The machine's id (a Droplet's, an EC2 instance's), once made.
     pub provider_id: Option<String>,
     pub message: Option<String>,
@@ -101,10 +101,10 @@ pub fn view(i: &instance::Model) -> InstanceView {
         region: i.region.clone(),
         size: i.size.clone(),
         image: i.image.clone(),
-        on_delete: i.on_delete.clone(),
+        on_delete: i.on_delete,
         zone: i.zone.clone(),
-        state: i.state.clone(),
-        desired_state: i.desired_state.clone(),
+        state: i.state,
+        desired_state: i.desired_state,
         provider_id: i.provider_id.clone(),
         message: i.message.clone(),
         version: i.version,
@@ -147,14 +147,14 @@ impl Services {
             return self.instance_load(&self.db, &input.tenant_id, &existing).await.map(|i| view(&i));
         }
         let pool = rows::offered_pool(&txn, &input.tenant_id, &input.pool_id).await?;
-        if !provider::supports_instances(&pool.account.kind) {
-            return Err(networks::unsupported("instances", &pool.account.kind));
+        if !provider::supports_instances(pool.account.kind) {
+            return Err(networks::unsupported("instances", pool.account.kind));
         }
         rows::check_project(&txn, &input.tenant_id, input.project_id.as_deref()).await?;
         rows::check_region(&pool, &input.region)?;
-        let aws = pool.account.kind == provider::KIND_AWS;
-        if !input.filesystems.is_empty() && !provider::supports_filesystems(&pool.account.kind) {
-            return Err(networks::unsupported("filesystems", &pool.account.kind));
+        let aws = pool.account.kind == ProviderKind::Aws;
+        if !input.filesystems.is_empty() && !provider::supports_filesystems(pool.account.kind) {
+            return Err(networks::unsupported("filesystems", pool.account.kind));
         }
         let zone = match (&input.network_id, aws) {
             (None, true) => {
@@ -195,9 +195,9 @@ impl Services {
             region: Set(input.region.clone()),
             size: Set(input.size.clone()),
             image: Set(input.image.clone()),
-            on_delete: Set(input.on_delete.clone()),
-            state: Set(state::PENDING.into()),
-            desired_state: Set(state::PRESENT.into()),
+            on_delete: Set(input.on_delete),
+            state: Set(State::Pending),
+            desired_state: Set(Desired::Present),
             provider_id: Set(None),
             provider_name: Set(provider_name(&id)),
             create_attempts: Set(0),
@@ -243,16 +243,16 @@ impl Services {
         rows::lock(&txn, "instances", instance_id).await?;
         let current = self.instance_load(&txn, tenant_id, instance_id).await?;
         actor.decide(DELETE, &Target::resource(tenant_id, current.project_id.as_deref(), KIND, instance_id))?;
-        if current.state == state::DELETED {
+        if current.state == State::Deleted {
             return Err(Error::not_found(KIND, instance_id));
         }
-        if current.desired_state == state::ABSENT {
+        if current.desired_state == Desired::Absent {
             return Ok(view(&current));
         }
         let now = self.clock.now();
         instance::Entity::update_many()
-            .col_expr(instance::Column::DesiredState, Expr::value(state::ABSENT))
-            .col_expr(instance::Column::State, Expr::value(state::DELETING))
+            .col_expr(instance::Column::DesiredState, Expr::value(Desired::Absent))
+            .col_expr(instance::Column::State, Expr::value(State::Deleting))
             .col_expr(instance::Column::Version, Expr::col(instance::Column::Version).add(1))
             .col_expr(instance::Column::Generation, Expr::col(instance::Column::Generation).add(1))
             .col_expr(instance::Column::UpdatedAt, Expr::value(now))
@@ -400,7 +400,7 @@ async fn check_filesystems(conn: &impl ConnectionTrait, input: &InstanceCreate) 
     let rows = filesystem::Entity::find()
         .filter(filesystem::Column::Id.is_in(ids))
         .filter(filesystem::Column::TenantId.eq(input.tenant_id.clone()))
-        .filter(filesystem::Column::State.ne(state::DELETED))
+        .filter(filesystem::Column::State.ne(State::Deleted))
         .all(conn)
         .await?;
     let mut mounts = Vec::new();
@@ -415,7 +415,7 @@ async fn check_filesystems(conn: &impl ConnectionTrait, input: &InstanceCreate) 
                 format!("{} is on another network than the instance", found.id),
             ));
         }
-        if found.desired_state == state::ABSENT {
+        if found.desired_state == Desired::Absent {
             return Err(Error::new(Code::InvalidState, format!("filesystem {} is being deleted", found.id))
                 .with_details(json!({ "reason": "deleting", "filesystemId": found.id })));
         }
@@ -452,21 +452,21 @@ async fn check_network(
     rows::lock(conn, "networks", network_id).await?;
     let found = network::Entity::find_by_id(network_id.to_owned())
         .filter(network::Column::TenantId.eq(tenant_id))
-        .filter(network::Column::State.ne(state::DELETED))
+        .filter(network::Column::State.ne(State::Deleted))
         .one(conn)
         .await?
         .ok_or_else(|| Error::not_found("network", network_id))?;
     if found.provider_account_id != place.account_id {
         return Err(Error::invalid_input("networkId", "the network is on another provider account than the pool"));
     }
-    if found.desired_state == state::ABSENT {
+    if found.desired_state == Desired::Absent {
         return Err(Error::new(Code::InvalidState, format!("network {network_id} is being deleted"))
             .with_details(json!({ "reason": "deleting" })));
     }
     let subnets: Vec<network_subnet::Model> = network_subnet::Entity::find()
         .filter(network_subnet::Column::NetworkId.eq(network_id))
         .filter(network_subnet::Column::Region.eq(place.region))
-        .filter(network_subnet::Column::DesiredState.eq(state::PRESENT))
+        .filter(network_subnet::Column::DesiredState.eq(Desired::Present))
         .all(conn)
         .await?;
     if subnets.is_empty() {

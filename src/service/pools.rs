@@ -17,16 +17,14 @@ use crate::ids;
 use crate::store::entity::{pool, pool_offer, provider_account, quota};
 use crate::store::is_unique_violation;
 use crate::store::outbox::NewEvent;
+use crate::store::state::{Billing, ProviderKind};
 
-pub use crate::provider::{KIND_AWS, KIND_DIGITALOCEAN};
-pub const BILLING_METERED: &str = "metered";
-pub const BILLING_BYO: &str = "byo";
 const MAX_REGIONS: usize = 32;
 const MAX_QUOTAS_PER_OFFER: usize = 32;
 
 pub struct ProviderAccountCreate {
     pub name: String,
-    pub kind: String,
+    pub kind: ProviderKind,
     pub api_url: Option<String>,
     /// Required unless `sim`.
     pub credential_ref: Option<String>,
@@ -40,7 +38,7 @@ pub struct ProviderAccountCreate {
 pub struct PoolCreate {
     pub name: String,
     pub provider_account_id: String,
-    pub billing: String,
+    pub billing: Billing,
 }
 
 pub struct QuotaLimit {
@@ -85,9 +83,9 @@ pub fn quota_view(q: &quota::Model) -> serde_json::Value {
     json!({ "tenantId": q.tenant_id, "poolId": q.pool_id, "resource": q.resource, "max": q.max, "used": q.used, "version": q.version })
 }
 
-fn default_api_url(kind: &str) -> Option<&'static str> {
+fn default_api_url(kind: ProviderKind) -> Option<&'static str> {
     match kind {
-        KIND_DIGITALOCEAN => Some("https://api.digitalocean.com"),
+        ProviderKind::Digitalocean => Some("https://api.digitalocean.com"),
         _ => None,
     }
 }
@@ -100,15 +98,12 @@ impl Services {
     ) -> Result<provider_account::Model> {
         actor.require_operator()?;
         validate::name("name", &input.name)?;
-        if ![KIND_DIGITALOCEAN, KIND_AWS].contains(&input.kind.as_str()) {
-            return Err(Error::invalid_input("kind", format!("kind {:?} is not digitalocean or aws", input.kind)));
-        }
         if let Some(tenant_id) = &input.tenant_id {
             validate::tenant_id("tenantId", tenant_id)?;
         }
         let credential_ref = match (&input.credential_ref, input.sim) {
             (Some(reference), _) => {
-                validate::credential_ref("credentialRef", reference, input.kind == KIND_AWS)?;
+                validate::credential_ref("credentialRef", reference, input.kind == ProviderKind::Aws)?;
                 reference.clone()
             }
             (None, true) => "none:sim".to_owned(),
@@ -119,8 +114,8 @@ impl Services {
                 ));
             }
         };
-        let api_url = match (&input.api_url, default_api_url(&input.kind)) {
-            _ if input.sim => self.sim_account_url(&input.kind)?,
+        let api_url = match (&input.api_url, default_api_url(input.kind)) {
+            _ if input.sim => self.sim_account_url()?,
             (Some(url), _) => url.clone(),
             (None, Some(url)) => url.to_owned(),
             (None, None) => String::new(),
@@ -130,7 +125,7 @@ impl Services {
         }
         check_places("regions", &input.regions, validate::region, true)?;
         check_places("zones", &input.zones, validate::zone, false)?;
-        if input.kind == KIND_AWS && input.zones.is_empty() {
+        if input.kind == ProviderKind::Aws && input.zones.is_empty() {
             return Err(Error::invalid_input("zones", "an AWS account names the zones it uses"));
         }
         let txn = self.begin().await?;
@@ -170,10 +165,7 @@ impl Services {
 
     /// The simulated cloud's URL for a `sim` account, in a process running it (it speaks both
     /// DigitalOcean's and AWS's APIs on one URL).
-    fn sim_account_url(&self, kind: &str) -> Result<String> {
-        if kind != KIND_DIGITALOCEAN && kind != KIND_AWS {
-            return Err(Error::invalid_input("sim", format!("the simulated cloud has no {kind} face")));
-        }
+    fn sim_account_url(&self) -> Result<String> {
         self.providers
             .sim_url
             .clone()
@@ -194,14 +186,14 @@ impl Services {
             .one(&txn)
             .await?
             .ok_or_else(|| Error::not_found("provider-account", &input.provider_account_id))?;
-        let expected = if account.tenant_id.is_some() { BILLING_BYO } else { BILLING_METERED };
+        let expected = if account.tenant_id.is_some() { Billing::Byo } else { Billing::Metered };
         if input.billing != expected {
             return Err(Error::invalid_input(
                 "billing",
                 format!(
                     "a pool on {} account is billed {}",
-                    if expected == BILLING_BYO { "a tenant's own" } else { "the platform's" },
-                    expected.to_uppercase()
+                    if expected == Billing::Byo { "a tenant's own" } else { "the platform's" },
+                    expected.as_str().to_uppercase()
                 ),
             ));
         }

@@ -7,7 +7,7 @@ use super::pools::{PoolView, find_pool};
 use super::validate;
 use crate::error::{Error, Result};
 use crate::store::entity::{pool_offer, project};
-use crate::store::state;
+use crate::store::state::State;
 
 pub const MAX_PAGE: u64 = 1000;
 
@@ -67,7 +67,7 @@ pub fn list_query<E: EntityTrait>(tenant_id: &str, filter: &ListFilter, id_prefi
         query = query.filter(col("project_id").eq(project_id.as_str()));
     }
     if !filter.include_deleted {
-        query = query.filter(col("state").ne(state::DELETED));
+        query = query.filter(col("state").ne(State::Deleted));
     }
     if let Some(after) = &filter.after {
         validate::id("after", id_prefix, after)?;

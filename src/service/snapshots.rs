@@ -10,7 +10,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::authz::{Actor, Target};
-use super::networks::state;
 use super::rows;
 use super::volumes::{self, MANAGE, READ, VolumeCreate, VolumeView, invalid_state};
 use super::{Services, validate};
@@ -20,6 +19,7 @@ use crate::store::entity::provider_snapshot as snapshot;
 use crate::store::idempotency::{self, Claim};
 use crate::store::outbox::NewEvent;
 use crate::store::queue;
+use crate::store::state::{Desired, State, VolumeKind};
 
 pub const KIND: &str = "provider-snapshot";
 
@@ -31,11 +31,11 @@ pub struct SnapshotView {
     pub project_id: Option<String>,
     pub pool_id: String,
     pub volume_id: String,
-    pub volume_kind: String,
+    pub volume_kind: VolumeKind,
     pub region: String,
     pub name: String,
-    pub state: String,
-    pub desired_state: String,
+    pub state: State,
+    pub desired_state: Desired,
     pub message: Option<String>,
     /// The GiB the provider bills, as it reports them.
     pub size_gib: Option<f64>,
@@ -54,11 +54,11 @@ pub fn view(s: &snapshot::Model) -> SnapshotView {
         project_id: s.project_id.clone(),
         pool_id: s.pool_id.clone(),
         volume_id: s.volume_id.clone(),
-        volume_kind: s.volume_kind.clone(),
+        volume_kind: s.volume_kind,
         region: s.region.clone(),
         name: s.name.clone(),
-        state: s.state.clone(),
-        desired_state: s.desired_state.clone(),
+        state: s.state,
+        desired_state: s.desired_state,
         message: s.message.clone(),
         size_gib: s.size_gib,
         min_disk_size: s.min_disk_size,
@@ -84,8 +84,8 @@ pub fn event(event_type: &str, s: &snapshot::Model) -> NewEvent {
 
 /// The name a snapshot is taken under: derived from its id, so a lost answer is found by name.
 /// A share snapshot's name is at most 20 characters: `bc-` and 16 hex digits of the id's SHA-256.
-pub fn provider_name(snapshot_id: &str, volume_kind: &str) -> String {
-    if volume_kind == volumes::SHARED {
+pub fn provider_name(snapshot_id: &str, volume_kind: VolumeKind) -> String {
+    if volume_kind == VolumeKind::Shared {
         use sha2::{Digest, Sha256};
         let digest = Sha256::digest(snapshot_id.as_bytes());
         return format!("bc-{}", &crate::store::idempotency::hex(&digest)[..16]);
@@ -142,7 +142,7 @@ impl Services {
             drop(txn);
             return Ok(view(&find_snapshot(&self.db, &input.tenant_id, &existing).await?));
         }
-        if current.desired_state == state::ABSENT {
+        if current.desired_state == Desired::Absent {
             return Err(invalid_state(format!("volume {} is being deleted", current.id), "deleting"));
         }
         let live = volumes::live_snapshot_count(&txn, &current.id).await?;
@@ -161,13 +161,13 @@ impl Services {
             pool_id: Set(current.pool_id.clone()),
             provider_account_id: Set(current.provider_account_id.clone()),
             volume_id: Set(current.id.clone()),
-            volume_kind: Set(current.kind.clone()),
+            volume_kind: Set(current.kind),
             region: Set(current.region.clone()),
             name: Set(input.name.clone()),
-            state: Set(state::PENDING.into()),
-            desired_state: Set(state::PRESENT.into()),
+            state: Set(State::Pending),
+            desired_state: Set(Desired::Present),
             provider_id: Set(None),
-            provider_name: Set(provider_name(&id, &current.kind)),
+            provider_name: Set(provider_name(&id, current.kind)),
             size_gib: Set(None),
             min_disk_size: Set(current.size_gib),
             create_attempts: Set(0),
@@ -225,7 +225,7 @@ impl Services {
     ) -> Result<std::collections::HashMap<String, Vec<SnapshotView>>> {
         let found = snapshot::Entity::find()
             .filter(snapshot::Column::VolumeId.is_in(volume_ids.to_vec()))
-            .filter(snapshot::Column::State.ne(state::DELETED))
+            .filter(snapshot::Column::State.ne(State::Deleted))
             .order_by_asc(snapshot::Column::Id)
             .all(&self.db)
             .await?;
@@ -244,15 +244,15 @@ impl Services {
         rows::lock(&txn, "provider_snapshots", snapshot_id).await?;
         let current = find_snapshot(&txn, tenant_id, snapshot_id).await?;
         actor.decide(MANAGE, &Target::resource(tenant_id, current.project_id.as_deref(), KIND, snapshot_id))?;
-        if current.state == state::DELETED {
+        if current.state == State::Deleted {
             return Err(Error::not_found(KIND, snapshot_id));
         }
-        if current.desired_state == state::ABSENT {
+        if current.desired_state == Desired::Absent {
             return Ok(view(&current));
         }
         snapshot::Entity::update_many()
-            .col_expr(snapshot::Column::DesiredState, Expr::value(state::ABSENT))
-            .col_expr(snapshot::Column::State, Expr::value(state::DELETING))
+            .col_expr(snapshot::Column::DesiredState, Expr::value(Desired::Absent))
+            .col_expr(snapshot::Column::State, Expr::value(State::Deleting))
             .col_expr(snapshot::Column::Version, Expr::col(snapshot::Column::Version).add(1))
             .col_expr(snapshot::Column::Generation, Expr::col(snapshot::Column::Generation).add(1))
             .col_expr(snapshot::Column::UpdatedAt, Expr::value(self.clock.now()))
@@ -299,11 +299,11 @@ impl Services {
             drop(txn);
             return self.volume_load(&self.db, &input.tenant_id, &existing).await;
         }
-        if source.volume_kind == volumes::SHARED {
+        if source.volume_kind == VolumeKind::Shared {
             return Err(Error::new(Code::Unsupported, "a shared volume's snapshot cannot be restored yet")
                 .with_details(json!({ "reason": "sharedRestore" })));
         }
-        if source.desired_state == state::ABSENT {
+        if source.desired_state == Desired::Absent {
             return Err(invalid_state(format!("snapshot {} is deleted or being deleted", source.id), "deleting"));
         }
         let size_gib = input.size_gib.unwrap_or(source.min_disk_size);
@@ -324,7 +324,7 @@ impl Services {
             description: input.description.clone(),
             region: source.region.clone(),
             size_gib,
-            kind: volumes::BLOCK.into(),
+            kind: VolumeKind::Block,
             network_id: None,
             filesystem,
             delete_with_instance: input.delete_with_instance,

@@ -1,6 +1,7 @@
 //! The store: SeaORM entities, the connection to SQLite or PostgreSQL, and the mechanisms every
 //! resource service uses inside its transaction (quota ledger, idempotency records, outbox).
-//! It knows nothing of GraphQL, HTTP or providers.
+//! It knows nothing of HTTP or providers; its stored enums (`state`) carry their GraphQL names
+//! too, so that a state is one type from the column to the API.
 pub mod admin;
 pub mod entity;
 pub mod filesystems;

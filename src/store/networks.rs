@@ -5,8 +5,8 @@ use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, UpdateMany};
 
 use super::entity::{network, network_subnet};
-use super::state;
 use crate::error::{Error, Result};
+use crate::store::state::{Desired, State};
 
 /// The provider id of the VPC of the network's ready subnet in `region` (DigitalOcean keeps one
 /// VPC per subnet): where a Droplet or a share of that network goes.
@@ -14,8 +14,8 @@ pub async fn ready_subnet_vpc(conn: &impl ConnectionTrait, network_id: &str, reg
     let subnet = network_subnet::Entity::find()
         .filter(network_subnet::Column::NetworkId.eq(network_id))
         .filter(network_subnet::Column::Region.eq(region))
-        .filter(network_subnet::Column::DesiredState.eq(state::PRESENT))
-        .filter(network_subnet::Column::State.eq(state::READY))
+        .filter(network_subnet::Column::DesiredState.eq(Desired::Present))
+        .filter(network_subnet::Column::State.eq(State::Ready))
         .one(conn)
         .await?;
     Ok(subnet.and_then(|s| s.provider_id))
@@ -44,8 +44,8 @@ pub async fn mark_removed(
     now: DateTime<Utc>,
 ) -> Result<network_subnet::Model> {
     network_subnet::Entity::update_many()
-        .col_expr(network_subnet::Column::DesiredState, Expr::value(state::ABSENT))
-        .col_expr(network_subnet::Column::State, Expr::value(state::DELETING))
+        .col_expr(network_subnet::Column::DesiredState, Expr::value(Desired::Absent))
+        .col_expr(network_subnet::Column::State, Expr::value(State::Deleting))
         .col_expr(network_subnet::Column::Version, Expr::col(network_subnet::Column::Version).add(1))
         .col_expr(network_subnet::Column::Generation, Expr::col(network_subnet::Column::Generation).add(1))
         .col_expr(network_subnet::Column::UpdatedAt, Expr::value(now))

@@ -14,8 +14,8 @@ use sea_orm::sea_query::{Alias, DynIden, Expr, ExprTrait, IntoIden, Query, Simpl
 use sea_orm::{ConnectionTrait, EntityTrait, FromQueryResult};
 
 use super::queue::{self, Claimed};
-use super::state;
 use crate::error::Result;
+use crate::store::state::State;
 
 /// One row's write, built from what a run observed at `generation`.
 pub struct StatusWrite {
@@ -23,7 +23,7 @@ pub struct StatusWrite {
     generation: i64,
     facts: Vec<(DynIden, SimpleExpr)>,
     decided: Vec<(DynIden, SimpleExpr)>,
-    state: Option<String>,
+    state: Option<State>,
     only_at_generation: bool,
 }
 
@@ -67,8 +67,8 @@ impl StatusWrite {
     }
 
     /// The state decided; the first READY stamps `ready_at`, DELETED stamps `deleted_at`.
-    pub fn state(mut self, state: &str) -> Self {
-        self.state = Some(state.to_owned());
+    pub fn state(mut self, state: State) -> Self {
+        self.state = Some(state);
         self
     }
 
@@ -96,11 +96,11 @@ impl StatusWrite {
         for (column, value) in self.decided {
             update.value(column.clone(), when_current(column, value));
         }
-        if let Some(state) = &self.state {
+        if let Some(state) = self.state {
             update.value(col("state"), when_current(col("state"), Expr::val(state.as_str())));
-            let stamp = match state.as_str() {
-                state::READY => Some("ready_at"),
-                state::DELETED => Some("deleted_at"),
+            let stamp = match state {
+                State::Ready => Some("ready_at"),
+                State::Deleted => Some("deleted_at"),
                 _ => None,
             };
             if let Some(stamp) = stamp {

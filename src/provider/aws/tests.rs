@@ -5,6 +5,7 @@ use std::time::Duration;
 use super::ec2::{self, Element, forms};
 use super::{Credentials, classify};
 use crate::provider::{IngressRule, InstanceRun, ProviderError, RuleSource, Tag};
+use crate::store::state::ProviderKind;
 
 fn ours(name: &str) -> Vec<Tag> {
     vec![Tag::new("Name", name), Tag::new("bc:managed-by", "svc")]
@@ -302,13 +303,13 @@ fn credential_is_a_colon_pair_with_optional_token_or_sts_json() {
 
 #[test]
 fn aws_accounts_get_the_aws_capabilities_and_no_digitalocean_ones() {
-    use crate::provider::{AccountRef, KIND_AWS, KIND_DIGITALOCEAN, Providers, supports_filesystems};
+    use crate::provider::{AccountRef, Providers, supports_filesystems};
     crate::init_crypto();
     let providers =
         Providers::new(None, Duration::from_secs(5), std::sync::Arc::new(crate::metrics::Metrics::default()));
     let aws = providers.for_account(&AccountRef {
         id: "acct-aws",
-        kind: KIND_AWS,
+        kind: ProviderKind::Aws,
         api_url: "http://127.0.0.1:9",
         credential_ref: "env:VPS_GRAPH_TEST_NO_SUCH_VARIABLE",
         sim: false,
@@ -318,14 +319,14 @@ fn aws_accounts_get_the_aws_capabilities_and_no_digitalocean_ones() {
     assert!(aws.volumes.is_none() && aws.networks.is_none() && aws.instances.is_none() && aws.addresses.is_none());
     let digitalocean = providers.for_account(&AccountRef {
         id: "acct-do",
-        kind: KIND_DIGITALOCEAN,
+        kind: ProviderKind::Digitalocean,
         api_url: "http://127.0.0.1:9",
         credential_ref: "env:VPS_GRAPH_TEST_NO_SUCH_VARIABLE",
         sim: false,
     });
     assert!(digitalocean.filesystems.is_none() && digitalocean.aws_networks.is_none());
     assert!(digitalocean.volumes.is_some());
-    assert!(supports_filesystems(KIND_AWS) && !supports_filesystems(KIND_DIGITALOCEAN));
+    assert!(supports_filesystems(ProviderKind::Aws) && !supports_filesystems(ProviderKind::Digitalocean));
 }
 
 #[tokio::test]

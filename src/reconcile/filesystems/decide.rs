@@ -5,15 +5,14 @@ use super::{ACTION_POLL_MS, ERROR_RETRY_MS, Next, RETRY_LATER_MS, is_failure, wa
 use crate::provider::{
     EfsFileSystem, IngressRule, LustreFileSystem, MountTarget, ProviderError, RuleSource, aws_owned,
 };
-use crate::service::filesystems::LUSTRE;
-use crate::service::networks::state;
 use crate::store::entity::{filesystem, network_subnet as subnet};
+use crate::store::state::{Desired, FilesystemKind, State};
 pub(super) const PERSISTENT_THROUGHPUT: i32 = 125;
 
 /// The filesystem fields a run writes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Observed {
-    pub state: String,
+    pub state: State,
     pub message: Option<String>,
     pub security_group_id: Option<String>,
     pub group_attempts: i32,
@@ -27,7 +26,7 @@ pub struct Observed {
 impl Observed {
     pub fn of(f: &filesystem::Model) -> Self {
         Observed {
-            state: f.state.clone(),
+            state: f.state,
             message: f.message.clone(),
             security_group_id: f.security_group_id.clone(),
             group_attempts: f.group_attempts,
@@ -39,8 +38,8 @@ impl Observed {
         }
     }
 
-    pub(super) fn state(mut self, state: &str, message: Option<String>) -> Self {
-        self.state = state.to_owned();
+    pub(super) fn state(mut self, state: State, message: Option<String>) -> Self {
+        self.state = state;
         self.message = message;
         self
     }
@@ -51,7 +50,7 @@ impl Observed {
     }
 
     pub(super) fn error(self, message: impl Into<String>) -> Self {
-        self.state(state::ERROR, Some(message.into()))
+        self.state(State::Error, Some(message.into()))
     }
 
     /// Gone at the provider outside vps-graph: never made again.
@@ -61,17 +60,17 @@ impl Observed {
 
     /// A step went through: an ERROR it may have cleared is pending again, and old words go.
     pub(super) fn progress(self) -> Self {
-        match self.state.as_str() {
-            state::ERROR => self.state(state::PENDING, None),
+        match self.state {
+            State::Error => self.state(State::Pending, None),
             _ => Observed { message: None, ..self },
         }
     }
 
     /// Still on its way (READY stays READY while, say, a new zone's mount target is made).
     pub(super) fn waiting(self, message: impl Into<String>) -> Self {
-        match self.state.as_str() {
-            state::READY | state::DELETING => self.message(message),
-            _ => self.state(state::PENDING, Some(message.into())),
+        match self.state {
+            State::Ready | State::Deleting => self.message(message),
+            _ => self.state(State::Pending, Some(message.into())),
         }
     }
 }
@@ -158,10 +157,10 @@ pub fn apply(now: Observed, outcome: After) -> (Observed, Next) {
 
 /// The rules the group needs: the filesystem's ports from the network's block and nothing else;
 /// Lustre's file servers also talk to each other, through the group itself.
-pub fn wanted_rules(kind: &str, network_block: &str, group_id: &str) -> Vec<IngressRule> {
+pub fn wanted_rules(kind: FilesystemKind, network_block: &str, group_id: &str) -> Vec<IngressRule> {
     let from_network = RuleSource::Cidr(network_block.to_owned());
     match kind {
-        LUSTRE => {
+        FilesystemKind::Lustre => {
             let mut rules = IngressRule::lustre(from_network);
             rules.extend(IngressRule::lustre(RuleSource::Group(group_id.to_owned())));
             rules
@@ -267,10 +266,10 @@ pub fn decide_made(f: &filesystem::Model, seen: Option<&Seen>) -> Made {
         Phase::Creating | Phase::Deleting => {
             Made::Write(now.waiting("waiting for the file system to be available"), Next::After(ACTION_POLL_MS))
         }
-        Phase::Available if f.kind == LUSTRE => match (&seen.dns_name, &seen.mount_name) {
+        Phase::Available if f.kind == FilesystemKind::Lustre => match (&seen.dns_name, &seen.mount_name) {
             (Some(dns), Some(mount)) => {
                 let ready = Observed { dns_name: Some(dns.clone()), mount_name: Some(mount.clone()), ..now };
-                Made::Write(ready.state(state::READY, None), Next::Drift)
+                Made::Write(ready.state(State::Ready, None), Next::Drift)
             }
             _ => Made::Write(now.waiting("waiting for the file system's mount name"), Next::After(ACTION_POLL_MS)),
         },
@@ -295,7 +294,7 @@ pub enum Targets {
 pub fn plan_targets(subnets: &[subnet::Model], targets: &[MountTarget]) -> Targets {
     let mut ready: Vec<&subnet::Model> = subnets
         .iter()
-        .filter(|s| s.state == state::READY && s.desired_state == state::PRESENT && !s.lost)
+        .filter(|s| s.state == State::Ready && s.desired_state == Desired::Present && !s.lost)
         .filter(|s| s.provider_id.is_some() && s.zone.is_some())
         .collect();
     ready.sort_by(|a, b| (&a.zone, &a.id).cmp(&(&b.zone, &b.id)));
@@ -327,14 +326,14 @@ pub fn after_targets(f: &filesystem::Model, seen: &Seen, plan: &Targets) -> Opti
     let now = Observed::of(f);
     Some(match plan {
         Targets::Create(_) => return None,
-        Targets::Failed(_) if f.state == state::ERROR => return None,
+        Targets::Failed(_) if f.state == State::Error => return None,
         Targets::Failed(id) => {
             let message = format!("the provider failed to make mount target {id}; it is made again");
             (now.error(message), Next::After(ERROR_RETRY_MS))
         }
         Targets::Waiting => (now.waiting("waiting for the mount targets to be available"), Next::After(ACTION_POLL_MS)),
         Targets::NoSubnet => (now.waiting("waiting for a ready subnet of the network"), Next::After(RETRY_LATER_MS)),
-        Targets::Ready => (Observed { dns_name: seen.dns_name.clone(), ..now.state(state::READY, None) }, Next::Drift),
+        Targets::Ready => (Observed { dns_name: seen.dns_name.clone(), ..now.state(State::Ready, None) }, Next::Drift),
     })
 }
 
@@ -374,14 +373,14 @@ pub fn removal(filesystem: Option<&Seen>, targets: &[MountTarget], group: Option
 
 /// The event a change publishes: one per transition into ready, error or deleted; none for a
 /// change of words only.
-pub fn event_type(before: &str, after: &str) -> Option<&'static str> {
+pub fn event_type(before: State, after: State) -> Option<&'static str> {
     if before == after {
         return None;
     }
     match after {
-        state::READY => Some("ready"),
-        state::ERROR => Some("error"),
-        state::DELETED => Some("deleted"),
+        State::Ready => Some("ready"),
+        State::Error => Some("error"),
+        State::Deleted => Some("deleted"),
         _ => None,
     }
 }

@@ -30,10 +30,11 @@ use crate::provider::{
     Filesystems, LustreCreate, LustreDeployment, ProviderError, ProviderResult, SecurityGroup, SecurityGroups, Tag,
     aws_owned, aws_tags,
 };
-use crate::service::filesystems::{self as svc, LUSTRE, PERSISTENT, RECONCILER};
-use crate::service::networks::{state, subnets_of};
+use crate::service::filesystems::{self as svc, RECONCILER};
+use crate::service::networks::subnets_of;
 use crate::service::rows;
 use crate::store::entity::{filesystem, network};
+use crate::store::state::{Deployment, Desired, FilesystemKind, State};
 use crate::store::status::StatusWrite;
 
 pub struct FilesystemReconciler;
@@ -64,7 +65,7 @@ async fn reconcile(run: &Run<'_>) -> Result<Next> {
     let Some(f) = filesystem::Entity::find_by_id(run.resource_id().to_owned()).one(db).await? else {
         return Ok(Next::Done);
     };
-    if f.state == state::DELETED {
+    if f.state == State::Deleted {
         return Ok(Next::Done);
     }
     let network = network::Entity::find_by_id(f.network_id.clone()).one(db).await?;
@@ -80,7 +81,7 @@ async fn reconcile(run: &Run<'_>) -> Result<Next> {
         deployment,
         tags: aws_tags(&f.provider_name, deployment),
     };
-    if f.desired_state == state::ABSENT {
+    if f.desired_state == Desired::Absent {
         return remove(&ctx, &f, network.as_ref()).await;
     }
     let network = network.ok_or_else(|| Error::internal(format!("no network {}", f.network_id)))?;
@@ -117,7 +118,7 @@ async fn look_failed(run: &Run<'_>, f: &filesystem::Model, err: &ProviderError) 
     let (observed, next) = apply(Observed::of(f), after::<()>(&Err(err.clone())));
     // A refused look is no reason for ERROR: it says nothing of the filesystem.
     let next = if is_failure(err) { Next::After(RETRY_LATER_MS) } else { next };
-    let observed = Observed { state: f.state.clone(), ..observed };
+    let observed = Observed { state: f.state, ..observed };
     write(run, f, observed, next).await
 }
 
@@ -175,7 +176,7 @@ async fn admit(ctx: &Ctx<'_>, f: &filesystem::Model, vpc: &str, block: &str, gro
         );
         return write(run, f, Observed::of(f).lost(message), Next::Drift).await.map(Some);
     };
-    let missing = missing_rules(&wanted_rules(&f.kind, block, group), &found.ingress);
+    let missing = missing_rules(&wanted_rules(f.kind, block, group), &found.ingress);
     if missing.is_empty() {
         return Ok(None);
     }
@@ -186,7 +187,7 @@ async fn admit(ctx: &Ctx<'_>, f: &filesystem::Model, vpc: &str, block: &str, gro
 
 /// What holds our name at the provider, after a create whose answer may be lost.
 async fn held_filesystems(ctx: &Ctx<'_>, f: &filesystem::Model) -> ProviderResult<Vec<Seen>> {
-    if f.kind == LUSTRE {
+    if f.kind == FilesystemKind::Lustre {
         let found = ctx.api.lustre_find_by_name(&f.region, &f.provider_name).await?;
         return Ok(found.iter().map(|l| Seen::lustre(l, ctx.deployment)).collect());
     }
@@ -209,7 +210,7 @@ async fn make_filesystem(ctx: &Ctx<'_>, f: &filesystem::Model, network: &network
             write(run, f, Observed { provider_id: Some(id), ..Observed::of(f).progress() }, Next::Now).await
         }
         Making::Foreign => write(run, f, Observed::of(f).error(foreign(f)), Next::After(ERROR_RETRY_MS)).await,
-        Making::Create if f.kind == LUSTRE => make_lustre(ctx, f, network, group).await,
+        Making::Create if f.kind == FilesystemKind::Lustre => make_lustre(ctx, f, network, group).await,
         Making::Create => {
             let Some(marked) = mark_attempt(run, f, filesystem::Column::CreateAttempts).await? else {
                 return Ok(Next::Now);
@@ -225,8 +226,8 @@ async fn make_filesystem(ctx: &Ctx<'_>, f: &filesystem::Model, network: &network
 }
 
 fn foreign(f: &filesystem::Model) -> String {
-    match f.kind.as_str() {
-        LUSTRE => format!(
+    match f.kind {
+        FilesystemKind::Lustre => format!(
             "an FSx for Lustre file system named {} exists that this deployment did not make; it is left alone",
             f.provider_name
         ),
@@ -243,15 +244,17 @@ async fn make_lustre(ctx: &Ctx<'_>, f: &filesystem::Model, network: &network::Mo
     let zone = f.zone.clone().unwrap_or_default();
     let Some(subnet_id) = subnets
         .iter()
-        .find(|s| s.state == state::READY && s.desired_state == state::PRESENT && s.zone.as_deref() == Some(&zone))
+        .find(|s| s.state == State::Ready && s.desired_state == Desired::Present && s.zone.as_deref() == Some(&zone))
         .and_then(|s| s.provider_id.clone())
     else {
         let message = format!("waiting for the network's subnet in zone {zone}");
         return write(run, f, Observed::of(f).waiting(message), Next::After(RETRY_LATER_MS)).await;
     };
     let Some(marked) = mark_attempt(run, f, filesystem::Column::CreateAttempts).await? else { return Ok(Next::Now) };
-    let deployment = match f.deployment.as_deref() {
-        Some(PERSISTENT) => LustreDeployment::Persistent2 { per_unit_storage_throughput: PERSISTENT_THROUGHPUT },
+    let deployment = match f.deployment {
+        Some(Deployment::Persistent) => {
+            LustreDeployment::Persistent2 { per_unit_storage_throughput: PERSISTENT_THROUGHPUT }
+        }
         _ => LustreDeployment::Scratch2,
     };
     let groups = [group.to_owned()];
@@ -314,7 +317,7 @@ async fn observe(ctx: &Ctx<'_>, f: &filesystem::Model, group: &str) -> Result<Ne
 }
 
 async fn read_filesystem(ctx: &Ctx<'_>, f: &filesystem::Model, id: &str) -> ProviderResult<Option<Seen>> {
-    if f.kind == LUSTRE {
+    if f.kind == FilesystemKind::Lustre {
         return Ok(ctx.api.lustre_get(&f.region, id).await?.map(|l| Seen::lustre(&l, ctx.deployment)));
     }
     Ok(ctx.api.efs_get(&f.region, id).await?.map(|e| Seen::efs(&e, ctx.deployment)))
@@ -359,11 +362,13 @@ async fn remove(ctx: &Ctx<'_>, f: &filesystem::Model, network: Option<&network::
         Ok(seen) => seen,
         Err(err) => return look_failed(run, f, &err).await,
     };
-    let targets = match (&filesystem, f.kind.as_str()) {
-        (Some(seen), kind) if kind != LUSTRE => match ctx.api.mount_targets_of(&f.region, &seen.id).await {
-            Ok(targets) => targets,
-            Err(err) => return look_failed(run, f, &err).await,
-        },
+    let targets = match (&filesystem, f.kind) {
+        (Some(seen), kind) if kind != FilesystemKind::Lustre => {
+            match ctx.api.mount_targets_of(&f.region, &seen.id).await {
+                Ok(targets) => targets,
+                Err(err) => return look_failed(run, f, &err).await,
+            }
+        }
         _ => Vec::new(),
     };
     let group = match filesystem {
@@ -378,8 +383,8 @@ async fn remove(ctx: &Ctx<'_>, f: &filesystem::Model, network: Option<&network::
         Removal::MountTarget(id) => settle_removal(now, &ctx.api.mount_target_delete(&f.region, &id).await),
         Removal::WaitTargets => (now.waiting("waiting for the mount targets to go"), Next::After(ACTION_POLL_MS)),
         Removal::Filesystem(id) => {
-            let result = match f.kind.as_str() {
-                LUSTRE => ctx.api.lustre_delete(&f.region, &id).await,
+            let result = match f.kind {
+                FilesystemKind::Lustre => ctx.api.lustre_delete(&f.region, &id).await,
                 _ => ctx.api.efs_delete(&f.region, &id).await,
             };
             let (observed, next) = settle_removal(now, &result);
@@ -387,10 +392,10 @@ async fn remove(ctx: &Ctx<'_>, f: &filesystem::Model, network: Option<&network::
         }
         Removal::WaitFilesystem => (now.waiting("waiting for the file system to go"), Next::After(ACTION_POLL_MS)),
         Removal::Group(id) => match settle_removal(now, &ctx.groups.security_group_delete(&f.region, &id).await) {
-            (observed, Next::Now) => (observed.state(state::DELETED, None), Next::Done),
+            (observed, Next::Now) => (observed.state(State::Deleted, None), Next::Done),
             waiting => waiting,
         },
-        Removal::Finished => (now.state(state::DELETED, None), Next::Done),
+        Removal::Finished => (now.state(State::Deleted, None), Next::Done),
     };
     write(run, f, observed, next).await
 }
@@ -438,7 +443,7 @@ async fn write(run: &Run<'_>, current: &filesystem::Model, observed: Observed, n
     let Some(written) = status(current, &observed).write::<filesystem::Entity>(&txn, run.claimed, now).await? else {
         return Ok(Next::Now);
     };
-    let events = event_type(&current.state, &written.state).map(|t| svc::event(t, &written)).into_iter().collect();
+    let events = event_type(current.state, written.state).map(|t| svc::event(t, &written)).into_iter().collect();
     services.commit(txn, events).await?;
     Ok(again_if_changed(next, current.generation, written.generation))
 }
@@ -454,5 +459,5 @@ fn status(current: &filesystem::Model, observed: &Observed) -> StatusWrite {
         .fact(filesystem::Column::MountName, observed.mount_name.clone())
         .fact(filesystem::Column::Lost, observed.lost)
         .decided(filesystem::Column::Message, observed.message.clone())
-        .state(&observed.state)
+        .state(observed.state)
 }

@@ -6,8 +6,9 @@ use chrono::Utc;
 use super::*;
 use crate::provider::{IngressRule, LustreFileSystem, MountTarget, RuleSource};
 use crate::store::entity::network_subnet as subnet;
+use crate::store::state::{Desired, FilesystemKind, State};
 
-fn fs(kind: &str, state: &str, desired: &str) -> filesystem::Model {
+fn fs(kind: FilesystemKind, state: State, desired: Desired) -> filesystem::Model {
     let now = Utc::now();
     filesystem::Model {
         id: "fs_1".into(),
@@ -17,13 +18,13 @@ fn fs(kind: &str, state: &str, desired: &str) -> filesystem::Model {
         pool_id: "pool_1".into(),
         provider_account_id: "pacct_1".into(),
         name: "data".into(),
-        kind: kind.into(),
+        kind,
         size_gib: None,
         deployment: None,
         zone: None,
         region: "us-east-1".into(),
-        state: state.into(),
-        desired_state: desired.into(),
+        state,
+        desired_state: desired,
         message: None,
         provider_name: "bc-fs_1".into(),
         security_group_id: Some("sg-1".into()),
@@ -53,15 +54,15 @@ fn seen(phase: Phase) -> Seen {
     }
 }
 
-fn subnet(id: &str, zone: &str, provider_id: Option<&str>, state: &str) -> subnet::Model {
+fn subnet(id: &str, zone: &str, provider_id: Option<&str>, state: State) -> subnet::Model {
     let now = Utc::now();
     subnet::Model {
         id: id.into(),
         network_id: "net_1".into(),
         region: "us-east-1".into(),
         ip_range: "10.0.1.0/24".into(),
-        state: state.into(),
-        desired_state: state::PRESENT.into(),
+        state,
+        desired_state: Desired::Present,
         provider_id: provider_id.map(str::to_owned),
         provider_name: format!("bc-{id}"),
         create_attempts: 1,
@@ -154,28 +155,28 @@ fn after_a_call_table() {
 
 #[test]
 fn what_an_answer_does_to_the_row() {
-    let pending = Observed::of(&fs(NFS_KIND, state::PENDING, state::PRESENT));
+    let pending = Observed::of(&fs(NFS_KIND, State::Pending, Desired::Present));
     let failed = Observed::of(&filesystem::Model {
         message: Some("refused".into()),
-        ..fs(NFS_KIND, state::ERROR, state::PRESENT)
+        ..fs(NFS_KIND, State::Error, Desired::Present)
     });
     let (o, n) = apply(failed.clone(), After::Done);
-    assert_eq!((o.state.as_str(), o.message, n), (state::PENDING, None, Next::Now), "an ERROR cleared by a step");
+    assert_eq!((o.state, o.message, n), (State::Pending, None, Next::Now), "an ERROR cleared by a step");
     let (o, n) = apply(failed.clone(), After::LookAgain);
     assert_eq!((o, n), (failed, Next::Now));
     let (o, n) = apply(pending.clone(), After::Wait("busy".into(), RETRY_LATER_MS));
-    assert_eq!((o.state.as_str(), o.message.as_deref(), n), (state::PENDING, Some("busy"), Next::After(30_000)));
+    assert_eq!((o.state, o.message.as_deref(), n), (State::Pending, Some("busy"), Next::After(30_000)));
     let (o, n) = apply(pending, After::Fail("no".into()));
-    assert_eq!((o.state.as_str(), o.message.as_deref(), n), (state::ERROR, Some("no"), Next::After(ERROR_RETRY_MS)));
+    assert_eq!((o.state, o.message.as_deref(), n), (State::Error, Some("no"), Next::After(ERROR_RETRY_MS)));
 }
 
-const NFS_KIND: &str = crate::service::filesystems::NFS;
+const NFS_KIND: FilesystemKind = FilesystemKind::Nfs;
 
 #[test]
 fn the_group_admits_only_the_network_and_only_missing_rules_are_asked() {
     let nfs = wanted_rules(NFS_KIND, "10.20.0.0/16", "sg-1");
     assert_eq!(nfs, vec![IngressRule::tcp(2049, 2049, RuleSource::Cidr("10.20.0.0/16".into()))]);
-    let lustre = wanted_rules(LUSTRE, "10.20.0.0/16", "sg-1");
+    let lustre = wanted_rules(FilesystemKind::Lustre, "10.20.0.0/16", "sg-1");
     let ports: Vec<(u16, u16)> = lustre.iter().map(|r| (r.from_port, r.to_port)).collect();
     assert_eq!(ports, [(988, 988), (1018, 1023), (988, 988), (1018, 1023)]);
     assert!(lustre[2..].iter().all(|r| r.source == RuleSource::Group("sg-1".into())), "the servers, to each other");
@@ -187,21 +188,23 @@ fn the_group_admits_only_the_network_and_only_missing_rules_are_asked() {
 
 #[test]
 fn a_recorded_filesystem_as_the_provider_shows_it() {
-    use state::*;
-    let pending = fs(NFS_KIND, PENDING, PRESENT);
+    let pending = fs(NFS_KIND, State::Pending, Desired::Present);
     let Made::Write(o, n) = decide_made(&pending, None) else { panic!("a write") };
-    assert_eq!((o.state.as_str(), o.lost, n), (ERROR, true, Next::Drift), "gone: lost for good");
+    assert_eq!((o.state, o.lost, n), (State::Error, true, Next::Drift), "gone: lost for good");
     assert!(o.message.unwrap().contains("deleted outside vps-graph"));
     let Made::Write(o, _) = decide_made(&pending, Some(&seen(Phase::Deleting))) else { panic!("a write") };
     assert!(o.lost, "being deleted by someone else is gone too");
     let Made::Write(o, n) = decide_made(&pending, Some(&seen(Phase::Creating))) else { panic!("a write") };
-    assert_eq!((o.state.as_str(), n), (PENDING, Next::After(ACTION_POLL_MS)));
+    assert_eq!((o.state, n), (State::Pending, Next::After(ACTION_POLL_MS)));
     assert_eq!(decide_made(&pending, Some(&seen(Phase::Available))), Made::MountTargets);
 
-    let lustre = filesystem::Model { zone: Some("us-east-1a".into()), ..fs(LUSTRE, PENDING, PRESENT) };
+    let lustre = filesystem::Model {
+        zone: Some("us-east-1a".into()),
+        ..fs(FilesystemKind::Lustre, State::Pending, Desired::Present)
+    };
     let failed = Seen { failure: Some("no capacity".into()), ..seen(Phase::Failed) };
     let Made::Write(o, n) = decide_made(&lustre, Some(&failed)) else { panic!("a write") };
-    assert_eq!((o.state.as_str(), o.message.as_deref(), o.lost), (ERROR, Some("no capacity"), false));
+    assert_eq!((o.state, o.message.as_deref(), o.lost), (State::Error, Some("no capacity"), false));
     assert_eq!(n, Next::After(ERROR_RETRY_MS));
     let available = Seen {
         dns_name: Some("fs-1.fsx.us-east-1.amazonaws.com".into()),
@@ -209,7 +212,7 @@ fn a_recorded_filesystem_as_the_provider_shows_it() {
         ..seen(Phase::Available)
     };
     let Made::Write(o, n) = decide_made(&lustre, Some(&available)) else { panic!("a write") };
-    assert_eq!((o.state.as_str(), o.mount_name.as_deref(), n), (READY, Some("abcdefgh"), Next::Drift));
+    assert_eq!((o.state, o.mount_name.as_deref(), n), (State::Ready, Some("abcdefgh"), Next::Drift));
     assert_eq!(o.dns_name.as_deref(), Some("fs-1.fsx.us-east-1.amazonaws.com"));
 }
 
@@ -238,11 +241,11 @@ fn fsx_words_map_to_phases() {
 #[test]
 fn a_mount_target_in_each_zone_with_a_ready_subnet() {
     let subnets = [
-        subnet("sub_a", "us-east-1a", Some("subnet-a"), state::READY),
-        subnet("sub_b", "us-east-1b", Some("subnet-b"), state::READY),
-        subnet("sub_c", "us-east-1c", None, state::PENDING),
+        subnet("sub_a", "us-east-1a", Some("subnet-a"), State::Ready),
+        subnet("sub_b", "us-east-1b", Some("subnet-b"), State::Ready),
+        subnet("sub_c", "us-east-1c", None, State::Pending),
         // A second subnet in a zone that has one: EFS takes one target per zone.
-        subnet("sub_d", "us-east-1a", Some("subnet-d"), state::READY),
+        subnet("sub_d", "us-east-1a", Some("subnet-d"), State::Ready),
     ];
     assert_eq!(plan_targets(&subnets, &[]), Targets::Create("subnet-a".into()));
     let one = [target("fsmt-a", "subnet-a", "us-east-1a", "available")];
@@ -253,16 +256,16 @@ fn a_mount_target_in_each_zone_with_a_ready_subnet() {
     assert_eq!(plan_targets(&subnets, &both), Targets::Ready);
     assert_eq!(plan_targets(&subnets[2..3], &[]), Targets::NoSubnet);
 
-    let pending = fs(NFS_KIND, state::PENDING, state::PRESENT);
+    let pending = fs(NFS_KIND, State::Pending, Desired::Present);
     let (o, n) = after_targets(&pending, &seen(Phase::Available), &Targets::Ready).unwrap();
     assert_eq!(
-        (o.state.as_str(), o.dns_name.as_deref(), n),
-        (state::READY, seen(Phase::Available).dns_name.as_deref(), Next::Drift)
+        (o.state, o.dns_name.as_deref(), n),
+        (State::Ready, seen(Phase::Available).dns_name.as_deref(), Next::Drift)
     );
     assert!(after_targets(&pending, &seen(Phase::Available), &Targets::Create("subnet-b".into())).is_none());
-    let ready = fs(NFS_KIND, state::READY, state::PRESENT);
+    let ready = fs(NFS_KIND, State::Ready, Desired::Present);
     let (o, _) = after_targets(&ready, &seen(Phase::Available), &Targets::Waiting).unwrap();
-    assert_eq!(o.state, state::READY, "a new zone's target does not take a ready filesystem away");
+    assert_eq!(o.state, State::Ready, "a new zone's target does not take a ready filesystem away");
 }
 
 #[test]
@@ -287,27 +290,26 @@ fn a_delete_goes_targets_then_filesystem_then_group() {
     for (filesystem, targets, group, expected) in cases {
         assert_eq!(removal(filesystem, targets, group), expected, "{filesystem:?} {targets:?} {group:?}");
     }
-    let deleting = Observed::of(&fs(NFS_KIND, state::DELETING, state::ABSENT));
+    let deleting = Observed::of(&fs(NFS_KIND, State::Deleting, Desired::Absent));
     let (o, n) = settle_removal(deleting.clone(), &Err::<bool, _>(refused("DependencyViolation")));
-    assert_eq!((o.state.as_str(), n), (state::DELETING, Next::After(RETRY_LATER_MS)), "ENIs linger");
+    assert_eq!((o.state, n), (State::Deleting, Next::After(RETRY_LATER_MS)), "ENIs linger");
     let (o, n) = settle_removal(deleting, &Err::<bool, _>(refused("BadRequest")));
-    assert_eq!((o.state.as_str(), n), (state::DELETING, Next::After(RETRY_LATER_MS)), "a delete never errs the row");
+    assert_eq!((o.state, n), (State::Deleting, Next::After(RETRY_LATER_MS)), "a delete never errs the row");
 }
 
 #[test]
 fn a_lost_filesystem_is_never_made_again() {
-    let lost = Observed::of(&fs(NFS_KIND, state::READY, state::PRESENT)).lost("gone");
-    assert_eq!((lost.state.as_str(), lost.lost, lost.provider_id.as_deref()), (state::ERROR, true, Some("fs-1")));
+    let lost = Observed::of(&fs(NFS_KIND, State::Ready, Desired::Present)).lost("gone");
+    assert_eq!((lost.state, lost.lost, lost.provider_id.as_deref()), (State::Error, true, Some("fs-1")));
     assert!(lost.clone().progress().lost, "nothing clears it");
 }
 
 #[test]
 fn events_mark_transitions_only() {
-    use state::*;
-    assert_eq!(event_type(PENDING, READY), Some("ready"));
-    assert_eq!(event_type(READY, ERROR), Some("error"));
-    assert_eq!(event_type(DELETING, DELETED), Some("deleted"));
-    assert_eq!(event_type(ERROR, ERROR), None, "a message-only change");
-    assert_eq!(event_type(READY, READY), None);
-    assert_eq!(event_type(ERROR, PENDING), None);
+    assert_eq!(event_type(State::Pending, State::Ready), Some("ready"));
+    assert_eq!(event_type(State::Ready, State::Error), Some("error"));
+    assert_eq!(event_type(State::Deleting, State::Deleted), Some("deleted"));
+    assert_eq!(event_type(State::Error, State::Error), None, "a message-only change");
+    assert_eq!(event_type(State::Ready, State::Ready), None);
+    assert_eq!(event_type(State::Error, State::Pending), None);
 }

@@ -11,13 +11,12 @@ use crate::error::Result;
 use crate::provider::{AwsInstance, AwsInstances, InstanceRun, ProviderError, aws_owned, aws_tags};
 use crate::reconcile::{ACTION_POLL_MS, ERROR_RETRY_MS, Next, RETRY_LATER_MS, Run};
 use crate::service::boot;
-use crate::service::instances::ON_DELETE_DETACH;
-use crate::service::networks::state;
 use crate::store::entity::{instance, network_subnet};
+use crate::store::state::{Desired, OnDelete, State};
 
 pub(super) async fn run(run: &Run<'_>, api: &dyn AwsInstances, current: &instance::Model) -> Result<Next> {
     let deployment = &run.services.deployment;
-    if current.desired_state == state::ABSENT {
+    if current.desired_state == Desired::Absent {
         return delete(run, api, current, deployment).await;
     }
     if current.lost {
@@ -37,16 +36,16 @@ pub(super) async fn run(run: &Run<'_>, api: &dyn AwsInstances, current: &instanc
 pub(super) fn settle(current: &instance::Model, seen: Option<&AwsInstance>) -> (Observed, Next) {
     let now = Observed::of(current);
     match seen.map(|m| m.state.as_str()) {
-        Some("running") => (now.state(state::READY, None), Next::Drift),
+        Some("running") => (now.state(State::Ready, None), Next::Drift),
         Some("pending") => (now, Next::After(ACTION_POLL_MS)),
         Some(other @ ("stopping" | "stopped")) => {
             let message = format!("the machine is {other}: start it at the provider");
-            (now.state(state::ERROR, Some(message)), Next::After(ERROR_RETRY_MS))
+            (now.state(State::Error, Some(message)), Next::After(ERROR_RETRY_MS))
         }
         _ => {
             let id = current.provider_id.as_deref().unwrap_or_default();
             let message = format!("EC2 instance {id} was terminated outside vps-graph; it is not made again");
-            (Observed { lost: true, ..now.state(state::ERROR, Some(message)) }, Next::Drift)
+            (Observed { lost: true, ..now.state(State::Error, Some(message)) }, Next::Drift)
         }
     }
 }
@@ -73,7 +72,7 @@ async fn create(run: &Run<'_>, api: &dyn AwsInstances, current: &instance::Model
                         "an EC2 instance named {} exists that this deployment did not make; it is left alone",
                         current.provider_name
                     );
-                    (Observed::of(current).state(state::ERROR, Some(message)), Next::After(ERROR_RETRY_MS))
+                    (Observed::of(current).state(State::Error, Some(message)), Next::After(ERROR_RETRY_MS))
                 }
                 (None, false) => return make(run, api, current, deployment).await,
             },
@@ -109,12 +108,12 @@ async fn make(run: &Run<'_>, api: &dyn AwsInstances, current: &instance::Model, 
         Ok(machine) => {
             // EC2 answered an earlier machine for this token that is not ours: never adopted.
             let message = format!("EC2 answered instance {} for our client token, which is not ours", machine.id);
-            (now.state(state::ERROR, Some(message)), Next::After(ERROR_RETRY_MS))
+            (now.state(State::Error, Some(message)), Next::After(ERROR_RETRY_MS))
         }
         Err(ProviderError::Refused { message, .. }) => {
             // Refused: nothing was made by this attempt.
             let failed =
-                Observed { create_attempts: marked.create_attempts - 1, ..now.state(state::ERROR, Some(message)) };
+                Observed { create_attempts: marked.create_attempts - 1, ..now.state(State::Error, Some(message)) };
             (failed, Next::After(ERROR_RETRY_MS))
         }
         Err(err) => (Observed { message: Some(err.message().to_owned()), ..now }, crate::reconcile::retry_after(&err)),
@@ -128,8 +127,8 @@ async fn subnet_of(run: &Run<'_>, current: &instance::Model) -> Result<Option<St
     let subnet = network_subnet::Entity::find()
         .filter(network_subnet::Column::NetworkId.eq(network_id.clone()))
         .filter(network_subnet::Column::Zone.eq(current.zone.clone()))
-        .filter(network_subnet::Column::DesiredState.eq(state::PRESENT))
-        .filter(network_subnet::Column::State.eq(state::READY))
+        .filter(network_subnet::Column::DesiredState.eq(Desired::Present))
+        .filter(network_subnet::Column::State.eq(State::Ready))
         .one(&run.services.db)
         .await?;
     Ok(subnet.and_then(|s| s.provider_id))
@@ -138,7 +137,7 @@ async fn subnet_of(run: &Run<'_>, current: &instance::Model) -> Result<Option<St
 /// Terminates our machine (never one without our tag: the instance then finishes as a detach)
 /// and finishes once EC2 shows it terminated or gone.
 async fn delete(run: &Run<'_>, api: &dyn AwsInstances, current: &instance::Model, deployment: &str) -> Result<Next> {
-    if current.on_delete == ON_DELETE_DETACH {
+    if current.on_delete == OnDelete::Detach {
         return finish_delete(run, current, Finish::AsDetach).await;
     }
     let machine_id = match (&current.provider_id, current.create_attempts) {
@@ -214,9 +213,9 @@ mod tests {
             region: "us-east-1".into(),
             size: "t3.micro".into(),
             image: "ami-1".into(),
-            on_delete: "delete".into(),
-            state: state::PENDING.into(),
-            desired_state: state::PRESENT.into(),
+            on_delete: OnDelete::Delete,
+            state: State::Pending,
+            desired_state: Desired::Present,
             provider_id: provider_id.map(str::to_owned),
             provider_name: "bc-inst-1".into(),
             create_attempts: 1,
@@ -236,12 +235,12 @@ mod tests {
     #[test]
     fn a_machine_is_ready_once_running_and_lost_once_ended_outside() {
         let i = instance(Some("i-1"));
-        assert_eq!(settle(&i, Some(&machine("i-1", "running", Some("d")))).0.state, state::READY);
+        assert_eq!(settle(&i, Some(&machine("i-1", "running", Some("d")))).0.state, State::Ready);
         let (pending, next) = settle(&i, Some(&machine("i-1", "pending", Some("d"))));
-        assert_eq!((pending.state.as_str(), next), (state::PENDING, Next::After(ACTION_POLL_MS)));
+        assert_eq!((pending.state, next), (State::Pending, Next::After(ACTION_POLL_MS)));
         for gone in [None, Some(machine("i-1", "terminated", Some("d")))] {
             let (observed, _) = settle(&i, gone.as_ref());
-            assert_eq!((observed.state.as_str(), observed.lost), (state::ERROR, true), "never made again");
+            assert_eq!((observed.state, observed.lost), (State::Error, true), "never made again");
         }
     }
 

@@ -15,10 +15,10 @@ use super::{ACTION_POLL_MS, Next, Reconciler, Run, again_if_changed, is_failure,
 use crate::error::{Error, Result};
 use crate::provider::{Droplet, DropletCreate, Instances, ProviderError, Volumes, ownership_tag};
 use crate::service::instances::{self as svc, RECONCILER};
-use crate::service::networks::state;
 use crate::service::{addresses, rows, volumes};
 use crate::store::entity::{instance, provider_volume, volume_attachment as attachment};
 use crate::store::queue;
+use crate::store::state::{Assignment, Desired, OnDelete, State, VolumeKind};
 use crate::store::status::StatusWrite;
 
 pub struct InstanceReconciler;
@@ -29,7 +29,7 @@ pub(super) const DELETE_ASKED: &str = "the machine is being deleted";
 /// The instance fields a run writes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct Observed {
-    pub(super) state: String,
+    pub(super) state: State,
     pub(super) provider_id: Option<String>,
     pub(super) create_attempts: i32,
     pub(super) lost: bool,
@@ -39,7 +39,7 @@ pub(super) struct Observed {
 impl Observed {
     pub(super) fn of(i: &instance::Model) -> Self {
         Observed {
-            state: i.state.clone(),
+            state: i.state,
             provider_id: i.provider_id.clone(),
             create_attempts: i.create_attempts,
             lost: i.lost,
@@ -47,8 +47,8 @@ impl Observed {
         }
     }
 
-    pub(super) fn state(mut self, state: &str, message: Option<String>) -> Self {
-        self.state = state.to_owned();
+    pub(super) fn state(mut self, state: State, message: Option<String>) -> Self {
+        self.state = state;
         self.message = message;
         self
     }
@@ -60,7 +60,7 @@ impl Observed {
             .fact(instance::Column::CreateAttempts, self.create_attempts)
             .fact(instance::Column::Lost, self.lost)
             .decided(instance::Column::Message, self.message.clone())
-            .state(&self.state)
+            .state(self.state)
     }
 }
 
@@ -75,7 +75,7 @@ impl Reconciler for InstanceReconciler {
         let Some(current) = instance::Entity::find_by_id(run.resource_id().to_owned()).one(db).await? else {
             return Ok(Next::Done);
         };
-        if current.state == state::DELETED {
+        if current.state == State::Deleted {
             return Ok(Next::Done);
         }
         let provider = run.provider(&current.provider_account_id).await?;
@@ -86,7 +86,7 @@ impl Reconciler for InstanceReconciler {
             return Err(Error::internal(format!("account {} offers no instances", current.provider_account_id)));
         };
         let tag = ownership_tag(&run.services.deployment);
-        if current.desired_state == state::ABSENT {
+        if current.desired_state == Desired::Absent {
             return delete(run, api.as_ref(), provider.volumes.as_deref(), &current, &tag).await;
         }
         if current.lost {
@@ -101,16 +101,16 @@ impl Reconciler for InstanceReconciler {
                 Ok(None) if current.ready_at.is_none() => {
                     let message = format!("the provider failed to make Droplet {id}; it is made again");
                     (
-                        Observed { provider_id: None, ..Observed::of(&current).state(state::ERROR, Some(message)) },
+                        Observed { provider_id: None, ..Observed::of(&current).state(State::Error, Some(message)) },
                         Next::After(super::ERROR_RETRY_MS),
                     )
                 }
                 Ok(None) => {
                     let message = format!("Droplet {id} was deleted outside vps-graph; it is not made again");
-                    (Observed { lost: true, ..Observed::of(&current).state(state::ERROR, Some(message)) }, Next::Drift)
+                    (Observed { lost: true, ..Observed::of(&current).state(State::Error, Some(message)) }, Next::Drift)
                 }
                 Ok(Some(droplet)) if droplet.status == "active" => {
-                    (Observed::of(&current).state(state::READY, None), Next::Drift)
+                    (Observed::of(&current).state(State::Ready, None), Next::Drift)
                 }
                 Ok(Some(_)) => (Observed::of(&current), Next::After(ACTION_POLL_MS)),
             },
@@ -127,7 +127,7 @@ pub(super) fn waiting(current: &instance::Model, err: ProviderError) -> (Observe
         return (Observed { message: Some(err.message().to_owned()), ..now }, Next::After(ACTION_POLL_MS));
     }
     if is_failure(&err) {
-        return (now.state(state::ERROR, Some(err.message().to_owned())), retry_after(&err));
+        return (now.state(State::Error, Some(err.message().to_owned())), retry_after(&err));
     }
     (Observed { message: Some(err.message().to_owned()), ..now }, retry_after(&err))
 }
@@ -142,7 +142,7 @@ async fn create(run: &Run<'_>, api: &dyn Instances, current: &instance::Model, t
             Ok(Some(_)) => {
                 let message =
                     format!("a Droplet named {} exists that this deployment did not make", current.provider_name);
-                (Observed::of(current).state(state::ERROR, Some(message)), Next::After(super::ERROR_RETRY_MS))
+                (Observed::of(current).state(State::Error, Some(message)), Next::After(super::ERROR_RETRY_MS))
             }
             Ok(None) => return make(run, api, current, tag).await,
         };
@@ -185,7 +185,7 @@ async fn make(run: &Run<'_>, api: &dyn Instances, current: &instance::Model, tag
         Err(ProviderError::Refused { message, .. }) => {
             // Refused: nothing was made by this attempt.
             let attempts = marked.create_attempts - 1;
-            let failed = Observed { create_attempts: attempts, ..now.state(state::ERROR, Some(message)) };
+            let failed = Observed { create_attempts: attempts, ..now.state(State::Error, Some(message)) };
             (failed, Next::After(super::ERROR_RETRY_MS))
         }
         Err(err) => (Observed { message: Some(err.message().to_owned()), ..now }, retry_after(&err)),
@@ -203,7 +203,7 @@ async fn delete(
     current: &instance::Model,
     tag: &str,
 ) -> Result<Next> {
-    if current.on_delete == svc::ON_DELETE_DETACH {
+    if current.on_delete == OnDelete::Detach {
         // `onDelete: DETACH`: the machine is left running, and nothing is asked of it.
         return finish_delete(run, current, Finish::AsDetach).await;
     }
@@ -272,7 +272,7 @@ async fn going_with(
     let Some(volumes_api) = volumes_api else { return Ok(Ok(Vec::new())) };
     let wanted: Vec<String> = attachment::Entity::find()
         .filter(attachment::Column::InstanceId.eq(current.id.clone()))
-        .filter(attachment::Column::DesiredState.eq(state::PRESENT))
+        .filter(attachment::Column::DesiredState.eq(Desired::Present))
         .all(&run.services.db)
         .await?
         .into_iter()
@@ -281,7 +281,7 @@ async fn going_with(
     let candidates = provider_volume::Entity::find()
         .filter(provider_volume::Column::Id.is_in(wanted))
         .filter(provider_volume::Column::DeleteWithInstance.eq(true))
-        .filter(provider_volume::Column::Kind.eq(volumes::BLOCK))
+        .filter(provider_volume::Column::Kind.eq(VolumeKind::Block))
         .all(&run.services.db)
         .await?;
     let mut named = Vec::new();
@@ -304,7 +304,7 @@ pub(super) async fn finish_delete(run: &Run<'_>, current: &instance::Model, fini
     let txn = services.begin().await?;
     let attached = attachment::Entity::find()
         .filter(attachment::Column::InstanceId.eq(current.id.clone()))
-        .filter(attachment::Column::State.ne(state::DELETED))
+        .filter(attachment::Column::State.ne(State::Deleted))
         .order_by_asc(attachment::Column::VolumeId)
         .all(&txn)
         .await?;
@@ -327,18 +327,18 @@ pub(super) async fn finish_delete(run: &Run<'_>, current: &instance::Model, fini
     let mut events = Vec::new();
     for a in &attached {
         // A volume whose detach was asked before the instance's delete is never deleted with it.
-        let wanted = a.desired_state == state::PRESENT;
+        let wanted = a.desired_state == Desired::Present;
         if wanted {
             volumes::mark_detach(&txn, a, now).await?;
         }
         let Some(v) = provider_volume::Entity::find_by_id(a.volume_id.clone()).one(&txn).await? else { continue };
-        if finish == Finish::Deleted && wanted && v.delete_with_instance && v.desired_state == state::PRESENT {
+        if finish == Finish::Deleted && wanted && v.delete_with_instance && v.desired_state == Desired::Present {
             let going = volumes::bump(
                 &txn,
                 &v,
                 |u| {
-                    u.col_expr(provider_volume::Column::DesiredState, Expr::value(state::ABSENT))
-                        .col_expr(provider_volume::Column::State, Expr::value(state::DELETING))
+                    u.col_expr(provider_volume::Column::DesiredState, Expr::value(Desired::Absent))
+                        .col_expr(provider_volume::Column::State, Expr::value(State::Deleting))
                 },
                 now,
             )
@@ -350,13 +350,13 @@ pub(super) async fn finish_delete(run: &Run<'_>, current: &instance::Model, fini
     }
     // Its addresses let go of it and stay reserved.
     for a in &assigned {
-        if a.assignment_state != state::DELETING {
+        if a.assignment_state != Assignment::Deleting {
             events.push(addresses::event("updated", &addresses::mark_unassign(&txn, a, now).await?));
         }
         queue::wake(&txn, addresses::RECONCILER, &a.id, services.clock.now_ms()).await?;
     }
     instance::Entity::update_many()
-        .col_expr(instance::Column::State, Expr::value(state::DELETED))
+        .col_expr(instance::Column::State, Expr::value(State::Deleted))
         .col_expr(instance::Column::Message, Expr::value(Option::<String>::None))
         .col_expr(instance::Column::DeletedAt, Expr::value(now))
         .col_expr(instance::Column::Version, Expr::col(instance::Column::Version).add(1))
@@ -394,11 +394,11 @@ pub(super) async fn write(run: &Run<'_>, current: &instance::Model, observed: Ob
     else {
         return Ok(Next::Now);
     };
-    let became_ready = written.state == state::READY && current.state != state::READY;
+    let became_ready = written.state == State::Ready && current.state != State::Ready;
     if became_ready {
         let attached = attachment::Entity::find()
             .filter(attachment::Column::InstanceId.eq(current.id.clone()))
-            .filter(attachment::Column::State.ne(state::DELETED))
+            .filter(attachment::Column::State.ne(State::Deleted))
             .all(&txn)
             .await?;
         for a in attached {
@@ -408,10 +408,10 @@ pub(super) async fn write(run: &Run<'_>, current: &instance::Model, observed: Ob
             queue::wake(&txn, addresses::RECONCILER, &a.id, services.clock.now_ms()).await?;
         }
     }
-    let event_type = match written.state.as_str() {
-        s if s != current.state && (s == state::READY || s == state::ERROR) => s.to_owned(),
-        _ => "updated".to_owned(),
+    let event_type = match written.state {
+        s if s != current.state && (s == State::Ready || s == State::Error) => s.as_str(),
+        _ => "updated",
     };
-    services.commit_and_wake(txn, vec![svc::event(&event_type, &written)]).await?;
+    services.commit_and_wake(txn, vec![svc::event(event_type, &written)]).await?;
     Ok(again_if_changed(next, current.generation, written.generation))
 }

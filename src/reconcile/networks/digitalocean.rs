@@ -7,8 +7,9 @@ use super::{aggregate, mark_create_attempt};
 use crate::error::{Error, Result};
 use crate::provider::{Networks, Provider, ProviderError, Vpc, VpcCreate};
 use crate::reconcile::{ERROR_RETRY_MS, Next, RETRY_LATER_MS, Run};
-use crate::service::networks::{self as svc, state, subnets_of};
+use crate::service::networks::{self as svc, subnets_of};
 use crate::store::entity::{network, network_subnet as subnet};
+use crate::store::state::{Desired, State};
 use crate::store::status::StatusWrite;
 
 /// What to read at the provider before deciding.
@@ -37,7 +38,7 @@ pub enum Call {
 /// The subnet fields a run writes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Observed {
-    pub state: String,
+    pub state: State,
     pub provider_id: Option<String>,
     pub create_attempts: i32,
     pub lost: bool,
@@ -47,7 +48,7 @@ pub struct Observed {
 impl Observed {
     fn of(s: &subnet::Model) -> Self {
         Observed {
-            state: s.state.clone(),
+            state: s.state,
             provider_id: s.provider_id.clone(),
             create_attempts: s.create_attempts,
             lost: s.lost,
@@ -55,8 +56,8 @@ impl Observed {
         }
     }
 
-    fn with_state(mut self, state: &str, message: Option<String>) -> Self {
-        self.state = state.to_owned();
+    fn with_state(mut self, state: State, message: Option<String>) -> Self {
+        self.state = state;
         self.message = message;
         self
     }
@@ -73,7 +74,7 @@ impl Observed {
             .fact(subnet::Column::CreateAttempts, self.create_attempts)
             .fact(subnet::Column::Lost, self.lost)
             .decided(subnet::Column::Message, self.message.clone())
-            .state(&self.state)
+            .state(self.state)
     }
 }
 
@@ -85,16 +86,16 @@ pub enum Step {
 
 /// Whether a subnet has something to converge (a settled one is only read for drift).
 pub fn needs_work(s: &subnet::Model) -> bool {
-    match s.desired_state.as_str() {
-        state::ABSENT => s.state != state::DELETED,
-        _ => s.state != state::READY && !s.lost,
+    match s.desired_state {
+        Desired::Absent => s.state != State::Deleted,
+        _ => s.state != State::Ready && !s.lost,
     }
 }
 
 pub fn look(s: &subnet::Model) -> Look {
-    match (&s.provider_id, s.desired_state.as_str()) {
+    match (&s.provider_id, s.desired_state) {
         _ if s.lost => Look::Nothing,
-        (Some(_), state::ABSENT) => Look::Nothing,
+        (Some(_), Desired::Absent) => Look::Nothing,
         (Some(id), _) => Look::ById(id.clone()),
         (None, _) if s.create_attempts > 0 => Look::ByName,
         (None, _) => Look::Nothing,
@@ -108,30 +109,30 @@ pub fn marker(deployment: &str, subnet_id: &str) -> String {
 
 pub fn decide(s: &subnet::Model, seen: &Seen, marker: &str) -> Step {
     let now = Observed::of(s);
-    if s.desired_state == state::ABSENT {
+    if s.desired_state == Desired::Absent {
         return match (&s.provider_id, seen) {
-            _ if s.lost => Step::Write(now.with_state(state::DELETED, None), Next::Now),
+            _ if s.lost => Step::Write(now.with_state(State::Deleted, None), Next::Now),
             (Some(id), _) => Step::Call(Call::Delete(id.clone())),
             (None, Seen::Found(vpc)) if vpc.description == marker => Step::Call(Call::Delete(vpc.id.clone())),
             // Never made, refused, or under our name but not ours (never deleted): done.
-            _ => Step::Write(now.with_state(state::DELETED, None), Next::Now),
+            _ => Step::Write(now.with_state(State::Deleted, None), Next::Now),
         };
     }
     match (&s.provider_id, seen) {
-        (Some(_), Seen::Found(_)) => Step::Write(now.with_state(state::READY, None), Next::Now),
+        (Some(_), Seen::Found(_)) => Step::Write(now.with_state(State::Ready, None), Next::Now),
         (Some(id), Seen::Missing) => {
             let message = format!(
                 "VPC {id} was deleted outside vps-graph; it is not made again: remove the subnet or delete the network"
             );
-            Step::Write(Observed { lost: true, ..now.with_state(state::ERROR, Some(message)) }, Next::Now)
+            Step::Write(Observed { lost: true, ..now.with_state(State::Error, Some(message)) }, Next::Now)
         }
         (None, Seen::Found(vpc)) if vpc.description == marker => {
-            Step::Write(Observed { provider_id: Some(vpc.id.clone()), ..now.with_state(state::READY, None) }, Next::Now)
+            Step::Write(Observed { provider_id: Some(vpc.id.clone()), ..now.with_state(State::Ready, None) }, Next::Now)
         }
         (None, Seen::Found(vpc)) => {
             let message =
                 format!("a VPC named {} exists that this deployment did not make; it is left alone", vpc.name);
-            Step::Write(now.with_state(state::ERROR, Some(message)), Next::After(ERROR_RETRY_MS))
+            Step::Write(now.with_state(State::Error, Some(message)), Next::After(ERROR_RETRY_MS))
         }
         (None, _) => Step::Call(Call::Create),
         (Some(_), Seen::NotAsked) => Step::Write(now, Next::Now),
@@ -148,9 +149,9 @@ pub fn after(
     let now = Observed::of(s);
     match (call, answer) {
         (Call::Create, Ok(Some(vpc))) => {
-            (Observed { provider_id: Some(vpc.id), ..now.with_state(state::READY, None) }, Next::Now)
+            (Observed { provider_id: Some(vpc.id), ..now.with_state(State::Ready, None) }, Next::Now)
         }
-        (Call::Delete(_), Ok(_)) => (now.with_state(state::DELETED, None), Next::Now),
+        (Call::Delete(_), Ok(_)) => (now.with_state(State::Deleted, None), Next::Now),
         (_, Err(ProviderError::RetryLater { message, after })) => {
             let wait = std::cmp::max(RETRY_LATER_MS, after.as_millis() as i64);
             (now.with_message(message), Next::Backoff(wait))
@@ -167,7 +168,7 @@ pub fn after(
         (Call::Delete(_), Err(ProviderError::Unknown { message })) => {
             (now.with_message(message), Next::Backoff(RETRY_LATER_MS))
         }
-        (_, Err(err)) => (now.with_state(state::ERROR, Some(err.message().to_owned())), Next::After(ERROR_RETRY_MS)),
+        (_, Err(err)) => (now.with_state(State::Error, Some(err.message().to_owned())), Next::After(ERROR_RETRY_MS)),
         (Call::Create, Ok(None)) => (now, Next::Now),
     }
 }
@@ -179,7 +180,7 @@ fn looked_badly(s: &subnet::Model, err: ProviderError) -> (Observed, Next) {
         ProviderError::RetryLater { message, .. } | ProviderError::Unknown { message } => {
             (now.with_message(message), Next::Backoff(RETRY_LATER_MS))
         }
-        other => (now.with_state(state::ERROR, Some(other.message().to_owned())), Next::After(ERROR_RETRY_MS)),
+        other => (now.with_state(State::Error, Some(other.message().to_owned())), Next::After(ERROR_RETRY_MS)),
     }
 }
 /// One step for the subnet that needs work most, or the drift read of a settled network.
@@ -224,7 +225,7 @@ async fn finish_step(run: &Run<'_>, subnet: &subnet::Model, observed: Observed, 
 /// subnet does not hold back the others.
 fn pick(subnets: &[subnet::Model]) -> Option<&subnet::Model> {
     let waiting = || subnets.iter().filter(|s| needs_work(s));
-    waiting().find(|s| s.state != state::ERROR).or_else(|| waiting().next())
+    waiting().find(|s| s.state != State::Error).or_else(|| waiting().next())
 }
 
 async fn observe(api: &dyn Networks, s: &subnet::Model) -> std::result::Result<Seen, ProviderError> {
@@ -254,7 +255,7 @@ async fn execute(
 
 /// A settled network: read each ready subnet's VPC (one gone outside is lost, never remade).
 async fn drift(run: &Run<'_>, api: &dyn Networks, subnets: &[subnet::Model]) -> Result<Next> {
-    for s in subnets.iter().filter(|s| s.state == state::READY && s.desired_state == state::PRESENT) {
+    for s in subnets.iter().filter(|s| s.state == State::Ready && s.desired_state == Desired::Present) {
         let observed = match observe(api, s).await {
             // The VPC is as it was, as far as we know: read it again soon, and write nothing.
             Err(ProviderError::RetryLater { .. } | ProviderError::Unknown { .. }) => {
@@ -277,7 +278,7 @@ async fn drift(run: &Run<'_>, api: &dyn Networks, subnets: &[subnet::Model]) -> 
 async fn next_after(run: &Run<'_>, hint: Next) -> Result<Next> {
     let db = &run.services.db;
     let network = network::Entity::find_by_id(run.resource_id().to_owned()).one(db).await?;
-    if network.as_ref().is_none_or(|n| n.state == state::DELETED) {
+    if network.as_ref().is_none_or(|n| n.state == State::Deleted) {
         return Ok(Next::Done);
     }
     Ok(match hint {
@@ -306,14 +307,14 @@ async fn write_back(run: &Run<'_>, current: &subnet::Model, observed: Observed) 
     };
     let subnets = subnets_of(&txn, &before.id).await?;
     // The network's state follows from its subnets as they are now, under its lock.
-    let (state_now, message) = aggregate(&before.desired_state, &subnets);
+    let (state_now, message) = aggregate(before.desired_state, &subnets);
     let network_status =
-        StatusWrite::of(&before.id, before.generation).decided(network::Column::Message, message).state(&state_now);
+        StatusWrite::of(&before.id, before.generation).decided(network::Column::Message, message).state(state_now);
     let Some(network) = network_status.write::<network::Entity>(&txn, run.claimed, now).await? else {
         return Ok(false);
     };
-    let event_type = if network.state != before.state { network.state.clone() } else { "updated".into() };
-    let event = svc::event(&event_type, &svc::view(&network, &subnets));
+    let event_type = if network.state != before.state { network.state.as_str() } else { "updated" };
+    let event = svc::event(event_type, &svc::view(&network, &subnets));
     services.commit(txn, vec![event]).await?;
     Ok(written.generation == current.generation)
 }
@@ -324,15 +325,15 @@ mod tests {
 
     use super::*;
 
-    fn subnet(state: &str, desired: &str, provider_id: Option<&str>, attempts: i32, lost: bool) -> subnet::Model {
+    fn subnet(state: State, desired: Desired, provider_id: Option<&str>, attempts: i32, lost: bool) -> subnet::Model {
         let now = Utc::now();
         subnet::Model {
             id: "sub_1".into(),
             network_id: "net_1".into(),
             region: "nyc3".into(),
             ip_range: "10.1.0.0/24".into(),
-            state: state.into(),
-            desired_state: desired.into(),
+            state,
+            desired_state: desired,
             provider_id: provider_id.map(str::to_owned),
             provider_name: "bc-sub-1".into(),
             create_attempts: attempts,
@@ -362,15 +363,14 @@ mod tests {
 
     #[test]
     fn look_before_deciding() {
-        use state::*;
         let cases = [
-            (subnet(PENDING, PRESENT, None, 0, false), Look::Nothing),
-            (subnet(PENDING, PRESENT, None, 1, false), Look::ByName),
-            (subnet(READY, PRESENT, Some("v"), 0, false), Look::ById("v".into())),
-            (subnet(ERROR, PRESENT, Some("v"), 0, true), Look::Nothing),
-            (subnet(DELETING, ABSENT, Some("v"), 0, false), Look::Nothing),
-            (subnet(DELETING, ABSENT, None, 2, false), Look::ByName),
-            (subnet(DELETING, ABSENT, None, 0, false), Look::Nothing),
+            (subnet(State::Pending, Desired::Present, None, 0, false), Look::Nothing),
+            (subnet(State::Pending, Desired::Present, None, 1, false), Look::ByName),
+            (subnet(State::Ready, Desired::Present, Some("v"), 0, false), Look::ById("v".into())),
+            (subnet(State::Error, Desired::Present, Some("v"), 0, true), Look::Nothing),
+            (subnet(State::Deleting, Desired::Absent, Some("v"), 0, false), Look::Nothing),
+            (subnet(State::Deleting, Desired::Absent, None, 2, false), Look::ByName),
+            (subnet(State::Deleting, Desired::Absent, None, 0, false), Look::Nothing),
         ];
         for (s, expected) in cases {
             assert_eq!(look(&s), expected, "{s:?}");
@@ -379,9 +379,8 @@ mod tests {
 
     #[test]
     fn decide_table() {
-        use state::*;
         let ready = |id: &str| Observed {
-            state: READY.into(),
+            state: State::Ready,
             provider_id: Some(id.into()),
             create_attempts: 0,
             lost: false,
@@ -390,22 +389,22 @@ mod tests {
         // (subnet, seen, expected step)
         let cases: Vec<(subnet::Model, Seen, Step)> = vec![
             // Never created: create.
-            (subnet(PENDING, PRESENT, None, 0, false), Seen::NotAsked, Step::Call(Call::Create)),
+            (subnet(State::Pending, Desired::Present, None, 0, false), Seen::NotAsked, Step::Call(Call::Create)),
             // A lost create found by name, ours: adopt it, never create twice.
             (
-                subnet(PENDING, PRESENT, None, 1, false),
+                subnet(State::Pending, Desired::Present, None, 1, false),
                 Seen::Found(vpc("v1", MINE)),
                 Step::Write(Observed { create_attempts: 1, ..ready("v1") }, Next::Now),
             ),
             // Looked by name, nothing there: create.
-            (subnet(PENDING, PRESENT, None, 1, false), Seen::Missing, Step::Call(Call::Create)),
+            (subnet(State::Pending, Desired::Present, None, 1, false), Seen::Missing, Step::Call(Call::Create)),
             // Under our name but not made by this deployment: left alone, error.
             (
-                subnet(PENDING, PRESENT, None, 1, false),
+                subnet(State::Pending, Desired::Present, None, 1, false),
                 Seen::Found(vpc("v9", "someone else")),
                 Step::Write(
                     Observed {
-                        state: ERROR.into(),
+                        state: State::Error,
                         provider_id: None,
                         create_attempts: 1,
                         lost: false,
@@ -418,19 +417,23 @@ mod tests {
             ),
             // Settled and still there.
             (
-                subnet(READY, PRESENT, Some("v1"), 0, false),
+                subnet(State::Ready, Desired::Present, Some("v1"), 0, false),
                 Seen::Found(vpc("v1", MINE)),
                 Step::Write(ready("v1"), Next::Now),
             ),
             // Deleting: by id, without looking.
-            (subnet(DELETING, ABSENT, Some("v1"), 0, false), Seen::NotAsked, Step::Call(Call::Delete("v1".into()))),
+            (
+                subnet(State::Deleting, Desired::Absent, Some("v1"), 0, false),
+                Seen::NotAsked,
+                Step::Call(Call::Delete("v1".into())),
+            ),
             // Deleting one never created: finished without a call.
             (
-                subnet(DELETING, ABSENT, None, 0, false),
+                subnet(State::Deleting, Desired::Absent, None, 0, false),
                 Seen::NotAsked,
                 Step::Write(
                     Observed {
-                        state: DELETED.into(),
+                        state: State::Deleted,
                         provider_id: None,
                         create_attempts: 0,
                         lost: false,
@@ -441,17 +444,17 @@ mod tests {
             ),
             // Deleting one whose create answer was lost: found by name, ours: delete it.
             (
-                subnet(DELETING, ABSENT, None, 1, false),
+                subnet(State::Deleting, Desired::Absent, None, 1, false),
                 Seen::Found(vpc("v2", MINE)),
                 Step::Call(Call::Delete("v2".into())),
             ),
             // ... not ours: never deleted.
             (
-                subnet(DELETING, ABSENT, None, 1, false),
+                subnet(State::Deleting, Desired::Absent, None, 1, false),
                 Seen::Found(vpc("v3", "other")),
                 Step::Write(
                     Observed {
-                        state: DELETED.into(),
+                        state: State::Deleted,
                         provider_id: None,
                         create_attempts: 1,
                         lost: false,
@@ -462,11 +465,11 @@ mod tests {
             ),
             // Deleting a lost one: nothing to call.
             (
-                subnet(ERROR, ABSENT, Some("v1"), 0, true),
+                subnet(State::Error, Desired::Absent, Some("v1"), 0, true),
                 Seen::NotAsked,
                 Step::Write(
                     Observed {
-                        state: DELETED.into(),
+                        state: State::Deleted,
                         provider_id: Some("v1".into()),
                         create_attempts: 0,
                         lost: true,
@@ -483,33 +486,29 @@ mod tests {
 
     #[test]
     fn a_vpc_deleted_behind_our_back_is_lost_for_good() {
-        let s = subnet(state::READY, state::PRESENT, Some("v1"), 0, false);
+        let s = subnet(State::Ready, Desired::Present, Some("v1"), 0, false);
         let Step::Write(observed, _) = decide(&s, &Seen::Missing, MINE) else { panic!("a write") };
-        assert_eq!(observed.state, state::ERROR);
+        assert_eq!(observed.state, State::Error);
         assert!(observed.lost);
-        let lost = subnet(state::ERROR, state::PRESENT, Some("v1"), 0, true);
+        let lost = subnet(State::Error, Desired::Present, Some("v1"), 0, true);
         assert!(!needs_work(&lost), "never made again");
         assert_eq!(look(&lost), Look::Nothing);
     }
 
     #[test]
     fn after_a_call() {
-        use state::*;
         // A create is answered on the subnet as marked before the call (its attempt counted).
-        let pending = subnet(PENDING, PRESENT, None, 1, false);
+        let pending = subnet(State::Pending, Desired::Present, None, 1, false);
         let (o, n) = after(&pending, &Call::Create, Ok(Some(vpc("v1", MINE))));
-        assert_eq!(
-            (o.state.as_str(), o.provider_id.as_deref(), o.create_attempts, n),
-            (READY, Some("v1"), 1, Next::Now)
-        );
+        assert_eq!((o.state, o.provider_id.as_deref(), o.create_attempts, n), (State::Ready, Some("v1"), 1, Next::Now));
         let limited = Err(ProviderError::RetryLater {
             message: "rate-limited".into(),
             after: std::time::Duration::from_secs(30),
         });
         let (o, n) = after(&pending, &Call::Create, limited);
         assert_eq!(
-            (o.state.as_str(), o.create_attempts, n),
-            (PENDING, 1, Next::Backoff(RETRY_LATER_MS)),
+            (o.state, o.create_attempts, n),
+            (State::Pending, 1, Next::Backoff(RETRY_LATER_MS)),
             "a 429: back off from 30 s"
         );
         let (o, n) = after(&pending, &Call::Create, Err(ProviderError::Unknown { message: "timeout".into() }));
@@ -520,34 +519,33 @@ mod tests {
         );
         let refused = || Err(ProviderError::Refused { status: 422, message: "name taken".into() });
         let (o, n) = after(&pending, &Call::Create, refused());
-        assert_eq!((o.state.as_str(), o.create_attempts, n), (PENDING, 1, Next::Now), "a first refusal looks by name");
-        let again = subnet(PENDING, PRESENT, None, 2, false);
+        assert_eq!((o.state, o.create_attempts, n), (State::Pending, 1, Next::Now), "a first refusal looks by name");
+        let again = subnet(State::Pending, Desired::Present, None, 2, false);
         let (o, n) = after(&again, &Call::Create, refused());
-        assert_eq!(
-            (o.state.as_str(), o.message.as_deref(), n),
-            (ERROR, Some("name taken"), Next::After(ERROR_RETRY_MS))
-        );
-        let deleting = subnet(DELETING, ABSENT, Some("v1"), 0, false);
+        assert_eq!((o.state, o.message.as_deref(), n), (State::Error, Some("name taken"), Next::After(ERROR_RETRY_MS)));
+        let deleting = subnet(State::Deleting, Desired::Absent, Some("v1"), 0, false);
         let (o, _) = after(&deleting, &Call::Delete("v1".into()), Ok(None));
-        assert_eq!(o.state, DELETED);
+        assert_eq!(o.state, State::Deleted);
     }
 
     #[test]
     fn network_state_follows_its_subnets() {
-        use state::*;
-        let ready = subnet(READY, PRESENT, Some("v"), 0, false);
-        let pending = subnet(PENDING, PRESENT, None, 0, false);
-        let removing = subnet(DELETING, ABSENT, Some("v"), 0, false);
-        let failed = subnet(ERROR, PRESENT, None, 1, false);
-        assert_eq!(aggregate(PRESENT, std::slice::from_ref(&ready)).0, READY);
-        assert_eq!(aggregate(PRESENT, &[ready.clone(), pending.clone()]).0, PENDING);
+        let ready = subnet(State::Ready, Desired::Present, Some("v"), 0, false);
+        let pending = subnet(State::Pending, Desired::Present, None, 0, false);
+        let removing = subnet(State::Deleting, Desired::Absent, Some("v"), 0, false);
+        let failed = subnet(State::Error, Desired::Present, None, 1, false);
+        assert_eq!(aggregate(Desired::Present, std::slice::from_ref(&ready)).0, State::Ready);
+        assert_eq!(aggregate(Desired::Present, &[ready.clone(), pending.clone()]).0, State::Pending);
         assert_eq!(
-            aggregate(PRESENT, &[ready.clone(), removing.clone()]).0,
-            READY,
+            aggregate(Desired::Present, &[ready.clone(), removing.clone()]).0,
+            State::Ready,
             "a subnet being removed does not hold the network"
         );
-        assert_eq!(aggregate(PRESENT, &[ready.clone(), failed]).0, ERROR);
-        assert_eq!(aggregate(ABSENT, &[removing]).0, DELETING);
-        assert_eq!(aggregate(ABSENT, &[subnet(DELETED, ABSENT, None, 0, false)]).0, DELETED);
+        assert_eq!(aggregate(Desired::Present, &[ready.clone(), failed]).0, State::Error);
+        assert_eq!(aggregate(Desired::Absent, &[removing]).0, State::Deleting);
+        assert_eq!(
+            aggregate(Desired::Absent, &[subnet(State::Deleted, Desired::Absent, None, 0, false)]).0,
+            State::Deleted
+        );
     }
 }

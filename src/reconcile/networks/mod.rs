@@ -10,8 +10,9 @@ use sea_orm::EntityTrait;
 use super::{Next, Reconciler, Run};
 use crate::error::{Error, Result};
 use crate::provider::AccountRef;
-use crate::service::networks::{RECONCILER, state, subnets_of};
+use crate::service::networks::{RECONCILER, subnets_of};
 use crate::store::entity::{network, network_subnet as subnet, provider_account};
+use crate::store::state::{Desired, ProviderKind, State};
 
 pub struct NetworkReconciler;
 
@@ -26,7 +27,7 @@ impl Reconciler for NetworkReconciler {
         let Some(network) = network::Entity::find_by_id(run.resource_id().to_owned()).one(&services.db).await? else {
             return Ok(Next::Done);
         };
-        if network.state == state::DELETED {
+        if network.state == State::Deleted {
             return Ok(Next::Done);
         }
         let subnets = subnets_of(&services.db, &network.id).await?;
@@ -36,12 +37,12 @@ impl Reconciler for NetworkReconciler {
             .ok_or_else(|| Error::internal("network without its account"))?;
         let provider = services.providers.for_account(&AccountRef {
             id: &account.id,
-            kind: &account.kind,
+            kind: account.kind,
             api_url: &account.api_url,
             credential_ref: &account.credential_ref,
             sim: account.sim,
         });
-        if account.kind == crate::provider::KIND_AWS {
+        if account.kind == ProviderKind::Aws {
             return aws::run(run, network, subnets, &provider).await;
         }
         digitalocean::run(run, &subnets, &provider).await
@@ -49,20 +50,20 @@ impl Reconciler for NetworkReconciler {
 }
 
 /// The network's state and message from its subnets'.
-pub fn aggregate(desired: &str, subnets: &[subnet::Model]) -> (String, Option<String>) {
-    if desired == state::ABSENT {
-        let done = subnets.iter().all(|s| s.state == state::DELETED);
+pub fn aggregate(desired: Desired, subnets: &[subnet::Model]) -> (State, Option<String>) {
+    if desired == Desired::Absent {
+        let done = subnets.iter().all(|s| s.state == State::Deleted);
         let message = subnets.iter().find_map(|s| s.message.clone());
-        return (if done { state::DELETED } else { state::DELETING }.into(), if done { None } else { message });
+        return (if done { State::Deleted } else { State::Deleting }, if done { None } else { message });
     }
-    let live: Vec<&subnet::Model> = subnets.iter().filter(|s| s.desired_state == state::PRESENT).collect();
-    if let Some(failed) = live.iter().find(|s| s.state == state::ERROR) {
-        return (state::ERROR.into(), failed.message.clone());
+    let live: Vec<&subnet::Model> = subnets.iter().filter(|s| s.desired_state == Desired::Present).collect();
+    if let Some(failed) = live.iter().find(|s| s.state == State::Error) {
+        return (State::Error, failed.message.clone());
     }
-    if !live.is_empty() && live.iter().all(|s| s.state == state::READY) {
-        return (state::READY.into(), None);
+    if !live.is_empty() && live.iter().all(|s| s.state == State::Ready) {
+        return (State::Ready, None);
     }
-    (state::PENDING.into(), live.iter().find_map(|s| s.message.clone()))
+    (State::Pending, live.iter().find_map(|s| s.message.clone()))
 }
 
 /// Records a create attempt on the subnet before the call is made (see `Run::mark_attempt`),

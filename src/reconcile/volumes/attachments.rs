@@ -1,6 +1,7 @@
 //! A volume's attachments: one attach or detach per run, a block volume's through its actions,
 //! a share's by the Droplet's tag and the share's VPCs.
 use super::*;
+use crate::store::state::{Desired, State, VolumeKind};
 
 pub(super) async fn converge_attachment(ctx: &Ctx<'_>, v: &volume::Model, a: &attachment::Model) -> Result<Next> {
     let run = ctx.run;
@@ -8,21 +9,21 @@ pub(super) async fn converge_attachment(ctx: &Ctx<'_>, v: &volume::Model, a: &at
         return Err(Error::internal(format!("attachment {} without its instance", a.id)));
     };
     let now = AttachmentObserved::of(a);
-    if a.desired_state == state::PRESENT {
-        if on.desired_state == state::ABSENT || on.state != state::READY || on.provider_id.is_none() {
+    if a.desired_state == Desired::Present {
+        if on.desired_state == Desired::Absent || on.state != State::Ready || on.provider_id.is_none() {
             let message = Some("waiting for the instance to be ready".to_owned());
             return write_attachment(run, v, a, AttachmentObserved { message, ..now }, Next::After(RETRY_LATER_MS))
                 .await;
         }
-        if v.state != state::READY {
+        if v.state != State::Ready {
             return Ok(Next::After(ACTION_POLL_MS));
         }
     }
-    let droplet = on.provider_id.clone().filter(|_| !on.lost && on.state != state::DELETED);
-    let (observed, next) = match (v.kind.as_str(), a.desired_state.as_str()) {
-        (BLOCK, state::PRESENT) => attach_block(ctx, v, a, droplet.unwrap_or_default()).await,
-        (BLOCK, _) => detach_block(ctx, v, a, droplet, on.provider_id.clone()).await,
-        (_, state::PRESENT) => attach_share(ctx, v, a, &droplet.unwrap_or_default()).await,
+    let droplet = on.provider_id.clone().filter(|_| !on.lost && on.state != State::Deleted);
+    let (observed, next) = match (v.kind, a.desired_state) {
+        (VolumeKind::Block, Desired::Present) => attach_block(ctx, v, a, droplet.unwrap_or_default()).await,
+        (VolumeKind::Block, _) => detach_block(ctx, v, a, droplet, on.provider_id.clone()).await,
+        (_, Desired::Present) => attach_share(ctx, v, a, &droplet.unwrap_or_default()).await,
         _ => detach_share(ctx, v, a, droplet).await,
     };
     write_attachment(run, v, a, observed, next).await
@@ -43,7 +44,7 @@ pub(super) fn attachment_waits(now: AttachmentObserved, err: &ProviderError) -> 
         return (AttachmentObserved { message, ..now }, Next::After(ACTION_POLL_MS));
     }
     if is_failure(err) {
-        return (now.state(state::ERROR, message), Next::After(ERROR_RETRY_MS));
+        return (now.state(State::Error, message), Next::After(ERROR_RETRY_MS));
     }
     (AttachmentObserved { message, ..now }, retry_after(err))
 }
@@ -60,7 +61,7 @@ pub(super) async fn attach_block(
         return match action_outcome(ctx, action).await {
             Ok(None) => (now, Next::After(ACTION_POLL_MS)),
             Ok(Some(true)) => match ctx.volumes.volume_get(&volume_id).await {
-                Ok(Some(b)) if b.droplet_ids.contains(&droplet) => (now.state(state::READY, None), Next::Now),
+                Ok(Some(b)) if b.droplet_ids.contains(&droplet) => (now.state(State::Ready, None), Next::Now),
                 // Completed without attaching it (the Droplet went away): ask again.
                 Ok(_) => (AttachmentObserved { action_id: None, ..now }, Next::After(ACTION_POLL_MS)),
                 Err(err) => attachment_waits(now, &err),
@@ -68,7 +69,7 @@ pub(super) async fn attach_block(
             Ok(Some(false)) => (
                 AttachmentObserved {
                     action_id: None,
-                    ..now.state(state::ERROR, Some("the provider's attach failed".into()))
+                    ..now.state(State::Error, Some("the provider's attach failed".into()))
                 },
                 Next::After(ERROR_RETRY_MS),
             ),
@@ -84,7 +85,7 @@ pub(super) async fn attach_block(
         Err(err) => return attachment_waits(now, &err),
     }
     match ctx.volumes.volume_get(&volume_id).await {
-        Ok(Some(b)) if b.droplet_ids.contains(&droplet) => return (now.state(state::READY, None), Next::Now),
+        Ok(Some(b)) if b.droplet_ids.contains(&droplet) => return (now.state(State::Ready, None), Next::Now),
         Ok(_) => {}
         Err(err) => return attachment_waits(now, &err),
     }
@@ -95,10 +96,10 @@ pub(super) async fn attach_block(
             Next::After(ACTION_POLL_MS),
         ),
         Err(err) if err.refusal() == Some(Refusal::AlreadyAttached) => match ctx.volumes.volume_get(&volume_id).await {
-            Ok(Some(b)) if b.droplet_ids.contains(&droplet) => (now.state(state::READY, None), Next::Now),
+            Ok(Some(b)) if b.droplet_ids.contains(&droplet) => (now.state(State::Ready, None), Next::Now),
             Ok(_) => (
                 now.state(
-                    state::ERROR,
+                    State::Error,
                     Some("the volume is attached to another Droplet at the provider; nothing was moved".into()),
                 ),
                 Next::After(ERROR_RETRY_MS),
@@ -137,7 +138,7 @@ pub(super) async fn detach_block(
                 Ok(None) => None,
                 Err(err) => return attachment_waits(now, &err),
             };
-            let Some(machine) = on_it else { return (now.state(state::DELETED, None), Next::Now) };
+            let Some(machine) = on_it else { return (now.state(State::Deleted, None), Next::Now) };
             match ctx.instances.droplet_get(&machine).await {
                 Ok(Some(_)) => machine,
                 Ok(None) => return (now, Next::After(ACTION_POLL_MS)),
@@ -148,12 +149,12 @@ pub(super) async fn detach_block(
     match ctx.volumes.volume_get(&volume_id).await {
         Ok(Some(b))
             if !b.droplet_ids.contains(&droplet)
-                && a.state == state::DELETING
+                && a.state == State::Deleting
                 && a.message.as_deref() == Some(ASKED) =>
         {
-            return (now.state(state::DELETED, None), Next::Now);
+            return (now.state(State::Deleted, None), Next::Now);
         }
-        Ok(None) => return (now.state(state::DELETED, None), Next::Now),
+        Ok(None) => return (now.state(State::Deleted, None), Next::Now),
         Err(err) => return attachment_waits(now, &err),
         Ok(_) => {}
     }
@@ -163,7 +164,7 @@ pub(super) async fn detach_block(
             AttachmentObserved { action_id: Some(action.to_string()), message: Some(ASKED.into()), ..now },
             Next::After(ACTION_POLL_MS),
         ),
-        Err(err) if err.refusal() == Some(Refusal::AttachmentNotFound) => (now.state(state::DELETED, None), Next::Now),
+        Err(err) if err.refusal() == Some(Refusal::AttachmentNotFound) => (now.state(State::Deleted, None), Next::Now),
         Err(err) => attachment_waits(now, &err),
     }
 }
@@ -184,7 +185,7 @@ pub(super) async fn attach_share(
         Ok(Some(d)) => d,
         Ok(None) => {
             return (
-                now.state(state::ERROR, Some(format!("Droplet {droplet_id} is gone"))),
+                now.state(State::Error, Some(format!("Droplet {droplet_id} is gone"))),
                 Next::After(ERROR_RETRY_MS),
             );
         }
@@ -201,16 +202,16 @@ pub(super) async fn attach_share(
         Err(err) => return attachment_waits(now, &err),
     };
     let Some(vpc) = droplet.vpc_id else {
-        return (now.state(state::ERROR, Some("the Droplet is on no VPC".into())), Next::After(ERROR_RETRY_MS));
+        return (now.state(State::Error, Some("the Droplet is on no VPC".into())), Next::After(ERROR_RETRY_MS));
     };
     if share.vpc_ids.contains(&vpc) {
-        return (now.state(state::READY, None), Next::Now);
+        return (now.state(State::Ready, None), Next::Now);
     }
     let asked = format!("vpc:{vpc}");
     if a.action_id.as_deref() == Some(&asked) {
         if share_action_stale(ctx, a) {
             let failed =
-                AttachmentObserved { action_id: None, ..now.state(state::ERROR, Some(SHARE_ATTACH_FAILED.into())) };
+                AttachmentObserved { action_id: None, ..now.state(State::Error, Some(SHARE_ATTACH_FAILED.into())) };
             return (failed, Next::After(ERROR_RETRY_MS));
         }
         return (now, Next::After(ACTION_POLL_MS));
@@ -257,7 +258,7 @@ pub(super) async fn detach_share(
     }
     let share = match ctx.volumes.share_get(&v.provider_id.clone().unwrap_or_default(), &v.region).await {
         Ok(Some(s)) => s,
-        Ok(None) => return (now.state(state::DELETED, None), Next::Now),
+        Ok(None) => return (now.state(State::Deleted, None), Next::Now),
         Err(err) => return attachment_waits(now, &err),
     };
     if let Some(vpc) = a.action_id.as_deref().and_then(|asked| asked.strip_prefix("vpc-off:"))
@@ -272,7 +273,7 @@ pub(super) async fn detach_share(
     };
     let used: Vec<String> = tagged.into_iter().filter_map(|d| d.vpc_id).collect();
     let Some(vpc) = vpc_to_take_off(&share.vpc_ids, &used) else {
-        return (now.state(state::DELETED, None), Next::Now);
+        return (now.state(State::Deleted, None), Next::Now);
     };
     match ctx.volumes.share_action(&share.id, &ShareAction::Detach { vpc_id: vpc.clone() }).await {
         Ok(_) => (AttachmentObserved { action_id: Some(format!("vpc-off:{vpc}")), ..now }, Next::After(ACTION_POLL_MS)),
@@ -309,7 +310,7 @@ pub(super) async fn write_attachment(
     let change = StatusWrite::of(&a.id, a.generation)
         .fact(attachment::Column::ActionId, observed.action_id.clone())
         .decided(attachment::Column::Message, observed.message.clone())
-        .state(&observed.state);
+        .state(observed.state);
     let Some(done) = change.write::<attachment::Entity>(&txn, run.claimed, now).await? else {
         return Ok(Next::Now);
     };
@@ -319,9 +320,9 @@ pub(super) async fn write_attachment(
         return Ok(Next::Now);
     };
     let attached = live_attachments(&txn, &v.id).await?;
-    let event_type = match (a.state.as_str(), done.state.as_str()) {
-        (b, state::READY) if b != state::READY => "attached",
-        (b, state::DELETED) if b != state::DELETED => "detached",
+    let event_type = match (a.state, done.state) {
+        (b, State::Ready) if b != State::Ready => "attached",
+        (b, State::Deleted) if b != State::Deleted => "detached",
         _ => "updated",
     };
     services.commit(txn, vec![svc::event(event_type, &written, &attached)]).await?;

@@ -2,12 +2,15 @@
 //! that name, never made twice), a restore from its snapshot, a share read until active (one the
 //! provider failed is deleted and made again by the periodic pass).
 use super::*;
+use crate::store::state::{Desired, State, VolumeKind};
 
 pub(super) async fn create(ctx: &Ctx<'_>, v: &volume::Model) -> Result<Next> {
     let run = ctx.run;
     if v.create_attempts > 0 {
-        let found = match v.kind.as_str() {
-            BLOCK => ctx.volumes.volume_find_by_name(&v.provider_name, &v.region).await.map(|f| f.map(Made::Block)),
+        let found = match v.kind {
+            VolumeKind::Block => {
+                ctx.volumes.volume_find_by_name(&v.provider_name, &v.region).await.map(|f| f.map(Made::Block))
+            }
             _ => ctx.volumes.share_find_by_name(&v.provider_name, &v.region).await.map(|f| f.map(Made::Share)),
         };
         match found {
@@ -19,7 +22,7 @@ pub(super) async fn create(ctx: &Ctx<'_>, v: &volume::Model) -> Result<Next> {
             }
             Ok(Some(_)) => {
                 let message = format!("a volume named {} exists that this deployment did not make", v.provider_name);
-                return write(run, v, Observed::of(v).state(state::ERROR, Some(message)), Next::After(ERROR_RETRY_MS))
+                return write(run, v, Observed::of(v).state(State::Error, Some(message)), Next::After(ERROR_RETRY_MS))
                     .await;
             }
             Ok(None) => {}
@@ -33,7 +36,7 @@ pub(super) async fn create(ctx: &Ctx<'_>, v: &volume::Model) -> Result<Next> {
         },
     };
     let share_vpc = match &v.network_id {
-        Some(network_id) if v.kind != BLOCK => {
+        Some(network_id) if v.kind != VolumeKind::Block => {
             match crate::store::networks::ready_subnet_vpc(&run.services.db, network_id, &v.region).await? {
                 Some(vpc) => Some(vpc),
                 None => {
@@ -74,7 +77,7 @@ pub(super) async fn create(ctx: &Ctx<'_>, v: &volume::Model) -> Result<Next> {
     let (observed, next) = match answer {
         Ok(made) => {
             let observed = made.observed(&marked);
-            let next = if observed.state == state::READY {
+            let next = if observed.state == State::Ready {
                 ctx.once_made(&marked, &observed)
             } else {
                 Next::After(ACTION_POLL_MS)
@@ -85,7 +88,7 @@ pub(super) async fn create(ctx: &Ctx<'_>, v: &volume::Model) -> Result<Next> {
             // Refused: this attempt made nothing (an earlier one whose answer was lost may have:
             // its count stays, and the retry looks by name first). Retried by the periodic pass.
             let now = Observed { create_attempts: marked.create_attempts - 1, ..Observed::of(&marked) };
-            (now.state(state::ERROR, Some(message)), Next::After(ERROR_RETRY_MS))
+            (now.state(State::Error, Some(message)), Next::After(ERROR_RETRY_MS))
         }
         Err(err) => {
             let message =
@@ -119,7 +122,7 @@ impl Made {
                 provider_id: Some(b.id.clone()),
                 observed_size_gib: Some(b.size_gib),
                 device: Some(device_path(&b.name)),
-                ..now.state(state::READY, None)
+                ..now.state(State::Ready, None)
             },
             Made::Share(s) => share_observed(Observed { provider_id: Some(s.id.clone()), ..now }, s),
         }
@@ -137,9 +140,9 @@ pub(super) fn share_observed(now: Observed, s: &Share) -> Observed {
             observed_size_gib: Some(s.size_gib),
             device: Some(source.clone()),
             mount_source: Some(source),
-            ..now.state(state::READY, None)
+            ..now.state(State::Ready, None)
         },
-        ("FAILED", _) => now.state(state::ERROR, Some("the provider failed to make the share".into())),
+        ("FAILED", _) => now.state(State::Error, Some("the provider failed to make the share".into())),
         _ => Observed { observed_size_gib: Some(s.size_gib), ..now },
     }
 }
@@ -155,23 +158,23 @@ pub(super) async fn restore_source(
     Ok(match snapshot {
         // The provider's min_disk_size may be above the size recorded when the restore was asked
         // (the volume grew before the provider took the snapshot): the provider would refuse it.
-        Some(s) if s.state == state::READY && s.min_disk_size > v.size_gib => {
+        Some(s) if s.state == State::Ready && s.min_disk_size > v.size_gib => {
             let message = format!(
                 "snapshot {source} holds {} GiB, more than the {} GiB this restore asked: nothing was made; delete it and restore again",
                 s.min_disk_size, v.size_gib
             );
-            Err((Observed::of(v).state(state::ERROR, Some(message)), Next::After(ERROR_RETRY_MS)))
+            Err((Observed::of(v).state(State::Error, Some(message)), Next::After(ERROR_RETRY_MS)))
         }
-        Some(s) if s.desired_state == state::PRESENT && s.state == state::READY && s.provider_id.is_some() => {
+        Some(s) if s.desired_state == Desired::Present && s.state == State::Ready && s.provider_id.is_some() => {
             Ok(s.provider_id.unwrap_or_default())
         }
-        Some(s) if s.desired_state == state::PRESENT && !s.lost => Err((
+        Some(s) if s.desired_state == Desired::Present && !s.lost => Err((
             Observed::of(v).said(format!("waiting for snapshot {source} to be ready")),
             Next::After(ACTION_POLL_MS),
         )),
         _ => {
             let message = format!("snapshot {source} was deleted before the restore: nothing was made");
-            Err((Observed { lost: true, ..Observed::of(v).state(state::ERROR, Some(message)) }, Next::Drift))
+            Err((Observed { lost: true, ..Observed::of(v).state(State::Error, Some(message)) }, Next::Drift))
         }
     })
 }
@@ -179,8 +182,8 @@ pub(super) async fn restore_source(
 /// A share made but not active yet: read it until it is.
 pub(super) async fn settle_created(ctx: &Ctx<'_>, v: &volume::Model) -> Result<Next> {
     let id = v.provider_id.clone().unwrap_or_default();
-    let (observed, next) = match v.kind.as_str() {
-        BLOCK => match ctx.volumes.volume_get(&id).await {
+    let (observed, next) = match v.kind {
+        VolumeKind::Block => match ctx.volumes.volume_get(&id).await {
             Ok(Some(b)) => {
                 let observed = Made::Block(b).observed(v);
                 let next = ctx.once_made(v, &observed);
@@ -192,7 +195,7 @@ pub(super) async fn settle_created(ctx: &Ctx<'_>, v: &volume::Model) -> Result<N
         _ => match ctx.volumes.share_get(&id, &v.region).await {
             // The retry of a share the provider failed to make: the failed one goes, and the
             // next run makes it again (looked up by name first, as after any attempt).
-            Ok(Some(s)) if s.status == "FAILED" && v.state == state::ERROR => {
+            Ok(Some(s)) if s.status == "FAILED" && v.state == State::Error => {
                 match ctx.volumes.share_delete(&id, &v.region).await {
                     Ok(_) => (Observed { provider_id: None, ..Observed::of(v).said(REMADE) }, Next::Now),
                     Err(err) => failed(v, &err),
@@ -200,9 +203,9 @@ pub(super) async fn settle_created(ctx: &Ctx<'_>, v: &volume::Model) -> Result<N
             }
             Ok(Some(s)) => {
                 let observed = share_observed(Observed::of(v), &s);
-                let next = match observed.state.as_str() {
-                    state::READY => ctx.once_made(v, &observed),
-                    state::ERROR => Next::After(ERROR_RETRY_MS),
+                let next = match observed.state {
+                    State::Ready => ctx.once_made(v, &observed),
+                    State::Error => Next::After(ERROR_RETRY_MS),
                     _ => Next::After(ACTION_POLL_MS),
                 };
                 (observed, next)

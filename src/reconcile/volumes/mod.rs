@@ -15,10 +15,10 @@ use crate::provider::{
     ActionStatus, Actions, BlockVolume, Instances, Provider, ProviderError, Refusal, Share, ShareAction, VolumeAction,
     VolumeActionKind, VolumeCreate, Volumes, ownership_tag,
 };
-use crate::service::networks::state;
 use crate::service::rows;
-use crate::service::volumes::{self as svc, BLOCK, UPDATING, live_attachments, share_tag};
+use crate::service::volumes::{self as svc, live_attachments, share_tag};
 use crate::store::entity::{instance, provider_snapshot, provider_volume as volume, volume_attachment as attachment};
+use crate::store::state::{Desired, State, VolumeKind};
 use crate::store::status::StatusWrite;
 use crate::store::{queue, quota};
 use attachments::*;
@@ -28,7 +28,7 @@ use resize::*;
 /// The volume fields a run writes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Observed {
-    pub state: String,
+    pub state: State,
     pub provider_id: Option<String>,
     pub observed_size_gib: Option<i64>,
     pub device: Option<String>,
@@ -42,7 +42,7 @@ pub struct Observed {
 impl Observed {
     fn of(v: &volume::Model) -> Self {
         Observed {
-            state: v.state.clone(),
+            state: v.state,
             provider_id: v.provider_id.clone(),
             observed_size_gib: v.observed_size_gib,
             device: v.device.clone(),
@@ -54,8 +54,8 @@ impl Observed {
         }
     }
 
-    fn state(mut self, state: &str, message: Option<String>) -> Self {
-        self.state = state.to_owned();
+    fn state(mut self, state: State, message: Option<String>) -> Self {
+        self.state = state;
         self.message = message;
         self
     }
@@ -77,27 +77,27 @@ impl Observed {
             .fact(volume::Column::Lost, self.lost)
             .fact(volume::Column::ActionId, self.action_id.clone())
             .decided(volume::Column::Message, self.message.clone())
-            .state(&self.state)
+            .state(self.state)
     }
 }
 
 /// The attachment fields a run writes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct AttachmentObserved {
-    state: String,
+    state: State,
     action_id: Option<String>,
     message: Option<String>,
 }
 
 impl AttachmentObserved {
     fn of(a: &attachment::Model) -> Self {
-        AttachmentObserved { state: a.state.clone(), action_id: a.action_id.clone(), message: a.message.clone() }
+        AttachmentObserved { state: a.state, action_id: a.action_id.clone(), message: a.message.clone() }
     }
 
-    fn state(mut self, state: &str, message: Option<String>) -> Self {
-        self.state = state.to_owned();
+    fn state(mut self, state: State, message: Option<String>) -> Self {
+        self.state = state;
         self.message = message;
-        if state == state::READY || state == state::DELETED {
+        if state == State::Ready || state == State::Deleted {
             self.action_id = None;
         }
         self
@@ -129,7 +129,7 @@ impl Ctx<'_> {
     /// When to look again at a volume just seen made: now when a resize asked meanwhile (while
     /// the create was in flight, or its answer lost) is still owed, else as the run planned.
     fn once_made(&self, v: &volume::Model, seen: &Observed) -> Next {
-        let owed = seen.observed_size_gib.is_some_and(|size| size < v.size_gib) && v.desired_state == state::PRESENT;
+        let owed = seen.observed_size_gib.is_some_and(|size| size < v.size_gib) && v.desired_state == Desired::Present;
         if owed { Next::Now } else { self.once_ready }
     }
 }
@@ -139,7 +139,7 @@ pub async fn run(run: &Run<'_>) -> Result<Next> {
     let Some(v) = volume::Entity::find_by_id(run.resource_id().to_owned()).one(db).await? else {
         return Ok(Next::Done);
     };
-    if v.state == state::DELETED {
+    if v.state == State::Deleted {
         return Ok(Next::Done);
     }
     let provider = run.provider(&v.provider_account_id).await?;
@@ -156,7 +156,7 @@ pub async fn run(run: &Run<'_>) -> Result<Next> {
         once_ready: Next::Drift,
     };
     let attached = live_attachments(db, &v.id).await?;
-    if v.delete_with_instance && v.desired_state == state::PRESENT && machine_going(db, &attached).await? {
+    if v.delete_with_instance && v.desired_state == Desired::Present && machine_going(db, &attached).await? {
         // It goes with its machine: no provider call meanwhile (an ensure by name could make
         // again a volume the machine's delete already took). The instance wakes it when done.
         return Ok(Next::After(RETRY_LATER_MS));
@@ -164,14 +164,14 @@ pub async fn run(run: &Run<'_>) -> Result<Next> {
     let restoring = v.source_snapshot_id.is_some() && v.provider_id.is_none();
     let ctx =
         Ctx { once_ready: if restoring || attached.iter().any(needs_work) { Next::Now } else { Next::Drift }, ..ctx };
-    let unwanted = attached.iter().find(|a| a.desired_state == state::ABSENT);
+    let unwanted = attached.iter().find(|a| a.desired_state == Desired::Absent);
     if let Some(a) = unwanted.filter(|_| v.lost || v.provider_id.is_none()) {
         // Nothing at the provider to act on (lost, or never made, so never attached there):
         // an unwanted attachment finishes without a call.
-        let detached = AttachmentObserved::of(a).state(state::DELETED, None);
+        let detached = AttachmentObserved::of(a).state(State::Deleted, None);
         return write_attachment(run, &v, a, detached, Next::Now).await;
     }
-    if v.desired_state == state::ABSENT && attached.is_empty() {
+    if v.desired_state == Desired::Absent && attached.is_empty() {
         return delete(&ctx, &v).await;
     }
     if v.lost {
@@ -183,7 +183,7 @@ pub async fn run(run: &Run<'_>) -> Result<Next> {
     if v.action_id.is_some() {
         return follow_action(&ctx, &v).await;
     }
-    if v.state == state::PENDING || v.state == state::ERROR {
+    if v.state == State::Pending || v.state == State::Error {
         return settle_created(&ctx, &v).await;
     }
     // Detaches before a resize, so a resize the provider keeps refusing never keeps a volume
@@ -191,7 +191,7 @@ pub async fn run(run: &Run<'_>) -> Result<Next> {
     if let Some(a) = unwanted {
         return converge_attachment(&ctx, &v, a).await;
     }
-    if v.observed_size_gib.is_some_and(|seen| seen < v.size_gib) && v.desired_state == state::PRESENT {
+    if v.observed_size_gib.is_some_and(|seen| seen < v.size_gib) && v.desired_state == Desired::Present {
         return resize(&ctx, &v).await;
     }
     if let Some(a) = next_attach(db, &attached).await? {
@@ -203,14 +203,14 @@ pub async fn run(run: &Run<'_>) -> Result<Next> {
 /// Whether an instance the volume is wanted on is being deleted.
 async fn machine_going(db: &sea_orm::DatabaseConnection, attached: &[attachment::Model]) -> Result<bool> {
     let on: Vec<String> =
-        attached.iter().filter(|a| a.desired_state == state::PRESENT).map(|a| a.instance_id.clone()).collect();
+        attached.iter().filter(|a| a.desired_state == Desired::Present).map(|a| a.instance_id.clone()).collect();
     if on.is_empty() {
         return Ok(false);
     }
     let going = instance::Entity::find()
         .filter(instance::Column::Id.is_in(on))
-        .filter(instance::Column::DesiredState.eq(state::ABSENT))
-        .filter(instance::Column::State.ne(state::DELETED))
+        .filter(instance::Column::DesiredState.eq(Desired::Absent))
+        .filter(instance::Column::State.ne(State::Deleted))
         .one(db)
         .await?;
     Ok(going.is_some())
@@ -223,14 +223,14 @@ async fn next_attach<'a>(
     attached: &'a [attachment::Model],
 ) -> Result<Option<&'a attachment::Model>> {
     let waiting: Vec<&attachment::Model> =
-        attached.iter().filter(|a| a.desired_state == state::PRESENT && needs_work(a)).collect();
+        attached.iter().filter(|a| a.desired_state == Desired::Present && needs_work(a)).collect();
     if waiting.len() <= 1 {
         return Ok(waiting.first().copied());
     }
     let ids: Vec<String> = waiting.iter().map(|a| a.instance_id.clone()).collect();
     let ready: Vec<String> = instance::Entity::find()
         .filter(instance::Column::Id.is_in(ids))
-        .filter(instance::Column::State.eq(state::READY))
+        .filter(instance::Column::State.eq(State::Ready))
         .all(db)
         .await?
         .into_iter()
@@ -240,9 +240,9 @@ async fn next_attach<'a>(
 }
 
 fn needs_work(a: &attachment::Model) -> bool {
-    match a.desired_state.as_str() {
-        state::ABSENT => a.state != state::DELETED,
-        _ => a.state != state::READY,
+    match a.desired_state {
+        Desired::Absent => a.state != State::Deleted,
+        _ => a.state != State::Ready,
     }
 }
 
@@ -250,14 +250,14 @@ fn needs_work(a: &attachment::Model) -> bool {
 fn failed(v: &volume::Model, err: &ProviderError) -> (Observed, Next) {
     let now = Observed::of(v);
     if is_failure(err) {
-        return (now.state(state::ERROR, Some(err.message().to_owned())), Next::After(ERROR_RETRY_MS));
+        return (now.state(State::Error, Some(err.message().to_owned())), Next::After(ERROR_RETRY_MS));
     }
     (now.said(err.message()), retry_after(err))
 }
 
 fn lost(v: &volume::Model) -> (Observed, Next) {
     let message = "the volume was deleted at the provider outside vps-graph; its data is gone and it is not made again: delete it".to_owned();
-    (Observed { lost: true, action_id: None, ..Observed::of(v).state(state::ERROR, Some(message)) }, Next::Drift)
+    (Observed { lost: true, action_id: None, ..Observed::of(v).state(State::Error, Some(message)) }, Next::Drift)
 }
 
 async fn delete(ctx: &Ctx<'_>, v: &volume::Model) -> Result<Next> {
@@ -269,8 +269,10 @@ async fn delete(ctx: &Ctx<'_>, v: &volume::Model) -> Result<Next> {
         (None, 0) => None,
         // A create whose answer was lost: look it up by name, never create it to delete it.
         (None, _) => {
-            let found = match v.kind.as_str() {
-                BLOCK => ctx.volumes.volume_find_by_name(&v.provider_name, &v.region).await.map(|f| f.map(Made::Block)),
+            let found = match v.kind {
+                VolumeKind::Block => {
+                    ctx.volumes.volume_find_by_name(&v.provider_name, &v.region).await.map(|f| f.map(Made::Block))
+                }
                 _ => ctx.volumes.share_find_by_name(&v.provider_name, &v.region).await.map(|f| f.map(Made::Share)),
             };
             match found {
@@ -287,8 +289,8 @@ async fn delete(ctx: &Ctx<'_>, v: &volume::Model) -> Result<Next> {
         }
     };
     if let Some(id) = provider_id {
-        let answer = match v.kind.as_str() {
-            BLOCK => ctx.volumes.volume_delete(&id).await.map(drop),
+        let answer = match v.kind {
+            VolumeKind::Block => ctx.volumes.volume_delete(&id).await.map(drop),
             _ => match ctx.volumes.share_delete(&id, &v.region).await {
                 Ok(_) => ctx.instances.tag_delete(&share_tag(&v.id)).await,
                 Err(err) => Err(err),
@@ -300,7 +302,7 @@ async fn delete(ctx: &Ctx<'_>, v: &volume::Model) -> Result<Next> {
             return write(run, v, Observed::of(v).said(err.message()), next).await;
         }
     }
-    let observed = Observed { action_id: None, ..Observed::of(v).state(state::DELETED, None) };
+    let observed = Observed { action_id: None, ..Observed::of(v).state(State::Deleted, None) };
     write(run, v, observed, Next::Done).await
 }
 
@@ -309,8 +311,8 @@ async fn delete(ctx: &Ctx<'_>, v: &volume::Model) -> Result<Next> {
 /// took off.
 async fn drift(ctx: &Ctx<'_>, v: &volume::Model, attached: &[attachment::Model]) -> Result<Next> {
     let id = v.provider_id.clone().unwrap_or_default();
-    let seen = match v.kind.as_str() {
-        BLOCK => ctx.volumes.volume_get(&id).await.map(|b| b.map(|b| b.size_gib)),
+    let seen = match v.kind {
+        VolumeKind::Block => ctx.volumes.volume_get(&id).await.map(|b| b.map(|b| b.size_gib)),
         _ => ctx.volumes.share_get(&id, &v.region).await.map(|s| s.map(|s| s.size_gib)),
     };
     let observed = match seen {
@@ -321,8 +323,8 @@ async fn drift(ctx: &Ctx<'_>, v: &volume::Model, attached: &[attachment::Model])
     if observed != Observed::of(v) {
         return write(ctx.run, v, observed, Next::Drift).await;
     }
-    if v.kind != BLOCK {
-        for a in attached.iter().filter(|a| a.state == state::READY && a.desired_state == state::PRESENT) {
+    if v.kind != VolumeKind::Block {
+        for a in attached.iter().filter(|a| a.state == State::Ready && a.desired_state == Desired::Present) {
             let Some(on) = instance::Entity::find_by_id(a.instance_id.clone()).one(&ctx.run.services.db).await? else {
                 continue;
             };
@@ -339,13 +341,13 @@ async fn drift(ctx: &Ctx<'_>, v: &volume::Model, attached: &[attachment::Model])
 /// The event a volume's change publishes.
 fn event_type(before: &volume::Model, after: &Observed) -> &'static str {
     let grown = before.observed_size_gib.is_some_and(|was| after.observed_size_gib.is_some_and(|now| now > was));
-    match (before.state.as_str(), after.state.as_str()) {
-        (state::READY, state::READY) if grown => "resized",
+    match (before.state, after.state) {
+        (State::Ready, State::Ready) if grown => "resized",
         (b, a) if b == a => "updated",
-        (UPDATING, state::READY) => "resized",
-        (_, state::READY) => "ready",
-        (_, state::ERROR) => "error",
-        (_, state::DELETED) => "deleted",
+        (State::Updating, State::Ready) => "resized",
+        (_, State::Ready) => "ready",
+        (_, State::Error) => "error",
+        (_, State::Deleted) => "deleted",
         _ => "updated",
     }
 }
@@ -364,11 +366,11 @@ async fn write(run: &Run<'_>, v: &volume::Model, observed: Observed, next: Next)
     else {
         return Ok(Next::Now);
     };
-    let made = written.state == state::READY && v.state != state::READY;
+    let made = written.state == State::Ready && v.state != State::Ready;
     if made {
         wake_snapshots(&txn, &v.id, services.clock.now_ms()).await?;
     }
-    if written.state == state::DELETED {
+    if written.state == State::Deleted {
         let holding =
             quota::Holding { tenant_id: &v.tenant_id, pool_id: &v.pool_id, quota: svc::QUOTA, resource_id: &v.id };
         quota::hold(&txn, &holding, 0).await?;
@@ -388,7 +390,7 @@ async fn wake_snapshots(txn: &sea_orm::DatabaseTransaction, volume_id: &str, now
     let waiting = provider_snapshot::Entity::find()
         .filter(provider_snapshot::Column::VolumeId.eq(volume_id))
         .filter(provider_snapshot::Column::ProviderId.is_null())
-        .filter(provider_snapshot::Column::DesiredState.eq(state::PRESENT))
+        .filter(provider_snapshot::Column::DesiredState.eq(Desired::Present))
         .all(txn)
         .await?;
     for s in waiting {

@@ -1,6 +1,7 @@
 //! A volume's resize: looked at before it is sent (a lost answer may have been carried out),
 //! then followed until the provider shows the size.
 use super::*;
+use crate::store::state::{State, VolumeKind};
 
 /// Grows the volume to its asked size. It looks first: a resize whose answer was lost (a
 /// dropped connection, or the process gone before the write-back) may be running or done, and
@@ -10,8 +11,8 @@ pub(super) async fn resize(ctx: &Ctx<'_>, v: &volume::Model) -> Result<Next> {
     if let Some((observed, next)) = resize_seen(ctx, v, &id).await {
         return write(ctx.run, v, observed, next).await;
     }
-    let answer = match v.kind.as_str() {
-        BLOCK => ctx
+    let answer = match v.kind {
+        VolumeKind::Block => ctx
             .volumes
             .volume_action(&id, &v.region, &VolumeAction::Resize { size_gib: v.size_gib })
             .await
@@ -23,9 +24,10 @@ pub(super) async fn resize(ctx: &Ctx<'_>, v: &volume::Model) -> Result<Next> {
             .map(|_| format!("share-resize:{}:{}", v.size_gib, ctx.run.services.clock.now_ms())),
     };
     let (observed, next) = match answer {
-        Ok(action) => {
-            (Observed { action_id: Some(action), ..Observed::of(v).state(UPDATING, None) }, Next::After(ACTION_POLL_MS))
-        }
+        Ok(action) => (
+            Observed { action_id: Some(action), ..Observed::of(v).state(State::Updating, None) },
+            Next::After(ACTION_POLL_MS),
+        ),
         Err(err) => failed(v, &err),
     };
     write(ctx.run, v, observed, next).await
@@ -34,8 +36,9 @@ pub(super) async fn resize(ctx: &Ctx<'_>, v: &volume::Model) -> Result<Next> {
 /// What a look before a resize found, when it settles the run: a resize running (followed), the
 /// volume at its size already (ready), or gone or unreadable. None: the resize is to be sent.
 pub(super) async fn resize_seen(ctx: &Ctx<'_>, v: &volume::Model, id: &str) -> Option<(Observed, Next)> {
-    let updating = |action: String| Observed { action_id: Some(action), ..Observed::of(v).state(UPDATING, None) };
-    let size = if v.kind == BLOCK {
+    let updating =
+        |action: String| Observed { action_id: Some(action), ..Observed::of(v).state(State::Updating, None) };
+    let size = if v.kind == VolumeKind::Block {
         match ctx.volumes.volume_action_running(id, VolumeActionKind::Resize).await {
             Ok(Some(action)) => return Some((updating(action.to_string()), Next::After(ACTION_POLL_MS))),
             Ok(None) => {}
@@ -55,7 +58,7 @@ pub(super) async fn resize_seen(ctx: &Ctx<'_>, v: &volume::Model, id: &str) -> O
 
 /// The volume once the provider shows it at `size`.
 pub(super) fn resized(v: &volume::Model, size: i64) -> Observed {
-    Observed { action_id: None, observed_size_gib: Some(size), ..Observed::of(v).state(state::READY, None) }
+    Observed { action_id: None, observed_size_gib: Some(size), ..Observed::of(v).state(State::Ready, None) }
 }
 
 /// A volume action in flight (a resize): looked at again until it is done.
@@ -72,7 +75,7 @@ pub(super) async fn follow_action(ctx: &Ctx<'_>, v: &volume::Model) -> Result<Ne
             Ok(Some(s)) if s.size_gib >= target => (done(s.size_gib), Next::Now),
             // An NFS action cannot be read back: one whose effect has not shown in time failed.
             Ok(Some(_)) if stale => (
-                Observed { action_id: None, ..Observed::of(v).state(state::ERROR, Some(SHARE_RESIZE_FAILED.into())) },
+                Observed { action_id: None, ..Observed::of(v).state(State::Error, Some(SHARE_RESIZE_FAILED.into())) },
                 Next::After(ERROR_RETRY_MS),
             ),
             Ok(Some(_)) => (Observed::of(v), Next::After(ACTION_POLL_MS)),
@@ -90,7 +93,7 @@ pub(super) async fn follow_action(ctx: &Ctx<'_>, v: &volume::Model) -> Result<Ne
             Ok(Some(ActionStatus::Errored)) | Ok(None) => (
                 Observed {
                     action_id: None,
-                    ..Observed::of(v).state(state::ERROR, Some("the provider's resize failed".into()))
+                    ..Observed::of(v).state(State::Error, Some("the provider's resize failed".into()))
                 },
                 Next::After(ERROR_RETRY_MS),
             ),

@@ -23,6 +23,7 @@ use crate::store::entity::{network, network_subnet};
 use crate::store::idempotency::{self, Claim};
 use crate::store::networks::{bump, mark_removed};
 use crate::store::queue;
+use crate::store::state::{Desired, FilesystemKind, ProviderKind, State};
 use placement::*;
 pub use views::{NetworkView, SubnetView, event, view};
 
@@ -31,8 +32,6 @@ pub const KIND: &str = "network";
 pub const READ: &str = "compute:networks:read";
 const UPDATE: &str = "compute:networks:update";
 const MAX_SUBNETS: usize = 16;
-
-pub use crate::store::state;
 
 /// A subnet asked for: on DigitalOcean in a `region`, on AWS in a `zone` (the region follows
 /// from it).
@@ -102,8 +101,8 @@ impl Services {
             return self.network_load(&self.db, &input.tenant_id, &existing).await;
         }
         let pool = offered_pool(&txn, &input.tenant_id, &input.pool_id).await?;
-        if !provider::supports_networks(&pool.account.kind) {
-            return Err(unsupported("networks", &pool.account.kind));
+        if !provider::supports_networks(pool.account.kind) {
+            return Err(unsupported("networks", pool.account.kind));
         }
         super::rows::check_project(&txn, &input.tenant_id, input.project_id.as_deref()).await?;
         let place = Place::of(&pool.account, None);
@@ -116,7 +115,7 @@ impl Services {
         let taken = network::Entity::find()
             .filter(network::Column::TenantId.eq(input.tenant_id.clone()))
             .filter(network::Column::Name.eq(input.name.clone()))
-            .filter(network::Column::State.ne(state::DELETED))
+            .filter(network::Column::State.ne(State::Deleted))
             .one(&txn)
             .await?;
         if taken.is_some() {
@@ -163,8 +162,8 @@ impl Services {
             return self.network_load(&self.db, &input.tenant_id, &existing).await;
         }
         let pool = offered_pool(&txn, &input.tenant_id, &input.pool_id).await?;
-        if pool.account.kind != provider::KIND_AWS {
-            return Err(unsupported("networkAdopt", &pool.account.kind));
+        if pool.account.kind != ProviderKind::Aws {
+            return Err(unsupported("networkAdopt", pool.account.kind));
         }
         if pool.account.tenant_id.as_deref() != Some(input.tenant_id.as_str()) {
             // A platform account's VPCs are the platform's (or other tenants'), never the tenant's.
@@ -178,7 +177,7 @@ impl Services {
         let recorded = network::Entity::find()
             .filter(network::Column::ProviderAccountId.eq(pool.account.id.clone()))
             .filter(network::Column::ProviderId.eq(input.vpc_id.clone()))
-            .filter(network::Column::State.ne(state::DELETED))
+            .filter(network::Column::State.ne(State::Deleted))
             .one(&txn)
             .await?;
         if recorded.is_some() {
@@ -217,7 +216,7 @@ impl Services {
     ) -> Result<NetworkView> {
         let txn = self.begin().await?;
         let (current, subnets) = self.network_for_update(&txn, actor, tenant_id, network_id).await?;
-        if current.desired_state == state::ABSENT {
+        if current.desired_state == Desired::Absent {
             return Err(being_deleted(network_id));
         }
         if current.adopted {
@@ -233,7 +232,7 @@ impl Services {
         let now = self.clock.now();
         let added = insert_subnet(&txn, network_id, &placed[0], now).await?;
         let updated =
-            bump(&txn, current, |u| u.col_expr(network::Column::State, Expr::value(state::PENDING)), now).await?;
+            bump(&txn, current, |u| u.col_expr(network::Column::State, Expr::value(State::Pending)), now).await?;
         let mut all = subnets;
         all.push(added);
         let view = view(&updated, &all);
@@ -254,17 +253,17 @@ impl Services {
         let Some(position) = subnets.iter().position(|s| s.id == subnet_id) else {
             return Err(Error::not_found("subnet", subnet_id));
         };
-        if subnets[position].desired_state == state::ABSENT {
+        if subnets[position].desired_state == Desired::Absent {
             drop(txn);
             return self.network_load(&self.db, tenant_id, network_id).await;
         }
-        if current.desired_state == state::ABSENT {
+        if current.desired_state == Desired::Absent {
             return Err(being_deleted(network_id));
         }
         if current.adopted {
             return Err(adopted_is_read_only());
         }
-        if subnets.iter().filter(|s| s.desired_state == state::PRESENT).count() == 1 {
+        if subnets.iter().filter(|s| s.desired_state == Desired::Present).count() == 1 {
             return Err(Error::invalid_input(
                 "subnetId",
                 "a network keeps at least one subnet: delete the network instead",
@@ -284,7 +283,7 @@ impl Services {
     pub async fn network_delete(&self, actor: &Actor, tenant_id: &str, network_id: &str) -> Result<NetworkView> {
         let txn = self.begin().await?;
         let (current, subnets) = self.network_for_update(&txn, actor, tenant_id, network_id).await?;
-        if current.desired_state == state::ABSENT {
+        if current.desired_state == Desired::Absent {
             drop(txn);
             return self.network_load(&self.db, tenant_id, network_id).await;
         }
@@ -292,7 +291,7 @@ impl Services {
         let now = self.clock.now();
         let mut marked = Vec::new();
         for subnet in subnets {
-            marked.push(if subnet.desired_state == state::ABSENT {
+            marked.push(if subnet.desired_state == Desired::Absent {
                 subnet
             } else {
                 mark_removed(&txn, &subnet, now).await?
@@ -302,8 +301,8 @@ impl Services {
             &txn,
             current,
             |u| {
-                u.col_expr(network::Column::DesiredState, Expr::value(state::ABSENT))
-                    .col_expr(network::Column::State, Expr::value(state::DELETING))
+                u.col_expr(network::Column::DesiredState, Expr::value(Desired::Absent))
+                    .col_expr(network::Column::State, Expr::value(State::Deleting))
             },
             now,
         )
@@ -408,7 +407,7 @@ impl Services {
         }
         let found = query.one(conn).await?.ok_or_else(|| Error::not_found(KIND, network_id))?;
         actor.decide(UPDATE, &Target::resource(tenant_id, found.project_id.as_deref(), KIND, network_id))?;
-        if found.state == state::DELETED {
+        if found.state == State::Deleted {
             return Err(Error::not_found(KIND, network_id));
         }
         let subnets = subnets_of(conn, network_id).await?;
@@ -450,8 +449,8 @@ impl NewNetwork<'_> {
             provider_account_id: Set(self.pool.account.id.clone()),
             name: Set(self.name.to_owned()),
             description: Set(self.description.map(str::to_owned)),
-            state: Set(state::PENDING.into()),
-            desired_state: Set(state::PRESENT.into()),
+            state: Set(State::Pending),
+            desired_state: Set(Desired::Present),
             message: Set(None),
             version: Set(1),
             generation: Set(1),
@@ -489,7 +488,7 @@ async fn refuse_if_used(
     use crate::store::entity::{instance, provider_volume as volume};
     let mut volumes = volume::Entity::find()
         .filter(volume::Column::NetworkId.eq(network_id))
-        .filter(volume::Column::State.ne(state::DELETED));
+        .filter(volume::Column::State.ne(State::Deleted));
     if let Some(subnet) = subnet {
         volumes = volumes.filter(volume::Column::Region.eq(subnet.region.clone()));
     }
@@ -502,7 +501,7 @@ async fn refuse_if_used(
     let filesystems: Vec<String> = crate::store::filesystems::live_of(conn, network_id)
         .await?
         .into_iter()
-        .filter(|f| subnet.is_none_or(|s| f.kind == crate::store::filesystems::NFS || f.zone == s.zone))
+        .filter(|f| subnet.is_none_or(|s| f.kind == FilesystemKind::Nfs || f.zone == s.zone))
         .map(|f| f.id)
         .collect();
     if !filesystems.is_empty() {
@@ -511,7 +510,7 @@ async fn refuse_if_used(
     }
     let instances: Vec<String> = instance::Entity::find()
         .filter(instance::Column::NetworkId.eq(network_id))
-        .filter(instance::Column::State.ne(state::DELETED))
+        .filter(instance::Column::State.ne(State::Deleted))
         .order_by_asc(instance::Column::Id)
         .all(conn)
         .await?
@@ -527,7 +526,7 @@ async fn refuse_if_used(
 }
 
 /// A pool whose provider lacks a capability: refused before anything is recorded.
-pub(crate) fn unsupported(capability: &str, kind: &str) -> Error {
+pub(crate) fn unsupported(capability: &str, kind: ProviderKind) -> Error {
     Error::new(Code::Unsupported, format!("a {kind} pool offers no {capability}"))
         .with_details(json!({ "reason": capability }))
 }
@@ -562,8 +561,8 @@ async fn insert_subnet(
         network_id: Set(network_id.to_owned()),
         region: Set(subnet.region.clone()),
         ip_range: Set(subnet.ip_range.clone()),
-        state: Set(state::PENDING.into()),
-        desired_state: Set(state::PRESENT.into()),
+        state: Set(State::Pending),
+        desired_state: Set(Desired::Present),
         provider_id: Set(None),
         provider_name: Set(provider_name(&id)),
         create_attempts: Set(0),

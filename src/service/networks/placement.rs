@@ -2,6 +2,7 @@
 //! placement of its subnets in the account's regions or zones, and the ranges the account
 //! already uses (DigitalOcean refuses an overlap anywhere on the account).
 use super::*;
+use crate::store::state::{Desired, ProviderKind, State};
 
 /// The input rules of `networkCreate` that need no database.
 pub(super) fn check_create(input: &NetworkCreate) -> Result<()> {
@@ -55,7 +56,7 @@ pub(super) struct Place {
 impl Place {
     pub(super) fn of(account: &crate::store::entity::provider_account::Model, region: Option<&str>) -> Self {
         Place {
-            aws: account.kind == provider::KIND_AWS,
+            aws: account.kind == ProviderKind::Aws,
             regions: crate::service::pools::strings(&account.regions),
             zones: crate::service::pools::strings(&account.zones),
             region: region.map(str::to_owned),
@@ -93,7 +94,7 @@ impl Place {
         existing: &[network_subnet::Model],
         vpc: Option<(u32, u8)>,
     ) -> Result<Vec<PlacedSubnet>> {
-        let live = existing.iter().filter(|s| s.desired_state == state::PRESENT);
+        let live = existing.iter().filter(|s| s.desired_state == Desired::Present);
         let mut taken: Vec<(String, (u32, u8))> = live
             .filter_map(|s| {
                 let place = if self.aws { s.zone.clone().unwrap_or_default() } else { s.region.clone() };
@@ -199,7 +200,7 @@ pub(super) async fn check_free_on_account(
 ) -> Result<()> {
     let networks: Vec<String> = network::Entity::find()
         .filter(network::Column::ProviderAccountId.eq(account_id))
-        .filter(network::Column::State.ne(state::DELETED))
+        .filter(network::Column::State.ne(State::Deleted))
         .select_only()
         .column(network::Column::Id)
         .into_tuple()
@@ -207,7 +208,7 @@ pub(super) async fn check_free_on_account(
         .await?;
     let used: Vec<String> = network_subnet::Entity::find()
         .filter(network_subnet::Column::NetworkId.is_in(networks))
-        .filter(network_subnet::Column::State.ne(state::DELETED))
+        .filter(network_subnet::Column::State.ne(State::Deleted))
         .select_only()
         .column(network_subnet::Column::IpRange)
         .into_tuple()

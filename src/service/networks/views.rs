@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use super::KIND;
 use crate::store::entity::{network, network_subnet};
 use crate::store::outbox::NewEvent;
+use crate::store::state::{Desired, State};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -13,8 +14,8 @@ pub struct SubnetView {
     pub region: String,
     pub zone: Option<String>,
     pub ip_range: String,
-    pub state: String,
-    pub desired_state: String,
+    pub state: State,
+    pub desired_state: Desired,
     /// The provider's id of its VPC, once made.
     pub provider_id: Option<String>,
     pub message: Option<String>,
@@ -32,8 +33,8 @@ pub struct NetworkView {
     pub provider_account_id: String,
     pub name: String,
     pub description: Option<String>,
-    pub state: String,
-    pub desired_state: String,
+    pub state: State,
+    pub desired_state: Desired,
     pub message: Option<String>,
     pub version: i64,
     pub created_at: DateTime<Utc>,
@@ -56,8 +57,8 @@ pub fn view(n: &network::Model, subnets: &[network_subnet::Model]) -> NetworkVie
         provider_account_id: n.provider_account_id.clone(),
         name: n.name.clone(),
         description: n.description.clone(),
-        state: n.state.clone(),
-        desired_state: n.desired_state.clone(),
+        state: n.state,
+        desired_state: n.desired_state,
         message: n.message.clone(),
         version: n.version,
         created_at: n.created_at,
@@ -75,8 +76,8 @@ pub fn view(n: &network::Model, subnets: &[network_subnet::Model]) -> NetworkVie
                 region: s.region.clone(),
                 zone: s.zone.clone(),
                 ip_range: s.ip_range.clone(),
-                state: s.state.clone(),
-                desired_state: s.desired_state.clone(),
+                state: s.state,
+                desired_state: s.desired_state,
                 provider_id: s.provider_id.clone(),
                 message: s.message.clone(),
                 ready_at: s.ready_at,

@@ -1,6 +1,7 @@
 //! What a volume call checks before it records anything: the create's input, a shared
 //! volume's network, and an instance's fit for the volume (its account, region and network).
 use super::*;
+use crate::store::state::{Desired, ProviderKind, State, VolumeKind};
 
 pub(super) fn check_create(input: &VolumeCreate) -> Result<()> {
     validate::tenant_id("tenantId", &input.tenant_id)?;
@@ -21,18 +22,18 @@ pub(super) fn check_create(input: &VolumeCreate) -> Result<()> {
         validate::id("instanceId", ids::INSTANCE, instance_id)?;
     }
     validate::idempotency_key(&input.idempotency_key)?;
-    match input.kind.as_str() {
-        BLOCK if input.network_id.is_some() => {
+    match input.kind {
+        VolumeKind::Block if input.network_id.is_some() => {
             Err(Error::invalid_input("networkId", "a block volume takes no network: only a shared volume does"))
         }
-        SHARED if input.filesystem.as_deref().is_some_and(|f| f != "none") => {
+        VolumeKind::Shared if input.filesystem.as_deref().is_some_and(|f| f != "none") => {
             Err(Error::invalid_input("filesystem", "a shared volume is a filesystem already: leave filesystem out"))
         }
-        SHARED if input.delete_with_instance => Err(Error::invalid_input(
+        VolumeKind::Shared if input.delete_with_instance => Err(Error::invalid_input(
             "deleteWithInstance",
             "a shared volume is never deleted with an instance: deleting one detaches it",
         )),
-        SHARED if input.network_id.is_none() => {
+        VolumeKind::Shared if input.network_id.is_none() => {
             Err(Error::invalid_input("networkId", "a shared volume needs the network it is reachable from"))
         }
         _ => Ok(()),
@@ -46,7 +47,7 @@ pub(super) async fn check_shared(
     conn: &impl ConnectionTrait,
     input: &VolumeCreate,
     account_id: &str,
-    account_kind: &str,
+    account_kind: ProviderKind,
 ) -> Result<()> {
     if !provider::supports_shared_volumes(account_kind) {
         return Err(networks::unsupported("sharedVolumes", account_kind));
@@ -59,27 +60,27 @@ pub(super) async fn check_shared(
     let network_id = input.network_id.as_deref().unwrap_or_default();
     let found = network::Entity::find_by_id(network_id.to_owned())
         .filter(network::Column::TenantId.eq(input.tenant_id.clone()))
-        .filter(network::Column::State.ne(state::DELETED))
+        .filter(network::Column::State.ne(State::Deleted))
         .one(conn)
         .await?
         .ok_or_else(|| Error::invalid_input("networkId", format!("{network_id} is not a network of the tenant")))?;
     if found.provider_account_id != account_id {
         return Err(Error::invalid_input("networkId", "the network is on another provider account than the pool"));
     }
-    if found.desired_state == state::ABSENT {
+    if found.desired_state == Desired::Absent {
         return Err(invalid_state(format!("network {network_id} is being deleted"), "networkDeleting"));
     }
     let subnet = network_subnet::Entity::find()
         .filter(network_subnet::Column::NetworkId.eq(network_id))
         .filter(network_subnet::Column::Region.eq(input.region.clone()))
-        .filter(network_subnet::Column::DesiredState.eq(state::PRESENT))
+        .filter(network_subnet::Column::DesiredState.eq(Desired::Present))
         .one(conn)
         .await?
         .ok_or_else(|| {
             Error::invalid_input("networkId", format!("the network has no subnet in {}", input.region))
                 .with_details(json!({ "field": "networkId", "region": input.region }))
         })?;
-    if subnet.state != state::READY || subnet.provider_id.is_none() {
+    if subnet.state != State::Ready || subnet.provider_id.is_none() {
         return Err(invalid_state(
             format!("the network's subnet in {} is not ready yet", input.region),
             "networkNotReady",
@@ -98,7 +99,7 @@ pub(crate) async fn attachable_instance(
 ) -> Result<instance::Model> {
     let found = instance::Entity::find_by_id(instance_id.to_owned())
         .filter(instance::Column::TenantId.eq(tenant_id))
-        .filter(instance::Column::State.ne(state::DELETED))
+        .filter(instance::Column::State.ne(State::Deleted))
         .one(conn)
         .await?
         .ok_or_else(|| {
@@ -122,7 +123,7 @@ pub(super) fn check_instance_fits(
     found: &instance::Model,
     account_id: &str,
     region: &str,
-    kind: &str,
+    kind: VolumeKind,
     network_id: Option<&str>,
 ) -> Result<()> {
     if found.provider_account_id != account_id || found.region != region {
@@ -131,13 +132,13 @@ pub(super) fn check_instance_fits(
             format!("instance {} is on another provider account or region than the volume", found.id),
         ));
     }
-    if kind == SHARED && found.network_id.as_deref() != network_id {
+    if kind == VolumeKind::Shared && found.network_id.as_deref() != network_id {
         return Err(Error::invalid_input(
             "instanceId",
             format!("instance {} is not on the volume's network", found.id),
         ));
     }
-    if found.desired_state == state::ABSENT {
+    if found.desired_state == Desired::Absent {
         return Err(invalid_state(format!("instance {} is being deleted", found.id), "instanceDeleting"));
     }
     Ok(())

@@ -18,7 +18,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::authz::{Actor, Target};
-use super::networks::{self, state};
+use super::networks::{self};
 use super::rows;
 use super::{Services, instances, validate};
 use crate::error::{Code, Error, Result};
@@ -28,6 +28,7 @@ use crate::store::entity::{
     instance, network, network_subnet, provider_snapshot, provider_volume as volume, volume_attachment as attachment,
 };
 use crate::store::idempotency::{self, Claim};
+use crate::store::state::{Desired, State, VolumeKind};
 use crate::store::{queue, quota};
 pub(crate) use checks::attachable_instance;
 use checks::*;
@@ -37,14 +38,11 @@ pub const RECONCILER: &str = "vps.provider-resources";
 pub const KIND: &str = "provider-volume";
 pub const READ: &str = "compute:volumes:read";
 pub const MANAGE: &str = "compute:volumes:manage";
-pub const BLOCK: &str = "block";
-pub const SHARED: &str = "shared";
 pub const QUOTA: &str = "diskGiB";
 pub const MAX_SIZE_GIB: i64 = 16_384;
 /// Snapshots a volume keeps that are not deleted.
 pub const MAX_SNAPSHOTS: u64 = 25;
 /// The state of a snapshot's volume the reconciler also reads: `updating` while a resize runs.
-pub const UPDATING: &str = "updating";
 
 #[derive(Serialize)]
 pub struct VolumeCreate {
@@ -55,7 +53,7 @@ pub struct VolumeCreate {
     pub description: Option<String>,
     pub region: String,
     pub size_gib: i64,
-    pub kind: String,
+    pub kind: VolumeKind,
     pub network_id: Option<String>,
     pub filesystem: Option<String>,
     pub delete_with_instance: bool,
@@ -97,19 +95,19 @@ impl Services {
             return self.volume_load(&self.db, &input.tenant_id, &existing).await;
         }
         let pool = rows::offered_pool(&txn, &input.tenant_id, &input.pool_id).await?;
-        let account_kind = pool.account.kind.clone();
-        if !provider::supports_volumes(&account_kind) {
-            return Err(networks::unsupported("volumes", &account_kind));
+        let account_kind = pool.account.kind;
+        if !provider::supports_volumes(account_kind) {
+            return Err(networks::unsupported("volumes", account_kind));
         }
         rows::check_project(&txn, &input.tenant_id, input.project_id.as_deref()).await?;
         rows::check_region(&pool, &input.region)?;
-        if input.kind == SHARED {
-            check_shared(&txn, &input, &pool.account.id, &account_kind).await?;
+        if input.kind == VolumeKind::Shared {
+            check_shared(&txn, &input, &pool.account.id, account_kind).await?;
         }
         let target = match &input.instance_id {
             Some(instance_id) => {
                 let found = attachable_instance(&txn, actor, &input.tenant_id, instance_id).await?;
-                check_instance_fits(&found, &pool.account.id, &input.region, &input.kind, input.network_id.as_deref())?;
+                check_instance_fits(&found, &pool.account.id, &input.region, input.kind, input.network_id.as_deref())?;
                 Some(found)
             }
             None => None,
@@ -145,19 +143,19 @@ impl Services {
             &found,
             &current.provider_account_id,
             &current.region,
-            &current.kind,
+            current.kind,
             current.network_id.as_deref(),
         )?;
         if let Some(same) = attached.iter().find(|a| a.instance_id == instance_id) {
-            if same.desired_state == state::ABSENT {
+            if same.desired_state == Desired::Absent {
                 return Err(invalid_state(format!("the volume is being detached from {instance_id}"), "detaching"));
             }
             return Ok(view(&current, &attached));
         }
-        if current.kind == BLOCK
+        if current.kind == VolumeKind::Block
             && let Some(other) = attached.first()
         {
-            if other.desired_state == state::ABSENT {
+            if other.desired_state == Desired::Absent {
                 return Err(invalid_state(
                     format!("the volume is being detached from {}", other.instance_id),
                     "detaching",
@@ -192,12 +190,12 @@ impl Services {
         }
         let txn = self.begin().await?;
         let (current, mut attached) = self.volume_for_change(&txn, actor, tenant_id, volume_id).await?;
-        if current.kind == SHARED && instance_id.is_none() {
+        if current.kind == VolumeKind::Shared && instance_id.is_none() {
             return Err(Error::invalid_input("instanceId", "a shared volume's detach names the instance"));
         }
         let Some(position) = attached
             .iter()
-            .position(|a| instance_id.is_none_or(|id| a.instance_id == id) && a.desired_state == state::PRESENT)
+            .position(|a| instance_id.is_none_or(|id| a.instance_id == id) && a.desired_state == Desired::Present)
         else {
             drop(txn);
             return self.volume_load(&self.db, tenant_id, volume_id).await;
@@ -205,7 +203,7 @@ impl Services {
         if current.delete_with_instance {
             rows::lock(&txn, "instances", &attached[position].instance_id).await?;
             let on = self.instance_load(&txn, tenant_id, &attached[position].instance_id).await?;
-            if on.desired_state == state::ABSENT {
+            if on.desired_state == Desired::Absent {
                 return Err(invalid_state(
                     format!("instance {} is being deleted: a deleteWithInstance volume goes with the machine", on.id),
                     "instanceDeleting",
@@ -251,7 +249,7 @@ impl Services {
     pub async fn volume_delete(&self, actor: &Actor, tenant_id: &str, volume_id: &str) -> Result<VolumeView> {
         let txn = self.begin().await?;
         let (current, attached) = self.volume_for_update(&txn, actor, tenant_id, volume_id).await?;
-        if current.desired_state == state::ABSENT {
+        if current.desired_state == Desired::Absent {
             return Ok(view(&current, &attached));
         }
         if !attached.is_empty() {
@@ -264,8 +262,8 @@ impl Services {
             &txn,
             &current,
             |u| {
-                u.col_expr(volume::Column::DesiredState, Expr::value(state::ABSENT))
-                    .col_expr(volume::Column::State, Expr::value(state::DELETING))
+                u.col_expr(volume::Column::DesiredState, Expr::value(Desired::Absent))
+                    .col_expr(volume::Column::State, Expr::value(State::Deleting))
             },
             now,
         )
@@ -309,7 +307,7 @@ impl Services {
     pub async fn attachments_of(&self, volume_ids: &[String]) -> Result<HashMap<String, Vec<AttachmentView>>> {
         let found = attachment::Entity::find()
             .filter(attachment::Column::VolumeId.is_in(volume_ids.to_vec()))
-            .filter(attachment::Column::State.ne(state::DELETED))
+            .filter(attachment::Column::State.ne(State::Deleted))
             .order_by_asc(attachment::Column::Id)
             .all(&self.db)
             .await?;
@@ -370,7 +368,7 @@ impl Services {
         rows::lock(conn, "provider_volumes", volume_id).await?;
         let found = find_volume(conn, tenant_id, volume_id).await?;
         actor.decide(MANAGE, &Target::resource(tenant_id, found.project_id.as_deref(), KIND, volume_id))?;
-        if found.state == state::DELETED {
+        if found.state == State::Deleted {
             return Err(Error::not_found(KIND, volume_id));
         }
         let attached = live_attachments(conn, volume_id).await?;
@@ -386,7 +384,7 @@ impl Services {
         volume_id: &str,
     ) -> Result<(volume::Model, Vec<attachment::Model>)> {
         let (found, attached) = self.volume_for_update(conn, actor, tenant_id, volume_id).await?;
-        if found.desired_state == state::ABSENT {
+        if found.desired_state == Desired::Absent {
             return Err(invalid_state(format!("volume {volume_id} is being deleted"), "deleting"));
         }
         Ok((found, attached))
@@ -409,7 +407,7 @@ pub(crate) async fn find_volume(
 pub(crate) async fn live_attachments(conn: &impl ConnectionTrait, volume_id: &str) -> Result<Vec<attachment::Model>> {
     Ok(attachment::Entity::find()
         .filter(attachment::Column::VolumeId.eq(volume_id))
-        .filter(attachment::Column::State.ne(state::DELETED))
+        .filter(attachment::Column::State.ne(State::Deleted))
         .order_by_asc(attachment::Column::Id)
         .all(conn)
         .await?)
@@ -419,7 +417,7 @@ pub(crate) async fn live_attachments(conn: &impl ConnectionTrait, volume_id: &st
 pub(crate) async fn live_snapshot_count(conn: &impl ConnectionTrait, volume_id: &str) -> Result<u64> {
     Ok(provider_snapshot::Entity::find()
         .filter(provider_snapshot::Column::VolumeId.eq(volume_id))
-        .filter(provider_snapshot::Column::State.ne(state::DELETED))
+        .filter(provider_snapshot::Column::State.ne(State::Deleted))
         .count(conn)
         .await?)
 }
@@ -442,8 +440,8 @@ pub(crate) async fn insert_volume(
     source_snapshot_id: Option<String>,
     now: DateTime<Utc>,
 ) -> Result<volume::Model> {
-    let filesystem = match input.kind.as_str() {
-        SHARED => None,
+    let filesystem = match input.kind {
+        VolumeKind::Shared => None,
         _ => input.filesystem.clone().filter(|f| f != "none"),
     };
     volume::ActiveModel {
@@ -455,15 +453,15 @@ pub(crate) async fn insert_volume(
         name: Set(input.name.clone()),
         description: Set(input.description.clone()),
         region: Set(input.region.clone()),
-        kind: Set(input.kind.clone()),
+        kind: Set(input.kind),
         network_id: Set(input.network_id.clone()),
         filesystem: Set(filesystem),
         delete_with_instance: Set(input.delete_with_instance),
         source_snapshot_id: Set(source_snapshot_id),
         size_gib: Set(input.size_gib),
         observed_size_gib: Set(None),
-        state: Set(state::PENDING.into()),
-        desired_state: Set(state::PRESENT.into()),
+        state: Set(State::Pending),
+        desired_state: Set(Desired::Present),
         provider_id: Set(None),
         provider_name: Set(provider_name(id)),
         device: Set(None),
@@ -498,8 +496,8 @@ async fn insert_attachment(
         id: Set(ids::new_id(ids::ATTACHMENT)),
         volume_id: Set(volume_id.to_owned()),
         instance_id: Set(instance_id.to_owned()),
-        state: Set(state::PENDING.into()),
-        desired_state: Set(state::PRESENT.into()),
+        state: Set(State::Pending),
+        desired_state: Set(Desired::Present),
         action_id: Set(None),
         message: Set(None),
         version: Set(1),
@@ -520,8 +518,8 @@ pub(crate) async fn mark_detach(
     now: DateTime<Utc>,
 ) -> Result<attachment::Model> {
     attachment::Entity::update_many()
-        .col_expr(attachment::Column::DesiredState, Expr::value(state::ABSENT))
-        .col_expr(attachment::Column::State, Expr::value(state::DELETING))
+        .col_expr(attachment::Column::DesiredState, Expr::value(Desired::Absent))
+        .col_expr(attachment::Column::State, Expr::value(State::Deleting))
         .col_expr(attachment::Column::Version, Expr::col(attachment::Column::Version).add(1))
         .col_expr(attachment::Column::Generation, Expr::col(attachment::Column::Generation).add(1))
         .col_expr(attachment::Column::UpdatedAt, Expr::value(now))

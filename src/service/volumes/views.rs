@@ -6,15 +6,15 @@ use serde::{Deserialize, Serialize};
 use super::KIND;
 use crate::store::entity::{provider_volume as volume, volume_attachment as attachment};
 use crate::store::outbox::NewEvent;
-use crate::store::state;
+use crate::store::state::{Desired, State, VolumeKind};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AttachmentView {
     pub id: String,
     pub instance_id: String,
-    pub state: String,
-    pub desired_state: String,
+    pub state: State,
+    pub desired_state: Desired,
     pub message: Option<String>,
     pub ready_at: Option<DateTime<Utc>>,
 }
@@ -29,15 +29,15 @@ pub struct VolumeView {
     pub name: String,
     pub description: Option<String>,
     pub region: String,
-    pub kind: String,
+    pub kind: VolumeKind,
     pub network_id: Option<String>,
     pub filesystem: Option<String>,
     pub delete_with_instance: bool,
     pub source_snapshot_id: Option<String>,
     pub size_gib: i64,
     pub observed_size_gib: Option<i64>,
-    pub state: String,
-    pub desired_state: String,
+    pub state: State,
+    pub desired_state: Desired,
     pub message: Option<String>,
     /// The path the guest sees a block volume at; a shared volume's NFS source.
     pub device: Option<String>,
@@ -55,8 +55,8 @@ pub fn attachment_view(a: &attachment::Model) -> AttachmentView {
     AttachmentView {
         id: a.id.clone(),
         instance_id: a.instance_id.clone(),
-        state: a.state.clone(),
-        desired_state: a.desired_state.clone(),
+        state: a.state,
+        desired_state: a.desired_state,
         message: a.message.clone(),
         ready_at: a.ready_at,
     }
@@ -71,15 +71,15 @@ pub fn view(v: &volume::Model, attachments: &[attachment::Model]) -> VolumeView 
         name: v.name.clone(),
         description: v.description.clone(),
         region: v.region.clone(),
-        kind: v.kind.clone(),
+        kind: v.kind,
         network_id: v.network_id.clone(),
         filesystem: v.filesystem.clone(),
         delete_with_instance: v.delete_with_instance,
         source_snapshot_id: v.source_snapshot_id.clone(),
         size_gib: v.size_gib,
         observed_size_gib: v.observed_size_gib,
-        state: v.state.clone(),
-        desired_state: v.desired_state.clone(),
+        state: v.state,
+        desired_state: v.desired_state,
         message: v.message.clone(),
         device: v.device.clone(),
         mount_source: v.mount_source.clone(),
@@ -89,7 +89,7 @@ pub fn view(v: &volume::Model, attachments: &[attachment::Model]) -> VolumeView 
         deleted_at: v.deleted_at,
         attachments: attachments
             .iter()
-            .filter(|a| a.volume_id == v.id && a.state != state::DELETED)
+            .filter(|a| a.volume_id == v.id && a.state != State::Deleted)
             .map(attachment_view)
             .collect(),
     }

@@ -1,5 +1,7 @@
 use sea_orm::entity::prelude::*;
 
+use crate::store::state::{Deployment, Desired, FilesystemKind, State};
+
 /// A shared filesystem on a tenant network: `kind` `nfs` (EFS, a mount target in each zone of
 /// the network) or `lustre` (FSx for Lustre in `zone`). The reconciler makes its security group
 /// first (`security_group_id`, `group_attempts` counting creates whose answer may be lost), then
@@ -17,13 +19,13 @@ pub struct Model {
     pub pool_id: String,
     pub provider_account_id: String,
     pub name: String,
-    pub kind: String,
+    pub kind: FilesystemKind,
     pub size_gib: Option<i64>,
-    pub deployment: Option<String>,
+    pub deployment: Option<Deployment>,
     pub zone: Option<String>,
     pub region: String,
-    pub state: String,
-    pub desired_state: String,
+    pub state: State,
+    pub desired_state: Desired,
     pub message: Option<String>,
     pub provider_name: String,
     pub security_group_id: Option<String>,

@@ -1,5 +1,7 @@
 use sea_orm::entity::prelude::*;
 
+use crate::store::state::{Desired, OnDelete, State};
+
 /// A machine at the provider (a DigitalOcean Droplet), as far as volumes need one. `provider_id`
 /// is the Droplet's id once made; `create_attempts` counts creates whose answer may be lost (the
 /// Droplet is then looked up by `provider_name`); `lost` marks one deleted outside.
@@ -19,9 +21,9 @@ pub struct Model {
     pub image: String,
     /// What its delete does to the machine: `delete` it, or `detach` (leave it running and only
     /// let its volumes and addresses go).
-    pub on_delete: String,
-    pub state: String,
-    pub desired_state: String,
+    pub on_delete: OnDelete,
+    pub state: State,
+    pub desired_state: Desired,
     pub provider_id: Option<String>,
     pub provider_name: String,
     pub create_attempts: i32,

@@ -1,5 +1,7 @@
 use sea_orm::entity::prelude::*;
 
+use crate::store::state::{Desired, State};
+
 /// A tenant network. `desired_state` is what the tenant asked (`present` or `absent`); `state` what
 /// the reconciler last saw (`pending`, `ready`, `deleting`, `deleted`, `error`).
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
@@ -13,8 +15,8 @@ pub struct Model {
     pub provider_account_id: String,
     pub name: String,
     pub description: Option<String>,
-    pub state: String,
-    pub desired_state: String,
+    pub state: State,
+    pub desired_state: Desired,
     pub message: Option<String>,
     pub version: i64,
     /// Bumped by each user change of what is asked; see `store::status`.

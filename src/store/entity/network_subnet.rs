@@ -1,5 +1,7 @@
 use sea_orm::entity::prelude::*;
 
+use crate::store::state::{Desired, State};
+
 /// One subnet of a network: on DigitalOcean, one VPC named `provider_name`; on AWS, one EC2
 /// subnet of the network's VPC in `zone` (tagged `Name=provider_name`), in the network's region. `create_attempts`
 /// counts creates whose outcome may have reached the provider, so a lost answer is looked up by
@@ -12,8 +14,8 @@ pub struct Model {
     pub network_id: String,
     pub region: String,
     pub ip_range: String,
-    pub state: String,
-    pub desired_state: String,
+    pub state: State,
+    pub desired_state: Desired,
     pub provider_id: Option<String>,
     pub provider_name: String,
     pub create_attempts: i32,

@@ -1,5 +1,7 @@
 use sea_orm::entity::prelude::*;
 
+use crate::store::state::Billing;
+
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
 #[sea_orm(table_name = "pools")]
 pub struct Model {
@@ -7,7 +9,7 @@ pub struct Model {
     pub id: String,
     pub name: String,
     pub provider_account_id: String,
-    pub billing: String,
+    pub billing: Billing,
     pub version: i64,
     pub created_at: DateTimeUtc,
     pub updated_at: DateTimeUtc,

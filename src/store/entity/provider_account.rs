@@ -1,5 +1,7 @@
 use sea_orm::entity::prelude::*;
 
+use crate::store::state::ProviderKind;
+
 /// `credential_ref` names where the secret lives (`env:NAME` or `file:PATH`); the secret itself
 /// is never stored and the reference is never returned by the API.
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
@@ -9,7 +11,7 @@ pub struct Model {
     pub id: String,
     pub tenant_id: Option<String>,
     pub name: String,
-    pub kind: String,
+    pub kind: ProviderKind,
     pub api_url: String,
     pub credential_ref: String,
     pub regions: Json,

@@ -1,5 +1,7 @@
 use sea_orm::entity::prelude::*;
 
+use crate::store::state::{AddressFamily, Assignment, Desired, State};
+
 /// A reserved public address (a DigitalOcean reserved IPv4 or IPv6). A reserved IP has no name
 /// or tag at the provider, so this row is the ownership record: `address` is the IP it holds
 /// (at most one live row per account records one), `fingerprint` what tells that reservation
@@ -21,16 +23,16 @@ pub struct Model {
     pub provider_account_id: String,
     pub name: String,
     pub region: String,
-    pub family: String,
-    pub state: String,
-    pub desired_state: String,
+    pub family: AddressFamily,
+    pub state: State,
+    pub desired_state: Desired,
     pub address: Option<String>,
     pub fingerprint: Option<String>,
     pub reserve_attempts: i32,
     pub lost: bool,
     pub message: Option<String>,
     pub instance_id: Option<String>,
-    pub assignment_state: String,
+    pub assignment_state: Assignment,
     pub assignment_message: Option<String>,
     pub action_id: Option<String>,
     pub version: i64,

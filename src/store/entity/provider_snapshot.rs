@@ -1,5 +1,7 @@
 use sea_orm::entity::prelude::*;
 
+use crate::store::state::{Desired, State, VolumeKind};
+
 /// A snapshot of a provider volume; it outlives the volume. `size_gib` is the billable size the
 /// provider reports; `min_disk_size` the smallest volume a restore makes.
 #[derive(Clone, Debug, PartialEq, DeriveEntityModel)]
@@ -12,11 +14,11 @@ pub struct Model {
     pub pool_id: String,
     pub provider_account_id: String,
     pub volume_id: String,
-    pub volume_kind: String,
+    pub volume_kind: VolumeKind,
     pub region: String,
     pub name: String,
-    pub state: String,
-    pub desired_state: String,
+    pub state: State,
+    pub desired_state: Desired,
     pub provider_id: Option<String>,
     pub provider_name: String,
     pub size_gib: Option<f64>,

@@ -1,5 +1,7 @@
 use sea_orm::entity::prelude::*;
 
+use crate::store::state::{Desired, State, VolumeKind};
+
 /// A provider volume: `kind` block (a DigitalOcean volume) or shared (an NFS share on
 /// `network_id`). `size_gib` is what the tenant asked (and what diskGiB holds);
 /// `observed_size_gib` what the provider last showed. `action_id` is a provider action in flight
@@ -16,15 +18,15 @@ pub struct Model {
     pub name: String,
     pub description: Option<String>,
     pub region: String,
-    pub kind: String,
+    pub kind: VolumeKind,
     pub network_id: Option<String>,
     pub filesystem: Option<String>,
     pub delete_with_instance: bool,
     pub source_snapshot_id: Option<String>,
     pub size_gib: i64,
     pub observed_size_gib: Option<i64>,
-    pub state: String,
-    pub desired_state: String,
+    pub state: State,
+    pub desired_state: Desired,
     pub provider_id: Option<String>,
     pub provider_name: String,
     pub device: Option<String>,

@@ -1,5 +1,7 @@
 use sea_orm::entity::prelude::*;
 
+use crate::store::state::{Desired, State};
+
 /// A volume on an instance: `desired_state` present (attach) or absent (detach); `state` pending,
 /// ready, deleting (a detach running), deleted (detached) or error. `action_id` is the provider
 /// action in flight.
@@ -10,8 +12,8 @@ pub struct Model {
     pub id: String,
     pub volume_id: String,
     pub instance_id: String,
-    pub state: String,
-    pub desired_state: String,
+    pub state: State,
+    pub desired_state: Desired,
     pub action_id: Option<String>,
     pub message: Option<String>,
     pub version: i64,

@@ -4,8 +4,8 @@
 use crate::provider::{AwsSubnet, AwsVpc, ProviderError, aws_owned, tag_value};
 use crate::reconcile::networks::aggregate;
 use crate::reconcile::{ERROR_RETRY_MS, Next, RETRY_LATER_MS, is_failure, retry_after};
-use crate::service::networks::state;
 use crate::store::entity::{network, network_subnet as subnet};
+use crate::store::state::{Desired, State};
 
 /// The `Name` of a network's VPC: derived from its id, so a create whose answer was lost is found.
 pub fn vpc_name(network_id: &str) -> String {
@@ -46,8 +46,8 @@ pub enum Verdict {
 /// The subnet fields a run writes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SubnetFields {
-    pub state: String,
-    pub desired_state: String,
+    pub state: State,
+    pub desired_state: Desired,
     pub provider_id: Option<String>,
     pub create_attempts: i32,
     pub lost: bool,
@@ -57,8 +57,8 @@ pub struct SubnetFields {
 impl SubnetFields {
     pub(super) fn of(s: &subnet::Model) -> Self {
         SubnetFields {
-            state: s.state.clone(),
-            desired_state: s.desired_state.clone(),
+            state: s.state,
+            desired_state: s.desired_state,
             provider_id: s.provider_id.clone(),
             create_attempts: s.create_attempts,
             lost: s.lost,
@@ -66,15 +66,15 @@ impl SubnetFields {
         }
     }
 
-    pub(super) fn with_state(mut self, state: &str, message: Option<String>) -> Self {
-        self.state = state.to_owned();
+    pub(super) fn with_state(mut self, state: State, message: Option<String>) -> Self {
+        self.state = state;
         self.message = message;
         self
     }
 
     /// Gone for good: an adopted subnet no longer at EC2, or one deleted.
     pub(super) fn deleted(self) -> Self {
-        SubnetFields { desired_state: state::ABSENT.into(), ..self.with_state(state::DELETED, None) }
+        SubnetFields { desired_state: Desired::Absent, ..self.with_state(State::Deleted, None) }
     }
 }
 
@@ -147,7 +147,7 @@ impl Plan {
 }
 
 pub fn look(n: &network::Model) -> Look {
-    let present = n.desired_state == state::PRESENT;
+    let present = n.desired_state == Desired::Present;
     match &n.provider_id {
         _ if n.lost => Look::Nothing,
         _ if n.adopted && !present => Look::Nothing,
@@ -164,15 +164,15 @@ pub fn look(n: &network::Model) -> Look {
 
 /// The VPC whose subnets to read: one known, not lost, and not just seen gone.
 pub fn subnets_to_read<'a>(n: &'a network::Model, vpc: &VpcSeen) -> Option<&'a str> {
-    let deleting_adopted = n.adopted && n.desired_state == state::ABSENT;
+    let deleting_adopted = n.adopted && n.desired_state == Desired::Absent;
     let read = !(n.lost || deleting_adopted) && *vpc != VpcSeen::Missing;
     n.provider_id.as_deref().filter(|_| read)
 }
 
 pub fn decide(n: &network::Model, rows: &[subnet::Model], seen: &Seen, deployment: &str) -> Plan {
-    match (n.adopted, n.desired_state.as_str()) {
+    match (n.adopted, n.desired_state) {
         (true, _) => decide_adopted(n, rows, seen, deployment),
-        (false, state::ABSENT) => decide_delete(n, rows, seen, deployment),
+        (false, Desired::Absent) => decide_delete(n, rows, seen, deployment),
         (false, _) => decide_present(n, rows, seen, deployment),
     }
 }
@@ -194,9 +194,9 @@ pub(super) fn decide_present(n: &network::Model, rows: &[subnet::Model], seen: &
             plan.verdict = Verdict::Failed(lost_message(&vpc_id));
             let gone = format!("its VPC {vpc_id} was deleted outside vps-graph");
             for (fields, row) in plan.subnets.iter_mut().zip(rows) {
-                if row.desired_state == state::PRESENT && row.provider_id.is_some() && !row.lost {
+                if row.desired_state == Desired::Present && row.provider_id.is_some() && !row.lost {
                     *fields =
-                        SubnetFields { lost: true, ..fields.clone().with_state(state::ERROR, Some(gone.clone())) };
+                        SubnetFields { lost: true, ..fields.clone().with_state(State::Error, Some(gone.clone())) };
                 }
             }
         }
@@ -219,7 +219,7 @@ pub(super) fn decide_present(n: &network::Model, rows: &[subnet::Model], seen: &
         }
         (None, _) => plan.call = Some(Call::CreateVpc),
     }
-    if plan.call.is_none() && plan.subnets.iter().any(|s| s.state == state::ERROR && !s.lost) {
+    if plan.call.is_none() && plan.subnets.iter().any(|s| s.state == State::Error && !s.lost) {
         plan.next = Next::After(ERROR_RETRY_MS);
     }
     plan
@@ -260,7 +260,7 @@ pub(super) fn plan_subnets(plan: &mut Plan, rows: &[subnet::Model], listing: Opt
     for (i, row) in rows.iter().enumerate() {
         let (fields, call) = subnet_step(i, row, listing, deployment);
         plan.subnets[i] = fields;
-        calls.extend(call.map(|c| (row.state == state::ERROR, c)));
+        calls.extend(call.map(|c| (row.state == State::Error, c)));
     }
     calls.sort_by_key(|(failed, _)| *failed);
     plan.call = calls.into_iter().next().map(|(_, call)| call);
@@ -278,10 +278,10 @@ pub fn subnet_step(
     let by_name =
         listing.and_then(|l| l.iter().find(|s| tag_value(&s.tags, "Name") == Some(row.provider_name.as_str())));
     let ours = by_name.filter(|s| aws_owned(&s.tags, deployment));
-    if row.state == state::DELETED {
+    if row.state == State::Deleted {
         return (now, None);
     }
-    if row.desired_state == state::ABSENT {
+    if row.desired_state == Desired::Absent {
         return match (&row.provider_id, by_name) {
             _ if row.lost => (now.deleted(), None),
             // Without a listing (the VPC was not read) the delete itself says whether it is gone.
@@ -297,22 +297,22 @@ pub fn subnet_step(
     }
     match (&row.provider_id, by_name) {
         _ if row.lost => (now, None),
-        (Some(id), _) if by_id(id).is_some() => (now.with_state(state::READY, None), None),
+        (Some(id), _) if by_id(id).is_some() => (now.with_state(State::Ready, None), None),
         (Some(id), _) => {
             let message = format!(
                 "subnet {id} was deleted outside vps-graph; it is not made again: remove the subnet or delete the network"
             );
-            (SubnetFields { lost: true, ..now.with_state(state::ERROR, Some(message)) }, None)
+            (SubnetFields { lost: true, ..now.with_state(State::Error, Some(message)) }, None)
         }
         (None, Some(found)) if aws_owned(&found.tags, deployment) => {
-            (SubnetFields { provider_id: Some(found.id.clone()), ..now.with_state(state::READY, None) }, None)
+            (SubnetFields { provider_id: Some(found.id.clone()), ..now.with_state(State::Ready, None) }, None)
         }
         (None, Some(_)) => {
             let message = format!(
                 "a subnet named {} exists in the VPC that this deployment did not make; it is left alone",
                 row.provider_name
             );
-            (now.with_state(state::ERROR, Some(message)), None)
+            (now.with_state(State::Error, Some(message)), None)
         }
         (None, None) => (now, Some(Call::CreateSubnet(i))),
     }
@@ -326,12 +326,12 @@ pub(super) fn decide_adopted(n: &network::Model, rows: &[subnet::Model], seen: &
     let gone_message = || format!("the adopted VPC {vpc_id} is gone from {region}: delete the network");
     let forget_subnets = |plan: &mut Plan| {
         for (fields, row) in plan.subnets.iter_mut().zip(rows) {
-            if row.state != state::DELETED {
+            if row.state != State::Deleted {
                 *fields = fields.clone().deleted();
             }
         }
     };
-    if n.desired_state == state::ABSENT {
+    if n.desired_state == Desired::Absent {
         forget_subnets(&mut plan);
         plan.verdict = Verdict::Gone;
         plan.next = Next::Now;
@@ -352,7 +352,7 @@ pub(super) fn decide_adopted(n: &network::Model, rows: &[subnet::Model], seen: &
             plan.verdict = Verdict::Ready;
             let listing = seen.subnets.clone().unwrap_or_default();
             for (fields, row) in plan.subnets.iter_mut().zip(rows) {
-                let present = row.desired_state == state::PRESENT && row.state != state::DELETED;
+                let present = row.desired_state == Desired::Present && row.state != State::Deleted;
                 let there = row.provider_id.as_ref().is_some_and(|id| listing.iter().any(|s| &s.id == id));
                 if present && !there {
                     *fields = fields.clone().deleted();
@@ -392,7 +392,7 @@ pub fn after(mut plan: Plan, call: &Call, answer: std::result::Result<Answer, Pr
         }
         (Call::CreateSubnet(i), Ok(Answer::Subnet(made))) => {
             let fields = plan.subnets[*i].clone();
-            plan.subnets[*i] = SubnetFields { provider_id: Some(made.id), ..fields.with_state(state::READY, None) };
+            plan.subnets[*i] = SubnetFields { provider_id: Some(made.id), ..fields.with_state(State::Ready, None) };
         }
         (Call::DeleteSubnet(i, _), Ok(_)) => plan.subnets[*i] = plan.subnets[*i].clone().deleted(),
         // The recorded VPC was the last to go; after any other of ours, look again.
@@ -420,17 +420,17 @@ pub(super) fn failed_call(plan: &mut Plan, call: &Call, err: &ProviderError) {
         Call::CreateVpc | Call::EnableDns(_) if fails => plan.verdict = Verdict::Failed(message),
         Call::CreateVpc | Call::EnableDns(_) | Call::DeleteVpc(_) => plan.verdict = Verdict::Waiting(Some(message)),
         Call::CreateSubnet(i) if fails => {
-            plan.subnets[*i] = plan.subnets[*i].clone().with_state(state::ERROR, Some(message))
+            plan.subnets[*i] = plan.subnets[*i].clone().with_state(State::Error, Some(message))
         }
         Call::CreateSubnet(i) | Call::DeleteSubnet(i, _) => plan.subnets[*i].message = Some(message),
     }
 }
 
 /// The network's state and message from the verdict on its VPC and its subnets' states.
-pub fn network_state(desired: &str, verdict: &Verdict, subnets: &[subnet::Model]) -> (String, Option<String>) {
-    if desired == state::ABSENT {
-        if *verdict == Verdict::Gone && subnets.iter().all(|s| s.state == state::DELETED) {
-            return (state::DELETED.into(), None);
+pub fn network_state(desired: Desired, verdict: &Verdict, subnets: &[subnet::Model]) -> (State, Option<String>) {
+    if desired == Desired::Absent {
+        if *verdict == Verdict::Gone && subnets.iter().all(|s| s.state == State::Deleted) {
+            return (State::Deleted, None);
         }
         let own = match verdict {
             Verdict::Waiting(message) => message.clone(),
@@ -438,15 +438,15 @@ pub fn network_state(desired: &str, verdict: &Verdict, subnets: &[subnet::Model]
             _ => None,
         };
         let message =
-            own.or_else(|| subnets.iter().filter(|s| s.state != state::DELETED).find_map(|s| s.message.clone()));
-        return (state::DELETING.into(), message);
+            own.or_else(|| subnets.iter().filter(|s| s.state != State::Deleted).find_map(|s| s.message.clone()));
+        return (State::Deleting, message);
     }
     match verdict {
-        Verdict::Failed(message) => (state::ERROR.into(), Some(message.clone())),
-        Verdict::Waiting(message) => (state::PENDING.into(), message.clone()),
-        Verdict::Gone => (state::PENDING.into(), None),
+        Verdict::Failed(message) => (State::Error, Some(message.clone())),
+        Verdict::Waiting(message) => (State::Pending, message.clone()),
+        Verdict::Gone => (State::Pending, None),
         // An adopted VPC may have no subnets at all: it is ready once read.
-        Verdict::Ready if !subnets.iter().any(|s| s.desired_state == state::PRESENT) => (state::READY.into(), None),
+        Verdict::Ready if !subnets.iter().any(|s| s.desired_state == Desired::Present) => (State::Ready, None),
         Verdict::Ready => aggregate(desired, subnets),
     }
 }
@@ -456,8 +456,8 @@ pub(super) fn applied(rows: &[subnet::Model], plan: &Plan) -> Vec<subnet::Model>
     rows.iter()
         .zip(&plan.subnets)
         .map(|(row, f)| subnet::Model {
-            state: f.state.clone(),
-            desired_state: f.desired_state.clone(),
+            state: f.state,
+            desired_state: f.desired_state,
             provider_id: f.provider_id.clone(),
             create_attempts: f.create_attempts,
             lost: f.lost,
@@ -469,7 +469,7 @@ pub(super) fn applied(rows: &[subnet::Model], plan: &Plan) -> Vec<subnet::Model>
 
 /// Whether the plan changes nothing that is recorded.
 pub fn changes_nothing(n: &network::Model, rows: &[subnet::Model], plan: &Plan) -> bool {
-    let (state_now, message) = network_state(&n.desired_state, &plan.verdict, &applied(rows, plan));
+    let (state_now, message) = network_state(n.desired_state, &plan.verdict, &applied(rows, plan));
     plan.vpc == VpcFields::of(n)
         && plan.found.is_empty()
         && rows.iter().zip(&plan.subnets).all(|(row, f)| SubnetFields::of(row) == *f)

@@ -20,9 +20,10 @@ use crate::ids;
 use crate::provider::{AwsNetworks, AwsSubnet, Provider, ProviderError, aws_tags, tag_value};
 use crate::reconcile::{ERROR_RETRY_MS, Next, Run, is_failure, retry_after};
 use crate::service::filesystems;
-use crate::service::networks::{self as svc, state, subnets_of};
+use crate::service::networks::{self as svc, subnets_of};
 use crate::store::entity::{network, network_subnet as subnet};
 use crate::store::queue;
+use crate::store::state::{Desired, State};
 use crate::store::status::StatusWrite;
 
 /// A run on an AWS account (`NetworkReconciler::run` hands it over).
@@ -76,7 +77,7 @@ async fn finish(run: &Run<'_>, network: &network::Model, rows: &[subnet::Model],
         return Ok(Next::Now);
     }
     let now = network::Entity::find_by_id(network.id.clone()).one(&run.services.db).await?;
-    Ok(if now.is_none_or(|n| n.state == state::DELETED) { Next::Done } else { plan.next })
+    Ok(if now.is_none_or(|n| n.state == State::Deleted) { Next::Done } else { plan.next })
 }
 
 async fn observe(api: &dyn AwsNetworks, n: &network::Model) -> std::result::Result<Seen, ProviderError> {
@@ -154,15 +155,15 @@ async fn write_back(run: &Run<'_>, current: &network::Model, rows: &[subnet::Mod
         record_subnet(&txn, current, found, now).await?;
     }
     let subnets = subnets_of(&txn, &current.id).await?;
-    let (state_now, message) = network_state(&current.desired_state, &plan.verdict, &subnets);
-    let status = vpc_status(current, &plan.vpc).decided(network::Column::Message, message).state(&state_now);
+    let (state_now, message) = network_state(current.desired_state, &plan.verdict, &subnets);
+    let status = vpc_status(current, &plan.vpc).decided(network::Column::Message, message).state(state_now);
     let Some(written) = status.write::<network::Entity>(&txn, run.claimed, now).await? else {
         return Ok(false);
     };
     unchanged &= written.generation == current.generation;
-    let turned_ready = written.state == state::READY && current.state != state::READY;
-    let event_type = if written.state != current.state { written.state.clone() } else { "updated".into() };
-    let event = svc::event(&event_type, &svc::view(&written, &subnets));
+    let turned_ready = written.state == State::Ready && current.state != State::Ready;
+    let event_type = if written.state != current.state { written.state.as_str() } else { "updated" };
+    let event = svc::event(event_type, &svc::view(&written, &subnets));
     if turned_ready || subnets_changed {
         // The filesystem reconciler places mount targets and file systems in these subnets.
         let due = services.clock.now_ms();
@@ -182,9 +183,9 @@ fn subnet_status(row: &subnet::Model, fields: &SubnetFields) -> StatusWrite {
         .fact(subnet::Column::ProviderId, fields.provider_id.clone())
         .fact(subnet::Column::CreateAttempts, fields.create_attempts)
         .fact(subnet::Column::Lost, fields.lost)
-        .decided(subnet::Column::DesiredState, fields.desired_state.clone())
+        .decided(subnet::Column::DesiredState, fields.desired_state)
         .decided(subnet::Column::Message, fields.message.clone())
-        .state(&fields.state)
+        .state(fields.state)
 }
 
 /// The network's write of its VPC, as facts.
@@ -209,8 +210,8 @@ async fn record_subnet(
         network_id: Set(n.id.clone()),
         region: Set(n.region.clone().unwrap_or_default()),
         ip_range: Set(found.cidr_block.clone()),
-        state: Set(state::READY.into()),
-        desired_state: Set(state::PRESENT.into()),
+        state: Set(State::Ready),
+        desired_state: Set(Desired::Present),
         provider_id: Set(Some(found.id.clone())),
         provider_name: Set(name),
         create_attempts: Set(0),
