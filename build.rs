@@ -1,4 +1,4 @@
-//! Builds the GraphiQL page in `playground/` into `$OUT_DIR/playground`, which
+//! Builds the GraphiQL page and the dashboard in `playground/` into `$OUT_DIR/playground`, which
 //! the binary embeds with rust-embed. Node.js is optional: without it (or when
 //! the build fails) the folder stays empty, `cargo build` still succeeds with a
 //! warning, and the server serves a GraphiQL page that loads from a CDN.
@@ -16,6 +16,7 @@ fn main() {
         "playground/package.json",
         "playground/package-lock.json",
         "playground/index.html",
+        "playground/dashboard.html",
         "playground/vite.config.js",
         "playground/src",
     ] {

@@ -51,6 +51,7 @@ pub fn router(state: HttpState, limits: &LimitArgs) -> Router {
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
         .route("/", get(playground::index))
+        .route("/dashboard", get(playground::dashboard))
         .route("/{*path}", get(playground::asset))
         .layer(middleware::from_fn_with_state(state.clone(), count_requests))
         .layer(DefaultBodyLimit::max(limits.max_body_bytes))

@@ -1,6 +1,7 @@
-//! GraphiQL at `/`: the `playground/` build (GraphiQL 5 by vite, made by build.rs when Node.js is
-//! present), embedded in release builds, so it needs no internet at run time. Without that build,
-//! `/` serves the same GraphiQL from a CDN and says how to get the offline one.
+//! GraphiQL at `/` and the dashboard at `/dashboard`: the `playground/` build (by vite, made by
+//! build.rs when Node.js is present), embedded in the binary, so neither needs the internet at run
+//! time. Without that build, `/` serves the same GraphiQL from a CDN and says how to get the
+//! offline one; `/dashboard` says how to build it.
 use axum::extract::Path;
 use axum::http::{StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
@@ -12,12 +13,20 @@ struct Build;
 
 pub async fn index() -> Response {
     match Build::get("index.html") {
-        Some(file) => {
-            ([(header::CONTENT_TYPE, "text/html; charset=utf-8"), (header::CACHE_CONTROL, "no-cache")], file.data)
-                .into_response()
-        }
+        Some(file) => html(file.data),
         None => Html(CDN_FALLBACK).into_response(),
     }
+}
+
+pub async fn dashboard() -> Response {
+    match Build::get("dashboard.html") {
+        Some(file) => html(file.data),
+        None => (StatusCode::NOT_FOUND, Html(NO_DASHBOARD)).into_response(),
+    }
+}
+
+fn html(page: std::borrow::Cow<'static, [u8]>) -> Response {
+    ([(header::CONTENT_TYPE, "text/html; charset=utf-8"), (header::CACHE_CONTROL, "no-cache")], page).into_response()
 }
 
 pub async fn asset(Path(path): Path<String>) -> Response {
@@ -77,3 +86,7 @@ const CDN_FALLBACK: &str = r#"<!doctype html>
 </body>
 </html>
 "#;
+
+const NO_DASHBOARD: &str = "<!doctype html><html lang=\"en\"><meta charset=\"utf-8\"><title>vps-graph</title>\
+<p>The dashboard is built with Node.js when the binary is: install Node.js (with npm) and rebuild.\
+ GraphiQL is at <a href=\"/\">/</a>.</p></html>\n";

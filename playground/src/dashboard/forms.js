@@ -1,0 +1,241 @@
+// The action forms: create a volume or an address, and the Manage panels that
+// attach, detach, resize, snapshot and delete a volume, show a shared volume's
+// mount lines, and assign, unassign and delete an address.
+import { ApiError, gql, newIdempotencyKey } from './api.js';
+import { $, copyButton } from './dom.js';
+import { MOUNT_LINES, MUTATIONS } from './queries.js';
+import { fillSelect } from './render.js';
+
+// Makes `form` submit through `action(values, idempotencyKey)`. While it runs
+// the submit button is disabled (no double submit); a refusal shows as
+// `CODE: message` in the form's .form-error and leaves every value as typed.
+// When the answer was lost (network, INTERNAL, TIMEOUT) the same values sent
+// again reuse the same idempotency key, so a retry cannot make a second volume.
+export function wireForm(form, action, { context = () => ({}) } = {}) {
+  const button = form.querySelector('button[type="submit"]');
+  const errorBox = form.querySelector('.form-error');
+  let lost = null; // { fingerprint, key } of a submit whose answer never came
+
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    if (form.getAttribute('aria-busy') === 'true') return;
+    const values = { ...Object.fromEntries(new FormData(form)), ...context() };
+    const fingerprint = JSON.stringify(values);
+    const key = lost?.fingerprint === fingerprint ? lost.key : newIdempotencyKey();
+    // A disabled button drops keyboard focus; it is given back afterwards.
+    const hadFocus = form.contains(document.activeElement);
+    form.setAttribute('aria-busy', 'true');
+    button.disabled = true;
+    clearError(form);
+    try {
+      await action(values, key);
+      lost = null;
+      resetFields(form);
+    } catch (err) {
+      const error = err instanceof ApiError ? err : new ApiError('ERROR', String(err?.message ?? err));
+      lost = error.uncertain ? { fingerprint, key } : null;
+      errorBox.textContent = error.toString();
+      errorBox.hidden = false;
+    } finally {
+      form.removeAttribute('aria-busy');
+      button.disabled = false;
+      if (hadFocus && document.activeElement === document.body) button.focus();
+    }
+  });
+}
+
+export function clearError(form) {
+  const box = form.querySelector('.form-error');
+  box.textContent = '';
+  box.hidden = true;
+}
+
+// After a success, the fields named in data-reset go back to their defaults
+// (a new name is wanted next time; the pool and region picked stay).
+function resetFields(form) {
+  for (const name of (form.dataset.reset ?? '').split(/\s+/).filter(Boolean)) {
+    const field = form.elements[name];
+    if (!field) continue;
+    if (field.type === 'checkbox') field.checked = field.defaultChecked;
+    else field.value = field.defaultValue;
+  }
+}
+
+// The pool and region pickers of a create form: regions follow the pool.
+function fillPoolPickers(state, form) {
+  fillSelect(form.elements.poolId, state.pools.map((p) => [p.id, p.name]));
+  const pool = state.pools.find((p) => p.id === form.elements.poolId.value);
+  fillSelect(form.elements.region, (pool?.regions ?? []).map((r) => [r, r]));
+}
+
+// Networks a shared volume may go on: the pool's, with a subnet in the region.
+function fillNetworks(state, form) {
+  const { poolId, region, networkId, kind } = form.elements;
+  const networks = state.networks.list().filter((n) => n.poolId === poolId.value
+    && n.state !== 'DELETING' && n.subnets.some((s) => s.region === region.value));
+  fillSelect(networkId, networks.map((n) => [n.id, n.name]), 'None');
+  networkId.disabled = kind.value !== 'SHARED';
+}
+
+function instanceOptions(state, { poolId, region }) {
+  return state.instances.list()
+    .filter((i) => i.poolId === poolId && i.region === region && i.state !== 'DELETING')
+    .map((i) => [i.id, `${i.name} (${i.state})`]);
+}
+
+// A Manage panel follows one resource: `open(id)` shows it, `refresh()` redraws
+// its summary and pickers from the state (never its inputs, which the user may
+// be typing in), and it closes itself once the resource is gone.
+function managePanel(panel, collection, { describe, onOpen, onRefresh }) {
+  let id = null;
+  const forms = [...panel.querySelectorAll('form')];
+  const close = () => {
+    const hadFocus = panel.contains(document.activeElement);
+    id = null;
+    panel.hidden = true;
+    // Focus would fall to <body>: put it on the section's heading instead.
+    if (hadFocus) {
+      const heading = panel.parentElement.closest('section').querySelector('h2');
+      heading.tabIndex = -1;
+      heading.focus();
+    }
+  };
+  panel.querySelector('.close').addEventListener('click', close);
+  const refresh = () => {
+    if (!id) return;
+    const view = collection().get(id);
+    if (!view) return close();
+    panel.querySelector('.subject-name').textContent = view.name;
+    panel.querySelector('.summary').textContent = describe(view);
+    onRefresh(view);
+  };
+  return {
+    get id() { return id; },
+    open(newId) {
+      const view = collection().get(newId);
+      if (!view) return;
+      if (newId !== id) {
+        for (const form of forms) { form.reset(); clearError(form); }
+        onOpen(view);
+      }
+      id = newId;
+      panel.hidden = false;
+      refresh();
+      const title = panel.querySelector('h3');
+      title.tabIndex = -1;
+      title.focus();
+      panel.scrollIntoView({ block: 'nearest' });
+    },
+    refresh,
+  };
+}
+
+// Wires every form. `ctx` = { token, state, merge(view), changed() }.
+// Returns refresh(), to be called after every change of the state.
+export function setUpForms(ctx) {
+  const { state } = ctx;
+  const tenantId = state.tenantId;
+  const run = async (name, input) => (await gql(ctx.token, MUTATIONS[name], { input })).result;
+  const mergeAnd = (view) => { ctx.merge(view); ctx.changed(); };
+
+  // Create a volume.
+  const volumeCreate = $('#volume-create');
+  for (const field of ['poolId', 'region', 'kind']) {
+    volumeCreate.elements[field].addEventListener('change', () => {
+      if (field === 'poolId') fillPoolPickers(state, volumeCreate);
+      fillNetworks(state, volumeCreate);
+    });
+  }
+  wireForm(volumeCreate, async (v, key) => {
+    const input = { tenantId, poolId: v.poolId, region: v.region, name: v.name.trim(), sizeGiB: Number(v.size),
+      kind: v.kind, idempotencyKey: key };
+    // A block volume takes no network (the server refuses one).
+    if (v.kind === 'SHARED' && v.networkId) input.networkId = v.networkId;
+    mergeAnd(await run('volumeCreate', input));
+  });
+
+  // Manage a volume.
+  const volume = managePanel($('#volume-manage'), () => state.volumes, {
+    describe: (v) => `${v.state} · ${v.kind.toLowerCase()} · ${v.sizeGiB} GiB · ${v.region}`
+      + (v.attachments.length ? ` · on ${v.attachments.map((a) => a.instance?.name ?? a.instanceId).join(', ')}` : ''),
+    onOpen: (v) => {
+      $('#vr-size').value = v.sizeGiB;
+      $('#vm-path').value = `/mnt/${v.name}`;
+      $('#volume-mount .mount-output').hidden = true;
+    },
+    onRefresh: (v) => {
+      fillSelect($('#va-instance'), instanceOptions(state, v), 'Choose an instance');
+      fillSelect($('#vd-instance'), v.attachments.map((a) => [a.instanceId, a.instance?.name ?? a.instanceId]),
+        v.attachments.length ? undefined : 'Not attached');
+      $('#volume-mount').hidden = v.kind !== 'SHARED';
+    },
+  });
+  const volumeInput = () => ({ tenantId, volumeId: volume.id });
+  const onVolume = { context: () => ({ volumeId: volume.id }) };
+  wireForm($('#volume-attach'), async (v) => mergeAnd(await run('volumeAttach', { ...volumeInput(), instanceId: v.instanceId })), onVolume);
+  wireForm($('#volume-detach'), async (v) => mergeAnd(await run('volumeDetach', { ...volumeInput(), instanceId: v.instanceId })), onVolume);
+  wireForm($('#volume-resize'), async (v) => mergeAnd(await run('volumeResize', { ...volumeInput(), sizeGiB: Number(v.size) })), onVolume);
+  wireForm($('#volume-snapshot'), async (v, key) => {
+    mergeAnd(await run('volumeSnapshot', { ...volumeInput(), name: v.name.trim(), idempotencyKey: key }));
+  }, onVolume);
+  wireForm($('#volume-delete'), async () => mergeAnd(await run('volumeDelete', volumeInput())), onVolume);
+  setUpMountLines(ctx, volume);
+
+  // Create an address.
+  const addressCreate = $('#address-create');
+  addressCreate.elements.poolId.addEventListener('change', () => fillPoolPickers(state, addressCreate));
+  wireForm(addressCreate, async (v, key) => {
+    mergeAnd(await run('addressCreate', { tenantId, poolId: v.poolId, region: v.region, name: v.name.trim(),
+      family: v.family, idempotencyKey: key }));
+  });
+
+  // Manage an address.
+  const address = managePanel($('#address-manage'), () => state.addresses, {
+    describe: (a) => `${a.state} · ${a.address ?? 'no address yet'} · ${a.region} · assignment ${a.assignmentState}`
+      + (a.instanceId ? ` on ${a.instance?.name ?? a.instanceId}` : ''),
+    onOpen: () => {},
+    onRefresh: (a) => fillSelect($('#aa-instance'), instanceOptions(state, a), 'Choose an instance'),
+  });
+  const addressInput = () => ({ tenantId, addressId: address.id });
+  const onAddress = { context: () => ({ addressId: address.id }) };
+  wireForm($('#address-assign'), async (v) => mergeAnd(await run('addressAssign', { ...addressInput(), instanceId: v.instanceId })), onAddress);
+  wireForm($('#address-unassign'), async () => mergeAnd(await run('addressUnassign', addressInput())), onAddress);
+  wireForm($('#address-delete'), async () => mergeAnd(await run('addressDelete', addressInput())), onAddress);
+
+  // The Manage buttons live in redrawn rows: one listener per table body.
+  for (const [tbody, panel] of [['#volumes-rows', volume], ['#addresses-rows', address]]) {
+    $(tbody).addEventListener('click', (event) => {
+      const button = event.target.closest('button[data-manage]');
+      if (button) panel.open(button.dataset.id);
+    });
+  }
+
+  return function refresh() {
+    fillPoolPickers(state, volumeCreate);
+    fillNetworks(state, volumeCreate);
+    fillPoolPickers(state, addressCreate);
+    volume.refresh();
+    address.refresh();
+  };
+}
+
+// A shared volume's mount lines for a path the user picks, with Copy buttons.
+function setUpMountLines(ctx, volume) {
+  const form = $('#volume-mount');
+  const cloud = $('#vm-cloud');
+  const fstab = $('#vm-fstab');
+  cloud.after(copyButton(cloud, 'the cloud-config lines', 'copy:cloud'));
+  fstab.after(copyButton(fstab, 'the fstab line', 'copy:fstab'));
+  wireForm(form, async (v) => {
+    const data = await gql(ctx.token, MOUNT_LINES, {
+      tenantId: ctx.state.tenantId, volumeId: volume.id, path: v.path.trim(), readOnly: v.readOnly === 'on',
+    });
+    const lines = data.providerVolume.mount?.mountLines;
+    if (!lines) throw new ApiError('NOT_READY', 'the share has no mount source yet: wait until it is READY');
+    // cloudConfig is one entry of cloud-config's `mounts:` list; JSON strings
+    // are valid YAML, so the entry is printed as a flow sequence.
+    cloud.textContent = `mounts:\n  - [${lines.cloudConfig.map((s) => JSON.stringify(s)).join(', ')}]`;
+    fstab.textContent = lines.fstab;
+    form.querySelector('.mount-output').hidden = false;
+  }, { context: () => ({ volumeId: volume.id }) });
+}

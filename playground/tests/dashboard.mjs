@@ -1,0 +1,309 @@
+// Drives the live dashboard in headless Chromium, the way a person would use it.
+//
+//   node playground/tests/dashboard.mjs <base-url> <tenant-token> <screenshot-dir>
+//
+// The page is <base-url>/dashboard (DASHBOARD_PATH overrides the path, e.g.
+// `/dashboard.html` under vite). Steps, each with a screenshot in <screenshot-dir>:
+//  1. signed-in.png      open /dashboard#token=…; the fragment is gone from the URL, tenant `demo` shows
+//  2. volume-pending.png, volume-ready.png
+//                        create `from-the-page` (10 GiB, block) from the form; its row shows
+//                        PENDING, then READY, with no reload
+//  3. quota-exceeded.png a 5000 GiB volume (quota 2000) shows QUOTA_EXCEEDED in the form; no row
+//  4. offline.png, resumed.png
+//                        restart of the server by the harness (protocol below): the Offline
+//                        banner shows; once back it goes away, `made-while-away` (made by the
+//                        harness while the page was offline) appears, `from-the-page` is there
+//                        once, and no event shows twice
+//  5. narrow.png         at 420×800 the volumes table shows and nothing is wider than the
+//                        window outside a sideways-scrolling box; Tab reaches the create form
+//
+// Restart protocol (stdout/stdin): the script prints one line
+//   {"await":"restart","query":"mutation { providerVolumeCreate(…made-while-away…) { id state } }"}
+// and then reads one line from stdin. The harness kills the server, starts it again on the same
+// port and database, POSTs `query` to /graphql with the tenant token, and writes `restarted\n`.
+// Until then the page's new WebSockets are closed at once (page.routeWebSocket), so the page
+// cannot reconnect before the change is made; after it they pass through to the server.
+//
+// The last stdout line is {"ok":true,...} or {"ok":false,"error":...}; exit code 0 or 1. Only
+// loopback resolves and any other request fails the run. On failure the screenshot of the step
+// that failed is saved. Chromium is /usr/bin/chromium unless CHROMIUM names another.
+import fs from 'node:fs';
+import path from 'node:path';
+import readline from 'node:readline';
+import { chromium } from 'playwright-core';
+
+// The restart step waits on the harness, so the whole run gets more than GraphiQL's test.
+const TIMEOUT_MS = 180_000;
+const STEP_TIMEOUT_MS = 30_000;
+const VOLUME = 'from-the-page';
+const TOO_BIG = 'too-big-for-the-quota';
+const AWAY = 'made-while-away';
+
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+const DASHBOARD_PATH = process.env.DASHBOARD_PATH || '/dashboard';
+const [baseUrl, token, shotDir] = process.argv.slice(2);
+let browser;
+let page;
+let currentShot = 'start.png';
+let finished = false;
+
+async function finish(report) {
+  if (finished) return;
+  finished = true;
+  console.log(JSON.stringify(report));
+  await browser?.close().catch(() => {});
+  process.exit(report.ok ? 0 : 1);
+}
+
+function isLoopback(url) {
+  const { protocol, hostname } = new URL(url);
+  if (['data:', 'blob:', 'about:'].includes(protocol)) return true;
+  return hostname === 'localhost' || hostname === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(hostname);
+}
+
+const shot = (name) => page.screenshot({ path: path.join(shotDir, name) });
+const step = (name) => { currentShot = name; };
+const check = (ok, message) => { if (!ok) throw new Error(message); };
+
+// One line from the harness, on stdin.
+function nextStdinLine() {
+  const lines = readline.createInterface({ input: process.stdin });
+  return new Promise((resolve, reject) => {
+    lines.once('line', (line) => { resolve(line.trim()); lines.close(); });
+    lines.once('close', () => reject(new Error('the harness closed stdin before writing `restarted`')));
+  });
+}
+
+const volumeRows = (name) => page.locator('[data-testid="volumes-table"] tbody tr[data-id]', {
+  has: page.locator('.name', { hasText: new RegExp(`^${name}$`) }),
+});
+
+async function waitForBadge(row, state) {
+  await row.locator('.badge').first().filter({ hasText: new RegExp(`^${state}$`) })
+    .waitFor({ state: 'visible', timeout: STEP_TIMEOUT_MS })
+    .catch(async () => {
+      const text = await row.innerText().catch(() => '(no row)');
+      const seen = await page.evaluate(() => window.dashboardTestStates?.join(' -> '));
+      throw new Error(`the row never showed ${state}; it shows: ${text.replace(/\s+/g, ' ')} (states seen: ${seen || 'none'})`);
+    });
+}
+
+async function run() {
+  if (!baseUrl || !token || !shotDir) {
+    throw new Error('usage: node dashboard.mjs <base-url> <tenant-token> <screenshot-dir>');
+  }
+  if (!fs.existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM} (set CHROMIUM)`);
+  fs.mkdirSync(shotDir, { recursive: true });
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    timeout: STEP_TIMEOUT_MS,
+    args: [
+      '--no-sandbox', '--disable-gpu', '--disable-background-networking',
+      '--disable-component-update', '--no-first-run', '--disable-sync', '--disable-quic',
+      // Only loopback names resolve, so a CDN or a web font cannot load.
+      '--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost',
+    ],
+  });
+  page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  const requests = [];
+  const pageErrors = [];
+  let navigations = 0;
+  page.on('request', (req) => req.url().startsWith('data:') || requests.push(req.url()));
+  page.on('websocket', (ws) => requests.push(ws.url()));
+  page.on('pageerror', (err) => pageErrors.push(err.message));
+  // Counts loads of a new document (a reload would be one); the fragment's
+  // removal by history.replaceState is a same-document change and is not.
+  page.on('load', () => { navigations += 1; });
+
+  // 1. Sign in from the fragment.
+  step('signed-in.png');
+  const pageUrl = new URL(DASHBOARD_PATH, baseUrl).href;
+  await page.goto(`${pageUrl}#token=${encodeURIComponent(token)}`, { timeout: STEP_TIMEOUT_MS });
+  const tenant = page.getByTestId('tenant');
+  await tenant.waitFor({ state: 'visible', timeout: STEP_TIMEOUT_MS }).catch(async () => {
+    const error = await page.locator('#sign-in .form-error').innerText().catch(() => '');
+    throw new Error(`the dashboard did not sign in (${error || 'no error shown'}); page errors: ${pageErrors.join(' | ') || 'none'}`);
+  });
+  check((await tenant.innerText()).includes('demo'), `the tenant shown is "${await tenant.innerText()}", not demo`);
+  check(!page.url().includes('#') && !page.url().includes(token), `the fragment is still in the URL: ${page.url()}`);
+  await page.getByTestId('volumes-table').waitFor({ state: 'visible', timeout: STEP_TIMEOUT_MS });
+  // A marker that a reload or navigation would lose.
+  await page.evaluate(() => { window.dashboardTestMarker = 'still the same document'; });
+  const loadsAtStart = navigations;
+  await shot('signed-in.png');
+
+  // 2. Create a volume; its row goes PENDING, then READY, live.
+  step('volume-pending.png');
+  const form = page.getByTestId('volume-create-form');
+  const demoPool = await form.locator('select[name="poolId"] option', { hasText: /^demo$/ }).first().getAttribute('value');
+  check(demoPool, 'the pool picker does not offer the demo pool');
+  await form.getByLabel('Pool').selectOption(demoPool);
+  const region = await form.getByLabel('Region').inputValue();
+  check(region, 'the region picker offers no region for the demo pool');
+  await form.getByLabel('Name').fill(VOLUME);
+  await form.getByLabel('Size (GiB)').fill('10');
+  await form.getByLabel('Kind').selectOption('BLOCK');
+  // Every state the row shows, as it shows it (READY can follow PENDING within
+  // ~150 ms: the simulated cloud makes a block volume at once).
+  await page.evaluate((name) => {
+    window.dashboardTestStates = [];
+    new MutationObserver(() => {
+      for (const tr of document.querySelectorAll('[data-testid="volumes-table"] tbody tr[data-id]')) {
+        if (tr.querySelector('.name')?.textContent !== name) continue;
+        const state = tr.querySelector('.badge')?.textContent;
+        if (state && window.dashboardTestStates.at(-1) !== state) window.dashboardTestStates.push(state);
+      }
+    }).observe(document.getElementById('volumes-rows'), { childList: true, subtree: true, characterData: true });
+  }, VOLUME);
+  // So that PENDING stays long enough to be photographed, the page's refetches
+  // (`query Nodes`, sent on each event) are held back 1.5 s during this step;
+  // READY must still arrive by itself, from the subscription.
+  const slowRefetch = async (route) => {
+    if (route.request().postData()?.includes('query Nodes')) await new Promise((r) => setTimeout(r, 1500));
+    await route.fallback();
+  };
+  await page.route('**/graphql', slowRefetch);
+  await form.getByRole('button', { name: 'Create volume' }).click();
+  const row = volumeRows(VOLUME);
+  await waitForBadge(row, 'PENDING');
+  await shot('volume-pending.png');
+  step('volume-ready.png');
+  await waitForBadge(row, 'READY');
+  await page.unroute('**/graphql', slowRefetch);
+  const states = await page.evaluate(() => window.dashboardTestStates);
+  check(states[0] === 'PENDING' && states.includes('READY'), `the row showed ${states.join(' -> ')}, not PENDING then READY`);
+  const volumeId = await row.getAttribute('data-id');
+  await shot('volume-ready.png');
+
+  // 3. A refused create shows its code in the form, and makes no row.
+  step('quota-exceeded.png');
+  await form.getByLabel('Name').fill(TOO_BIG);
+  await form.getByLabel('Size (GiB)').fill('5000');
+  await form.getByRole('button', { name: 'Create volume' }).click();
+  const formError = form.locator('.form-error');
+  await formError.filter({ hasText: 'QUOTA_EXCEEDED' }).waitFor({ state: 'visible', timeout: STEP_TIMEOUT_MS })
+    .catch(async () => {
+      throw new Error(`no QUOTA_EXCEEDED in the form; it shows: ${await formError.innerText().catch(() => '')}`);
+    });
+  const refusal = (await formError.innerText()).trim();
+  check(await volumeRows(TOO_BIG).count() === 0, `a row for ${TOO_BIG} appeared`);
+  check(await form.getByLabel('Name').inputValue() === TOO_BIG, 'the form lost its values on error');
+  await shot('quota-exceeded.png');
+
+  // 4. The server restarts while the page cannot reconnect; then it resumes.
+  step('offline.png');
+  let blockSockets = true;
+  // Only sockets made from now on are routed (the live one stays direct and
+  // drops with the server). A WebSocket route cannot be removed, so after the
+  // restart the handler passes sockets through to the server instead.
+  await page.routeWebSocket(/\/graphql/, (ws) => {
+    if (blockSockets) ws.close();
+    else ws.connectToServer();
+  });
+  const key = `made-while-away-${Date.now().toString(36)}`;
+  const mutation = `mutation { providerVolumeCreate(input: { tenantId: "demo", poolId: "${demoPool}", `
+    + `name: "${AWAY}", region: "${region}", sizeGiB: 5, idempotencyKey: "${key}" }) { id state } }`;
+  const restarted = nextStdinLine();
+  console.log(JSON.stringify({ await: 'restart', query: mutation }));
+  const banner = page.getByTestId('connection-banner');
+  await banner.filter({ hasText: 'Offline' }).waitFor({ state: 'visible', timeout: STEP_TIMEOUT_MS })
+    .catch(() => { throw new Error('the Offline banner did not show after the server went away'); });
+  await shot('offline.png');
+  const answer = await restarted;
+  check(answer === 'restarted', `the harness wrote "${answer}", not "restarted"`);
+  blockSockets = false;
+
+  step('resumed.png');
+  await page.waitForFunction(
+    () => !document.querySelector('[data-testid="connection-banner"]').textContent.includes('Offline'),
+    null, { timeout: STEP_TIMEOUT_MS },
+  ).catch(() => { throw new Error('the Offline banner stayed after the server came back'); });
+  const away = volumeRows(AWAY);
+  await away.waitFor({ state: 'visible', timeout: STEP_TIMEOUT_MS })
+    .catch(() => { throw new Error(`the row ${AWAY} (made while the page was offline) never appeared`); });
+  const awayId = await away.getAttribute('data-id');
+  check(await volumeRows(VOLUME).count() === 1, `the row ${VOLUME} shows ${await volumeRows(VOLUME).count()} times`);
+  const eventIds = await page.locator('[data-testid="events-list"] li[data-id]').evaluateAll(
+    (items) => items.map((li) => li.dataset.id),
+  );
+  const duplicates = eventIds.filter((id, i) => eventIds.indexOf(id) !== i);
+  check(duplicates.length === 0, `events shown twice: ${duplicates.join(', ')}`);
+  // Events made while the page was offline reach it only by the replay after its cursor.
+  const replayed = await page.locator('[data-testid="events-list"] li[data-id]', {
+    has: page.locator('.event-subject', { hasText: awayId }),
+  }).filter({ hasText: 'providerVolume.created' }).count();
+  check(replayed === 1, `the events list shows providerVolume.created of ${AWAY} ${replayed} times, not once`);
+  check(await page.evaluate(() => window.dashboardTestMarker) === 'still the same document' && navigations === loadsAtStart,
+    'the page was reloaded or navigated');
+  await shot('resumed.png');
+
+  // 5. A narrow window, and the keyboard.
+  step('narrow.png');
+  await page.setViewportSize({ width: 420, height: 800 });
+  await page.getByTestId('volumes-table').scrollIntoViewIfNeeded();
+  check(await page.getByTestId('volumes-table').isVisible(), 'the volumes table is not visible at 420 px');
+  const tooWide = await page.evaluate(() => {
+    const width = document.documentElement.clientWidth;
+    const scrolls = (el) => ['auto', 'scroll'].includes(getComputedStyle(el).overflowX);
+    const offenders = [];
+    for (const el of document.querySelectorAll('body *')) {
+      const rect = el.getBoundingClientRect();
+      if (rect.width === 0 || rect.right <= width + 1) continue;
+      // Fine inside a box that scrolls sideways and itself fits the window.
+      let box = el.parentElement;
+      while (box && box !== document.body && !scrolls(box)) box = box.parentElement;
+      if (box && box !== document.body && box.getBoundingClientRect().right <= width + 1) continue;
+      offenders.push(`${el.tagName.toLowerCase()}${el.id ? `#${el.id}` : ''}.${el.className} (${Math.round(rect.right)} px)`);
+    }
+    return { offenders: offenders.slice(0, 5), pageWidth: document.documentElement.scrollWidth, width };
+  });
+  check(tooWide.offenders.length === 0 && tooWide.pageWidth <= tooWide.width,
+    `wider than the ${tooWide.width} px window: ${tooWide.offenders.join(', ') || `the page (${tooWide.pageWidth} px)`}`);
+  await shot('narrow.png');
+  const keyboard = await tabToCreateForm();
+
+  const remote = requests.filter((url) => !isLoopback(url));
+  check(remote.length === 0, `requests to non-loopback hosts: ${remote.join(', ')}`);
+  check(!requests.some((url) => url.includes(token)), 'the token was sent in a URL');
+  check(pageErrors.length === 0, `page errors: ${pageErrors.join(' | ')}`);
+  return {
+    ok: true, volumeId, states, awayId, region, poolId: demoPool, refusal, events: eventIds.length, keyboard,
+    requests: requests.length,
+  };
+}
+
+// From the page's first control (the skip link), Tab must reach the create
+// form's name input and then its submit button, each showing a focus outline.
+async function tabToCreateForm() {
+  // Focusing it also moves Chromium's starting point of sequential navigation
+  // (else Tab would go on from the last button clicked).
+  await page.locator('.skip-link').focus();
+  const reached = [];
+  for (let i = 0; i < 60 && reached.length < 2; i += 1) {
+    await page.keyboard.press('Tab');
+    const focused = await page.evaluate(() => {
+      const el = document.activeElement;
+      const form = el?.closest('[data-testid="volume-create-form"]');
+      return {
+        name: form && el.name === 'name',
+        submit: form && el.type === 'submit',
+        outline: getComputedStyle(el).outlineStyle,
+      };
+    });
+    const want = reached.length === 0 ? 'name' : 'submit';
+    if (focused[want]) {
+      check(focused.outline !== 'none', `the focused ${want} shows no focus outline`);
+      reached.push(`${want} after ${i + 1} Tab`);
+    }
+  }
+  check(reached.length === 2, `Tab did not reach the create form (${reached.join(', ') || 'not even its name'})`);
+  return reached;
+}
+
+setTimeout(() => finish({ ok: false, error: `timed out after ${TIMEOUT_MS / 1000} s` }), TIMEOUT_MS);
+run().then(finish, async (err) => {
+  // A picture of the failure helps whoever reads the test log.
+  if (page && shotDir) await page.screenshot({ path: path.join(shotDir, currentShot) }).catch(() => {});
+  await finish({ ok: false, error: String(err?.message ?? err) });
+});
