@@ -1,5 +1,5 @@
 //! Provider volumes (block and shared), their attachments and mounts.
-use async_graphql::{Context, Enum, ID, InputObject, Object, Result, SimpleObject, Subscription};
+use async_graphql::{Context, ID, InputObject, Object, Result, SimpleObject, Subscription};
 use chrono::{DateTime, Utc};
 use futures_util::{Stream, StreamExt};
 
@@ -12,27 +12,7 @@ use crate::service::mounts;
 use crate::service::rows::ListFilter;
 use crate::service::snapshots::{SnapshotRestore, SnapshotTake};
 use crate::service::volumes::{AttachmentView, VolumeCreate, VolumeView};
-use crate::store::state::{Desired, State, VolumeKind};
-
-#[derive(Enum, Clone, Copy, PartialEq, Eq)]
-pub enum VolumeFilesystem {
-    #[graphql(name = "EXT4")]
-    Ext4,
-    #[graphql(name = "XFS")]
-    Xfs,
-    #[graphql(name = "NONE")]
-    None,
-}
-
-impl VolumeFilesystem {
-    fn word(self) -> &'static str {
-        match self {
-            VolumeFilesystem::Ext4 => "ext4",
-            VolumeFilesystem::Xfs => "xfs",
-            VolumeFilesystem::None => "none",
-        }
-    }
-}
+use crate::store::state::{Desired, State, VolumeFilesystem, VolumeKind};
 
 #[derive(InputObject)]
 pub struct ProviderSnapshotRestoreInput {
@@ -166,11 +146,7 @@ impl ProviderVolume {
     /// The filesystem it was formatted with at create (never changed later); none for a shared
     /// volume.
     async fn filesystem(&self) -> Option<VolumeFilesystem> {
-        match self.view.filesystem.as_deref() {
-            Some("ext4") => Some(VolumeFilesystem::Ext4),
-            Some("xfs") => Some(VolumeFilesystem::Xfs),
-            _ => None,
-        }
+        self.view.filesystem
     }
     /// Deleted with the instance it is attached to (else deleting the instance detaches it).
     async fn delete_with_instance(&self) -> bool {
@@ -390,7 +366,7 @@ impl VolumeMutation {
             size_gib: i64::from(input.size_gib),
             kind: input.kind,
             network_id: input.network_id,
-            filesystem: input.filesystem.map(|f| f.word().to_owned()),
+            filesystem: input.filesystem,
             delete_with_instance: input.delete_with_instance,
             instance_id: input.instance_id,
             idempotency_key: input.idempotency_key,
@@ -481,7 +457,7 @@ impl VolumeMutation {
             description: input.description,
             size_gib: input.size_gib.map(i64::from),
             delete_with_instance: input.delete_with_instance,
-            filesystem: input.filesystem.map(|_| "given".to_owned()),
+            filesystem: input.filesystem,
             idempotency_key: input.idempotency_key,
         };
         Ok(ProviderVolume::whole(services(ctx).snapshot_restore(actor(ctx)?, restore).await?))

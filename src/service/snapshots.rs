@@ -19,7 +19,7 @@ use crate::store::entity::provider_snapshot as snapshot;
 use crate::store::idempotency::{self, Claim};
 use crate::store::outbox::NewEvent;
 use crate::store::queue;
-use crate::store::state::{Desired, State, VolumeKind};
+use crate::store::state::{Desired, State, VolumeFilesystem, VolumeKind};
 
 pub const KIND: &str = "provider-snapshot";
 
@@ -111,7 +111,7 @@ pub struct SnapshotRestore {
     pub size_gib: Option<i64>,
     pub delete_with_instance: bool,
     /// Refused when given: formatting could wipe the restored data.
-    pub filesystem: Option<String>,
+    pub filesystem: Option<VolumeFilesystem>,
     #[serde(skip)]
     pub idempotency_key: String,
 }

@@ -79,6 +79,18 @@ stored_enum! {
 }
 
 stored_enum! {
+    /// The filesystem a block volume is formatted with when it is made; NONE leaves it unformatted.
+    VolumeFilesystem as "VolumeFilesystem" {
+        #[graphql(name = "EXT4")]
+        Ext4 = "ext4",
+        #[graphql(name = "XFS")]
+        Xfs = "xfs",
+        #[graphql(name = "NONE")]
+        None = "none",
+    }
+}
+
+stored_enum! {
     FilesystemKind as "FilesystemKind" {
         /// An elastic NFS filesystem across every zone of the network (Amazon EFS on AWS).
         Nfs = "nfs",

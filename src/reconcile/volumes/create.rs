@@ -2,7 +2,7 @@
 //! that name, never made twice), a restore from its snapshot, a share read until active (one the
 //! provider failed is deleted and made again by the periodic pass).
 use super::*;
-use crate::store::state::{Desired, State, VolumeKind};
+use crate::store::state::{Desired, State, VolumeFilesystem, VolumeKind};
 
 pub(super) async fn create(ctx: &Ctx<'_>, v: &volume::Model) -> Result<Next> {
     let run = ctx.run;
@@ -64,7 +64,7 @@ pub(super) async fn create(ctx: &Ctx<'_>, v: &volume::Model) -> Result<Next> {
                 size_gib: marked.size_gib,
                 description: &description,
                 // A restore is never formatted: that could wipe the restored data.
-                filesystem: marked.filesystem.as_deref().filter(|_| snapshot_id.is_none()),
+                filesystem: marked.filesystem.map(VolumeFilesystem::as_str).filter(|_| snapshot_id.is_none()),
                 snapshot_id: snapshot_id.as_deref(),
                 tags: &tags,
             })

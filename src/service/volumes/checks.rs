@@ -1,7 +1,7 @@
 //! What a volume call checks before it records anything: the create's input, a shared
 //! volume's network, and an instance's fit for the volume (its account, region and network).
 use super::*;
-use crate::store::state::{Desired, ProviderKind, State, VolumeKind};
+use crate::store::state::{Desired, ProviderKind, State, VolumeFilesystem, VolumeKind};
 
 pub(super) fn check_create(input: &VolumeCreate) -> Result<()> {
     validate::tenant_id("tenantId", &input.tenant_id)?;
@@ -26,7 +26,7 @@ pub(super) fn check_create(input: &VolumeCreate) -> Result<()> {
         VolumeKind::Block if input.network_id.is_some() => {
             Err(Error::invalid_input("networkId", "a block volume takes no network: only a shared volume does"))
         }
-        VolumeKind::Shared if input.filesystem.as_deref().is_some_and(|f| f != "none") => {
+        VolumeKind::Shared if input.filesystem.is_some_and(|f| f != VolumeFilesystem::None) => {
             Err(Error::invalid_input("filesystem", "a shared volume is a filesystem already: leave filesystem out"))
         }
         VolumeKind::Shared if input.delete_with_instance => Err(Error::invalid_input(

@@ -28,7 +28,7 @@ use crate::store::entity::{
     instance, network, network_subnet, provider_snapshot, provider_volume as volume, volume_attachment as attachment,
 };
 use crate::store::idempotency::{self, Claim};
-use crate::store::state::{Desired, State, VolumeKind};
+use crate::store::state::{Desired, State, VolumeFilesystem, VolumeKind};
 use crate::store::{queue, quota};
 pub(crate) use checks::attachable_instance;
 use checks::*;
@@ -55,7 +55,7 @@ pub struct VolumeCreate {
     pub size_gib: i64,
     pub kind: VolumeKind,
     pub network_id: Option<String>,
-    pub filesystem: Option<String>,
+    pub filesystem: Option<VolumeFilesystem>,
     pub delete_with_instance: bool,
     pub instance_id: Option<String>,
     #[serde(skip)]
@@ -442,7 +442,7 @@ pub(crate) async fn insert_volume(
 ) -> Result<volume::Model> {
     let filesystem = match input.kind {
         VolumeKind::Shared => None,
-        _ => input.filesystem.clone().filter(|f| f != "none"),
+        _ => input.filesystem.filter(|f| *f != VolumeFilesystem::None),
     };
     volume::ActiveModel {
         id: Set(id.to_owned()),

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use super::KIND;
 use crate::store::entity::{provider_volume as volume, volume_attachment as attachment};
 use crate::store::outbox::NewEvent;
-use crate::store::state::{Desired, State, VolumeKind};
+use crate::store::state::{Desired, State, VolumeFilesystem, VolumeKind};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -31,7 +31,7 @@ pub struct VolumeView {
     pub region: String,
     pub kind: VolumeKind,
     pub network_id: Option<String>,
-    pub filesystem: Option<String>,
+    pub filesystem: Option<VolumeFilesystem>,
     pub delete_with_instance: bool,
     pub source_snapshot_id: Option<String>,
     pub size_gib: i64,
@@ -73,7 +73,7 @@ pub fn view(v: &volume::Model, attachments: &[attachment::Model]) -> VolumeView 
         region: v.region.clone(),
         kind: v.kind,
         network_id: v.network_id.clone(),
-        filesystem: v.filesystem.clone(),
+        filesystem: v.filesystem,
         delete_with_instance: v.delete_with_instance,
         source_snapshot_id: v.source_snapshot_id.clone(),
         size_gib: v.size_gib,

@@ -1,6 +1,6 @@
 use sea_orm::entity::prelude::*;
 
-use crate::store::state::{Desired, State, VolumeKind};
+use crate::store::state::{Desired, State, VolumeFilesystem, VolumeKind};
 
 /// A provider volume: `kind` block (a DigitalOcean volume) or shared (an NFS share on
 /// `network_id`). `size_gib` is what the tenant asked (and what diskGiB holds);
@@ -20,7 +20,7 @@ pub struct Model {
     pub region: String,
     pub kind: VolumeKind,
     pub network_id: Option<String>,
-    pub filesystem: Option<String>,
+    pub filesystem: Option<VolumeFilesystem>,
     pub delete_with_instance: bool,
     pub source_snapshot_id: Option<String>,
     pub size_gib: i64,
