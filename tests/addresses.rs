@@ -757,3 +757,31 @@ db_test!(
         assert!(s.at_sim(reqwest::Method::GET, &path, None).await.1["reserved_ip"]["droplet"].is_null());
     }
 );
+
+db_test!(every_change_the_tenant_asks_of_an_address_bumps_its_generation, |backend: Backend| async move {
+    // A reconciler's write-back never bumps a generation, so each step's count is exact
+    // whatever the reconcilers do meanwhile.
+    use sea_orm::EntityTrait;
+    use vps_graph::store::entity::provider_address as address;
+    let s = setup(backend).await;
+    let db = &s.server.app.services.db;
+    let (instance, _) = s.instance("web-1", "nyc3", json!({})).await;
+    let id = s.create("ingress", json!({})).await;
+    s.until_address(&id, "reserved", |a| a["state"] == "READY").await;
+    let generation = || async { address::Entity::find_by_id(id.clone()).one(db).await.unwrap().unwrap().generation };
+    assert_eq!(generation().await, 1, "as made, and reserved by the reconciler");
+
+    s.assign(&id, &instance).await;
+    assert_eq!(generation().await, 2, "an assign");
+    s.until_address(&id, "assigned", |a| a["assignmentState"] == "READY").await;
+    assert_eq!(generation().await, 2, "the assign's write-back is no user change");
+    s.assign(&id, &instance).await;
+    assert_eq!(generation().await, 2, "assigned to the same instance again: nothing asked anew");
+
+    s.call("providerAddressUnassign", json!({ "tenantId": "acme", "addressId": id })).await;
+    assert_eq!(generation().await, 3, "an unassign");
+    s.until_address(&id, "unassigned", |a| a["assignmentState"] == "NONE").await;
+
+    s.call("providerAddressDelete", json!({ "tenantId": "acme", "addressId": id })).await;
+    assert_eq!(generation().await, 4, "a delete");
+});

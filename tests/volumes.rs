@@ -1095,3 +1095,41 @@ db_test!(a_droplet_whose_create_failed_is_an_error_and_made_again, |backend: Bac
     let (_, droplets) = s.at_sim("/v2/droplets").await;
     assert_eq!(droplets["droplets"].as_array().unwrap().len(), 1, "one Droplet: {droplets}");
 });
+
+db_test!(
+    every_change_the_tenant_asks_of_a_volume_bumps_the_generation_of_the_row_it_changes,
+    |backend: Backend| async move {
+        // A reconciler's write-back never bumps a generation, so each step's count is exact
+        // whatever the reconcilers do meanwhile.
+        use sea_orm::EntityTrait;
+        use vps_graph::store::entity::{provider_volume as volume, volume_attachment as attachment};
+        let s = setup(backend).await;
+        let db = &s.server.app.services.db;
+        let (instance, _) = s.instance("web", None).await;
+        let id = s.create_volume("data", json!({})).await;
+        s.until_volume(&id, "ready", |v| v["state"] == "READY").await;
+        let of_volume = || async { volume::Entity::find_by_id(id.clone()).one(db).await.unwrap().unwrap().generation };
+        assert_eq!(of_volume().await, 1, "as made");
+
+        s.mutate("providerVolumeResize", json!({ "tenantId": "acme", "volumeId": id, "sizeGiB": 12 })).await;
+        assert_eq!(of_volume().await, 2, "a resize");
+        s.until_volume(&id, "grown", |v| v["state"] == "READY" && v["observedSizeGiB"] == 12).await;
+        assert_eq!(of_volume().await, 2, "the resize's write-back is no user change");
+
+        s.mutate("providerVolumeAttach", json!({ "tenantId": "acme", "volumeId": id, "instanceId": instance })).await;
+        s.until_volume(&id, "attached", |v| v["attachments"][0]["state"] == "READY").await;
+        let of_attachment = || async {
+            use sea_orm::{ColumnTrait, QueryFilter};
+            let on = attachment::Entity::find().filter(attachment::Column::VolumeId.eq(id.clone()));
+            on.one(db).await.unwrap().expect("the attachment").generation
+        };
+        assert_eq!(of_attachment().await, 1, "an attach makes its attachment at the first generation");
+        s.mutate("providerVolumeDetach", json!({ "tenantId": "acme", "volumeId": id, "instanceId": instance })).await;
+        assert_eq!(of_attachment().await, 2, "a detach");
+        s.until_volume(&id, "detached", |v| v["attachments"].as_array().is_some_and(|a| a.is_empty())).await;
+
+        let before_delete = of_volume().await;
+        s.mutate("providerVolumeDelete", json!({ "tenantId": "acme", "volumeId": id })).await;
+        assert_eq!(of_volume().await, before_delete + 1, "a delete");
+    }
+);
