@@ -15,8 +15,7 @@
 // "completions":[...],"requests":N} or {"ok":false,"error":...}, and exits 0 or 1
 // accordingly. On failure the screenshot of the step that failed is saved.
 // Chromium is /usr/bin/chromium unless the CHROMIUM variable names another.
-import fs from 'node:fs';
-import { chromium } from 'playwright-core';
+import { isLoopback, launch } from './chromium.mjs';
 
 // Three steps of up to STEP_TIMEOUT_MS each; the Rust test gives the run 120 s.
 const TIMEOUT_MS = 90_000;
@@ -31,7 +30,6 @@ const COMPLETION_QUERY = '{ providerVolumes(tenantId: "x") { edges { node { ';
 const COMPLETION_PREFIX = 'a';
 const COMPLETION = 'attachments';
 
-const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const [baseUrl, token, screenshotPath] = process.argv.slice(2);
 let browser;
 let page;
@@ -47,11 +45,6 @@ async function finish(report) {
   process.exit(report.ok ? 0 : 1);
 }
 
-function isLoopback(url) {
-  const { protocol, hostname } = new URL(url);
-  if (['data:', 'blob:', 'about:'].includes(protocol)) return true;
-  return hostname === 'localhost' || hostname === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(hostname);
-}
 
 // Runs in the page. Monaco draws each line as a `.view-line`, spaces as U+00A0.
 function editorText(selector) {
@@ -81,20 +74,7 @@ async function run() {
   if (!baseUrl || !token || !screenshotPath) {
     throw new Error('usage: node browser.mjs <base-url> <token> <screenshot-path>');
   }
-  // Checked here because a failed launch leaves Playwright's temp dirs behind.
-  if (!fs.existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM} (set CHROMIUM)`);
-  // Playwright gives each launch a fresh, temporary profile (--user-data-dir).
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    timeout: STEP_TIMEOUT_MS,
-    args: [
-      '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-      '--disable-component-update', '--no-first-run', '--disable-sync', '--disable-quic',
-      // Only loopback names resolve, so a CDN fallback or a web font cannot load.
-      '--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost',
-    ],
-  });
+  browser = await launch(STEP_TIMEOUT_MS);
   page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
 
   const requests = [];

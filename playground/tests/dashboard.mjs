@@ -30,7 +30,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
-import { chromium } from 'playwright-core';
+import { isLoopback, launch } from './chromium.mjs';
 
 // The restart step waits on the harness, so the whole run gets more than GraphiQL's test.
 const TIMEOUT_MS = 180_000;
@@ -39,7 +39,6 @@ const VOLUME = 'from-the-page';
 const TOO_BIG = 'too-big-for-the-quota';
 const AWAY = 'made-while-away';
 
-const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const DASHBOARD_PATH = process.env.DASHBOARD_PATH || '/dashboard';
 const [baseUrl, token, shotDir] = process.argv.slice(2);
 let browser;
@@ -55,11 +54,6 @@ async function finish(report) {
   process.exit(report.ok ? 0 : 1);
 }
 
-function isLoopback(url) {
-  const { protocol, hostname } = new URL(url);
-  if (['data:', 'blob:', 'about:'].includes(protocol)) return true;
-  return hostname === 'localhost' || hostname === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(hostname);
-}
 
 const shot = (name) => page.screenshot({ path: path.join(shotDir, name) });
 const step = (name) => { currentShot = name; };
@@ -92,19 +86,8 @@ async function run() {
   if (!baseUrl || !token || !shotDir) {
     throw new Error('usage: node dashboard.mjs <base-url> <tenant-token> <screenshot-dir>');
   }
-  if (!fs.existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM} (set CHROMIUM)`);
   fs.mkdirSync(shotDir, { recursive: true });
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    timeout: STEP_TIMEOUT_MS,
-    args: [
-      '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-      '--disable-component-update', '--no-first-run', '--disable-sync', '--disable-quic',
-      // Only loopback names resolve, so a CDN or a web font cannot load.
-      '--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost',
-    ],
-  });
+  browser = await launch(STEP_TIMEOUT_MS);
   page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
   const requests = [];
   const pageErrors = [];
