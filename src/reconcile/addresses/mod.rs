@@ -9,8 +9,9 @@
 //! - The assignment is only ever made from free: an address the provider shows on a machine
 //!   vps-graph did not put it on is an assignment error, and nothing is moved.
 //!
-//! Each run reads the address, then does at most one provider action (reserve, assign,
-//! unassign, release); a running action is looked at again 5 s later.
+//! Each run reads the address and what the provider shows of it, then does at most one provider
+//! action (reserve, assign, unassign, release); a running action is looked at again 5 s later.
+//! What it does, and what each answer means, is decided in `decide`; this module acts.
 mod decide;
 #[cfg(test)]
 mod tests;
@@ -164,7 +165,7 @@ async fn mark_reserve_attempt(run: &Run<'_>, a: &address::Model) -> Result<Optio
     .await
 }
 
-/// Applies `change` to the row as it is now (locked), if this run still holds its lease: for
+/// Applies what `decide` makes of the row as it is now (locked), if this run still holds its lease: for
 /// what a provider call did that must not be lost to a change made during the call. An IP newly
 /// recorded that another live row of the account still records tells that row its IP was
 /// released outside (the provider handed it out again): that row is lost, in the same
