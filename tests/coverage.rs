@@ -332,15 +332,22 @@ async fn refusal(server: &TestServer, token: Option<&str>, kind: &str, document:
         None => json!({}),
     };
     let mut ws = server.ws(init).await;
-    let ack = ws.next(Duration::from_secs(5)).await?;
+    let ack = ws.next_or_why(Duration::from_secs(5)).await.unwrap_or_else(|why| panic!("no ack: {why}"));
     assert_eq!(ack["type"], "connection_ack", "{ack}");
     ws.subscribe("1", document, json!({})).await;
-    let reply = ws.next(Duration::from_secs(5)).await?;
+    // No reply is no refusal: say what came instead, for whoever reads the failure.
+    let reply = match ws.next_or_why(Duration::from_secs(10)).await {
+        Ok(reply) => reply,
+        Err(why) => return Some(format!("no reply ({why})")),
+    };
     let errors = match reply["type"].as_str() {
         Some("error") => reply["payload"].clone(),
         _ => reply["payload"]["errors"].clone(),
     };
-    errors[0]["extensions"]["code"].as_str().map(str::to_owned)
+    match errors[0]["extensions"]["code"].as_str() {
+        Some(code) => Some(code.to_owned()),
+        None => Some(format!("no refusal: {reply}")),
+    }
 }
 
 db_test!(every_root_field_is_in_the_table, |backend: Backend| async move {

@@ -56,19 +56,31 @@ pub fn postgres_base() -> Option<String> {
 pub struct TestDb {
     pub url: String,
     drop_name: Option<String>,
+    drop_file: Option<std::path::PathBuf>,
 }
 
 impl TestDb {
     pub async fn new(backend: Backend) -> TestDb {
         match backend {
-            Backend::Sqlite => TestDb { url: "sqlite::memory:".into(), drop_name: None },
+            // A file, as the service runs: `sqlite::memory:` lives only as long as its one
+            // connection, and the pool replaces a connection whose query was cancelled (a client
+            // gone mid-request), which left the next request an empty database.
+            Backend::Sqlite => {
+                let name = format!("vpsg_t_{}.db", ulid::Ulid::generate().to_string().to_lowercase());
+                let file = std::env::temp_dir().join(name);
+                TestDb { url: format!("sqlite://{}?mode=rwc", file.display()), drop_name: None, drop_file: Some(file) }
+            }
             Backend::Postgres => {
                 let base = postgres_base().expect("TEST_DATABASE_URL");
                 let name = format!("vpsg_t_{}", ulid::Ulid::generate().to_string().to_lowercase());
                 vps_graph::store::admin::execute(&base, &format!("CREATE DATABASE {name}"))
                     .await
                     .expect("create the test database");
-                TestDb { url: vps_graph::store::admin::with_database(&base, &name), drop_name: Some(name) }
+                TestDb {
+                    url: vps_graph::store::admin::with_database(&base, &name),
+                    drop_name: Some(name),
+                    drop_file: None,
+                }
             }
         }
     }
@@ -76,6 +88,11 @@ impl TestDb {
 
 impl Drop for TestDb {
     fn drop(&mut self) {
+        if let Some(file) = self.drop_file.take() {
+            for suffix in ["", "-wal", "-shm"] {
+                let _ = std::fs::remove_file(format!("{}{suffix}", file.display()));
+            }
+        }
         let Some(name) = self.drop_name.take() else { return };
         let base = postgres_base().expect("TEST_DATABASE_URL");
         // Drop runs inside the test's runtime: use a thread with its own.
@@ -412,6 +429,31 @@ impl Ws {
                     }
                 }
                 Message::Close(_) => return None,
+                _ => {}
+            }
+        }
+    }
+
+    /// The next protocol message, or what came instead: nothing in time, a close frame (its
+    /// code and reason), or the stream's end or failure.
+    pub async fn next_or_why(&mut self, wait: Duration) -> Result<Value, String> {
+        loop {
+            let message = match tokio::time::timeout(wait, self.stream.next()).await {
+                Err(_) => return Err(format!("nothing within {wait:?}")),
+                Ok(None) => return Err("the stream ended".into()),
+                Ok(Some(Err(err))) => return Err(format!("the stream failed: {err}")),
+                Ok(Some(Ok(message))) => message,
+            };
+            match message {
+                Message::Text(text) => {
+                    let value: Value = serde_json::from_str(&text).expect("json frame");
+                    match value["type"].as_str() {
+                        Some("ping") => self.send(json!({ "type": "pong" })).await,
+                        Some("ka") => {}
+                        _ => return Ok(value),
+                    }
+                }
+                Message::Close(frame) => return Err(format!("closed: {frame:?}")),
                 _ => {}
             }
         }
