@@ -5,6 +5,8 @@
 //! page is open: the page says it is offline, comes back, and shows a volume made while it was
 //! away, with nothing shown twice. Screenshots of each step go under `target/dashboard/`.
 //! Skipped, with a message, only where Chromium is absent.
+mod common;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -15,10 +17,6 @@ use serde_json::{Value, json};
 fn chromium() -> Option<String> {
     let path = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
     Path::new(&path).exists().then_some(path)
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 /// The binary, serving on `listen` from the SQLite file in `data`.
@@ -86,19 +84,6 @@ impl Drop for Driver {
     }
 }
 
-async fn gql(base: &str, token: &str, query: &str) -> Value {
-    let http = reqwest::Client::new();
-    for _ in 0..300 {
-        let sent =
-            http.post(format!("{base}/graphql")).bearer_auth(token).json(&json!({ "query": query })).send().await;
-        if let Ok(response) = sent {
-            return response.json().await.unwrap();
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("the server never answered at {base}");
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_dashboard_shows_a_volume_converge_a_refusal_and_resumes_after_a_restart() {
     let Some(chromium) = chromium() else {
@@ -118,7 +103,7 @@ async fn the_dashboard_shows_a_volume_converge_a_refusal_and_resumes_after_a_res
     let shots = root.join("target/dashboard");
     std::fs::create_dir_all(&shots).unwrap();
 
-    let listen = format!("127.0.0.1:{}", free_port());
+    let listen = format!("127.0.0.1:{}", common::free_port());
     let (token_sent, token) = std::sync::mpsc::channel();
     let mut server = Server::start(&listen, &data, token_sent);
     let token = token.recv_timeout(Duration::from_secs(60)).expect("the first start prints the tenant token");
@@ -162,7 +147,8 @@ async fn the_dashboard_shows_a_volume_converge_a_refusal_and_resumes_after_a_res
             // Killed while the page holds its socket open, started again on the same port and
             // database; the change is made before the page may reconnect.
             server.restart();
-            let made = gql(&base, &token, message["query"].as_str().expect("the driver names its change")).await;
+            let change = message["query"].as_str().expect("the driver names its change");
+            let made = common::gql_at(&reqwest::Client::new(), &base, &token, change, json!({})).await;
             assert!(made.get("errors").is_none(), "the change made while the page was away failed: {made}");
             writeln!(to_driver, "restarted").unwrap();
             restarted = true;

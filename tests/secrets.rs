@@ -2,18 +2,17 @@
 //! operator token, a DigitalOcean account whose token is read from the environment, and a
 //! network converged through it at a separate simulated cloud) leaves neither the operator token
 //! nor the provider token in any log line of either process. Its access log names request ids.
+mod common;
+
 use std::io::Read;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use common::{free_port, gql_at as gql};
 use serde_json::{Value, json};
 
 const ADMIN: &str = "admin-token-never-in-a-log-7f3a9c";
 const DO_TOKEN: &str = "dop_v1_provider-token-never-in-a-log-51be";
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
 
 fn spawn(args: &[&str], data: &std::path::Path) -> Child {
     Command::new(env!("CARGO_BIN_EXE_vps-graph"))
@@ -34,22 +33,6 @@ fn output(mut child: Child) -> String {
     child.stdout.take().unwrap().read_to_string(&mut text).unwrap();
     child.stderr.take().unwrap().read_to_string(&mut text).unwrap();
     text
-}
-
-async fn gql(http: &reqwest::Client, base: &str, token: &str, query: &str, variables: Value) -> Value {
-    for _ in 0..100 {
-        let sent = http
-            .post(format!("{base}/graphql"))
-            .bearer_auth(token)
-            .json(&json!({ "query": query, "variables": variables }))
-            .send()
-            .await;
-        if let Ok(response) = sent {
-            return response.json().await.unwrap();
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("the server never answered at {base}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

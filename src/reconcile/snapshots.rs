@@ -255,13 +255,14 @@ async fn write(run: &Run<'_>, s: &snapshot::Model, observed: Observed, next: Nex
     else {
         return Ok(Next::Now);
     };
-    let event_type = match written.state {
-        st if st != s.state && (st == State::Ready || st == State::Error || st == State::Deleted) => st.as_str(),
+    let became = (written.state != s.state).then_some(written.state);
+    let event_type = match became {
+        Some(st @ (State::Ready | State::Error | State::Deleted)) => st.as_str(),
         _ => "updated",
     };
     // A restore waits for its snapshot: wake the volumes made from it.
     let mut wakes = Vec::new();
-    if matches!(event_type, "ready" | "deleted") {
+    if matches!(became, Some(State::Ready | State::Deleted)) {
         wakes = volume::Entity::find()
             .filter(volume::Column::SourceSnapshotId.eq(s.id.clone()))
             .filter(volume::Column::ProviderId.is_null())

@@ -1,4 +1,4 @@
-//! Test harness: a fresh database per test (SQLite in memory always; with `TEST_DATABASE_URL`
+//! Test harness: a fresh database per test (SQLite on a temp file always; with `TEST_DATABASE_URL`
 //! a new PostgreSQL database, dropped afterwards), the whole app on a loopback port, and a
 //! client that speaks GraphQL to it over HTTP and WebSocket.
 #![allow(dead_code)]
@@ -399,6 +399,29 @@ where
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     panic!("never {what}: {}", read().await);
+}
+
+/// A loopback port nothing listens on now, for a server run as a child process.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// GraphQL over HTTP to a server at `base` that may still be starting: asked again every 100 ms
+/// until it answers (30 s at most).
+pub async fn gql_at(http: &reqwest::Client, base: &str, token: &str, query: &str, variables: Value) -> Value {
+    for _ in 0..300 {
+        let sent = http
+            .post(format!("{base}/graphql"))
+            .bearer_auth(token)
+            .json(&json!({ "query": query, "variables": variables }))
+            .send()
+            .await;
+        if let Ok(response) = sent {
+            return response.json().await.unwrap();
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the server never answered at {base}");
 }
 
 pub fn first_code(body: &Value) -> Option<String> {
