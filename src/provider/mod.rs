@@ -133,10 +133,34 @@ pub struct Share {
     pub name: String,
     pub region: String,
     pub size_gib: i64,
-    pub status: String,
+    pub status: ShareStatus,
     pub vpc_ids: Vec<String>,
     pub host: Option<String>,
     pub mount_path: Option<String>,
+}
+
+/// Where a share is in its life, as DigitalOcean says it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ShareStatus {
+    Creating,
+    Active,
+    /// Made, but on no VPC.
+    Inactive,
+    Failed,
+    Deleted,
+}
+
+impl ShareStatus {
+    pub fn parse(word: &str) -> Option<ShareStatus> {
+        Some(match word {
+            "CREATING" => ShareStatus::Creating,
+            "ACTIVE" => ShareStatus::Active,
+            "INACTIVE" => ShareStatus::Inactive,
+            "FAILED" => ShareStatus::Failed,
+            "DELETED" => ShareStatus::Deleted,
+            _ => return None,
+        })
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -180,6 +204,13 @@ pub struct Snapshot {
     pub min_disk_size: Option<i64>,
     pub ready: bool,
     pub failed: bool,
+}
+
+impl Snapshot {
+    /// A share snapshot just asked for: the provider answers its id alone, and it is being made.
+    pub fn started(id: String, name: &str) -> Snapshot {
+        Snapshot { id, name: name.to_owned(), size_gib: 0.0, min_disk_size: None, ready: false, failed: false }
+    }
 }
 
 #[async_trait::async_trait]

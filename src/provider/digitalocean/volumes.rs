@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use super::{DigitalOcean, id_text, required, strings, unreadable};
 use crate::provider::{
-    BlockVolume, ProviderError, ProviderResult, Share, ShareAction, Snapshot, Snapshots, VolumeAction,
+    BlockVolume, ProviderError, ProviderResult, Share, ShareAction, ShareStatus, Snapshot, Snapshots, VolumeAction,
     VolumeActionKind, VolumeCreate, Volumes,
 };
 
@@ -30,7 +30,8 @@ fn share_from(body: &Value) -> ProviderResult<Share> {
         name: required(body, "name", "share")?,
         region: required(body, "region", "share")?,
         size_gib: body["size_gib"].as_i64().ok_or_else(|| unreadable("share size_gib"))?,
-        status: required(body, "status", "share")?,
+        status: ShareStatus::parse(&required(body, "status", "share")?)
+            .ok_or_else(|| unreadable(&format!("share status {}", body["status"])))?,
         vpc_ids: strings(&body["vpc_ids"]),
         host: text("host"),
         mount_path: text("mount_path"),

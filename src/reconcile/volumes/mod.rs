@@ -5,15 +5,18 @@
 //! the hourly drift read. Provider actions never block a run: it looks again 5 s later.
 mod attachments;
 mod create;
+mod decide;
 mod resize;
+#[cfg(test)]
+mod tests;
 
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
 
-use super::{ACTION_POLL_MS, ERROR_RETRY_MS, Next, RETRY_LATER_MS, Run, again_if_changed, is_failure, retry_after};
+use super::{Next, RETRY_LATER_MS, Run, again_if_changed};
 use crate::error::{Error, Result};
 use crate::provider::{
-    ActionStatus, Actions, BlockVolume, Instances, Provider, ProviderError, Refusal, Share, ShareAction, VolumeAction,
-    VolumeActionKind, VolumeCreate, Volumes, ownership_tag,
+    Actions, Instances, Provider, ProviderResult, ShareAction, VolumeAction, VolumeActionKind, VolumeCreate, Volumes,
+    ownership_tag,
 };
 use crate::service::rows;
 use crate::service::volumes::{self as svc, live_attachments, share_tag};
@@ -21,88 +24,11 @@ use crate::store::entity::{instance, provider_snapshot, provider_volume as volum
 use crate::store::state::{Desired, State, VolumeKind};
 use crate::store::status::StatusWrite;
 use crate::store::{queue, quota};
+use attachments::decide::AttachmentObserved;
 use attachments::*;
 use create::*;
+use decide::{DeleteTarget, Made, Observed, Pending};
 use resize::*;
-
-/// The volume fields a run writes.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Observed {
-    pub state: State,
-    pub provider_id: Option<String>,
-    pub observed_size_gib: Option<i64>,
-    pub device: Option<String>,
-    pub mount_source: Option<String>,
-    pub create_attempts: i32,
-    pub lost: bool,
-    pub action_id: Option<String>,
-    pub message: Option<String>,
-}
-
-impl Observed {
-    fn of(v: &volume::Model) -> Self {
-        Observed {
-            state: v.state,
-            provider_id: v.provider_id.clone(),
-            observed_size_gib: v.observed_size_gib,
-            device: v.device.clone(),
-            mount_source: v.mount_source.clone(),
-            create_attempts: v.create_attempts,
-            lost: v.lost,
-            action_id: v.action_id.clone(),
-            message: v.message.clone(),
-        }
-    }
-
-    fn state(mut self, state: State, message: Option<String>) -> Self {
-        self.state = state;
-        self.message = message;
-        self
-    }
-
-    fn said(mut self, message: impl Into<String>) -> Self {
-        self.message = Some(message.into());
-        self
-    }
-
-    /// The row's write: what the provider holds and did as facts, the state and message as
-    /// decided at the generation the run read.
-    fn status(&self, v: &volume::Model) -> StatusWrite {
-        StatusWrite::of(&v.id, v.generation)
-            .fact(volume::Column::ProviderId, self.provider_id.clone())
-            .fact(volume::Column::ObservedSizeGib, self.observed_size_gib)
-            .fact(volume::Column::Device, self.device.clone())
-            .fact(volume::Column::MountSource, self.mount_source.clone())
-            .fact(volume::Column::CreateAttempts, self.create_attempts)
-            .fact(volume::Column::Lost, self.lost)
-            .fact(volume::Column::ActionId, self.action_id.clone())
-            .decided(volume::Column::Message, self.message.clone())
-            .state(self.state)
-    }
-}
-
-/// The attachment fields a run writes.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct AttachmentObserved {
-    state: State,
-    action_id: Option<String>,
-    message: Option<String>,
-}
-
-impl AttachmentObserved {
-    fn of(a: &attachment::Model) -> Self {
-        AttachmentObserved { state: a.state, action_id: a.action_id.clone(), message: a.message.clone() }
-    }
-
-    fn state(mut self, state: State, message: Option<String>) -> Self {
-        self.state = state;
-        self.message = message;
-        if state == State::Ready || state == State::Deleted {
-            self.action_id = None;
-        }
-        self
-    }
-}
 
 /// The device path the guest sees a DigitalOcean block volume at.
 pub fn device_path(provider_name: &str) -> String {
@@ -126,11 +52,9 @@ struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    /// When to look again at a volume just seen made: now when a resize asked meanwhile (while
-    /// the create was in flight, or its answer lost) is still owed, else as the run planned.
-    fn once_made(&self, v: &volume::Model, seen: &Observed) -> Next {
-        let owed = seen.observed_size_gib.is_some_and(|size| size < v.size_gib) && v.desired_state == Desired::Present;
-        if owed { Next::Now } else { self.once_ready }
+    /// The description this deployment writes on `v` at the provider.
+    fn marker(&self, v: &volume::Model) -> String {
+        marker(&self.run.services.deployment, &v.id)
     }
 }
 
@@ -246,64 +170,25 @@ fn needs_work(a: &attachment::Model) -> bool {
     }
 }
 
-/// A provider error while looking or acting: wait and say why, or show a refusal as an error.
-fn failed(v: &volume::Model, err: &ProviderError) -> (Observed, Next) {
-    let now = Observed::of(v);
-    if is_failure(err) {
-        return (now.state(State::Error, Some(err.message().to_owned())), Next::After(ERROR_RETRY_MS));
-    }
-    (now.said(err.message()), retry_after(err))
-}
-
-fn lost(v: &volume::Model) -> (Observed, Next) {
-    let message = "the volume was deleted at the provider outside vps-graph; its data is gone and it is not made again: delete it".to_owned();
-    (Observed { lost: true, action_id: None, ..Observed::of(v).state(State::Error, Some(message)) }, Next::Drift)
-}
-
 async fn delete(ctx: &Ctx<'_>, v: &volume::Model) -> Result<Next> {
-    let run = ctx.run;
-    let provider_id = match (&v.provider_id, v.create_attempts) {
-        _ if v.lost => None,
-        (Some(id), _) => Some(id.clone()),
-        // Never created, or refused: nothing to call.
-        (None, 0) => None,
-        // A create whose answer was lost: look it up by name, never create it to delete it.
-        (None, _) => {
-            let found = match v.kind {
-                VolumeKind::Block => {
-                    ctx.volumes.volume_find_by_name(&v.provider_name, &v.region).await.map(|f| f.map(Made::Block))
-                }
-                _ => ctx.volumes.share_find_by_name(&v.provider_name, &v.region).await.map(|f| f.map(Made::Share)),
-            };
-            match found {
-                Ok(found) => {
-                    found.filter(|m| m.is_ours(&marker(&run.services.deployment, &v.id), &ctx.tag)).map(|m| match m {
-                        Made::Block(b) => b.id,
-                        Made::Share(s) => s.id,
-                    })
-                }
-                Err(err) => {
-                    return write(run, v, Observed::of(v).said(err.message()), retry_after(&err)).await;
-                }
-            }
-        }
+    let provider_id = match decide::delete_target(v) {
+        DeleteTarget::Nothing => None,
+        DeleteTarget::Known(id) => Some(id),
+        DeleteTarget::LookUp => match decide::delete_found(v, find_by_name(ctx, v).await, &ctx.marker(v), &ctx.tag) {
+            Ok(found) => found,
+            Err((observed, next)) => return write(ctx.run, v, observed, next).await,
+        },
     };
-    if let Some(id) = provider_id {
-        let answer = match v.kind {
-            VolumeKind::Block => ctx.volumes.volume_delete(&id).await.map(drop),
-            _ => match ctx.volumes.share_delete(&id, &v.region).await {
-                Ok(_) => ctx.instances.tag_delete(&share_tag(&v.id)).await,
-                Err(err) => Err(err),
-            },
-        };
-        if let Err(err) = answer {
-            // An attached volume (409, its Droplet just deleted) or a busy provider: again later.
-            let next = if is_failure(&err) { Next::After(RETRY_LATER_MS) } else { retry_after(&err) };
-            return write(run, v, Observed::of(v).said(err.message()), next).await;
-        }
-    }
-    let observed = Observed { action_id: None, ..Observed::of(v).state(State::Deleted, None) };
-    write(run, v, observed, Next::Done).await
+    let answer = match provider_id {
+        None => Ok(()),
+        Some(id) if v.kind == VolumeKind::Block => ctx.volumes.volume_delete(&id).await.map(drop),
+        Some(id) => match ctx.volumes.share_delete(&id, &v.region).await {
+            Ok(_) => ctx.instances.tag_delete(&share_tag(&v.id)).await,
+            Err(err) => Err(err),
+        },
+    };
+    let (observed, next) = decide::deleted(v, answer);
+    write(ctx.run, v, observed, next).await
 }
 
 /// A settled volume, read once an hour: one gone outside is lost for good; a share's ready
@@ -315,10 +200,9 @@ async fn drift(ctx: &Ctx<'_>, v: &volume::Model, attached: &[attachment::Model])
         VolumeKind::Block => ctx.volumes.volume_get(&id).await.map(|b| b.map(|b| b.size_gib)),
         _ => ctx.volumes.share_get(&id, &v.region).await.map(|s| s.map(|s| s.size_gib)),
     };
-    let observed = match seen {
-        Err(_) => return Ok(Next::After(RETRY_LATER_MS)),
-        Ok(None) => lost(v).0,
-        Ok(Some(size)) => Observed { observed_size_gib: Some(size), ..Observed::of(v) },
+    let observed = match decide::drifted(v, seen) {
+        Ok(observed) => observed,
+        Err(next) => return Ok(next),
     };
     if observed != Observed::of(v) {
         return write(ctx.run, v, observed, Next::Drift).await;
@@ -336,20 +220,6 @@ async fn drift(ctx: &Ctx<'_>, v: &volume::Model, attached: &[attachment::Model])
         }
     }
     Ok(Next::Drift)
-}
-
-/// The event a volume's change publishes.
-fn event_type(before: &volume::Model, after: &Observed) -> &'static str {
-    let grown = before.observed_size_gib.is_some_and(|was| after.observed_size_gib.is_some_and(|now| now > was));
-    match (before.state, after.state) {
-        (State::Ready, State::Ready) if grown => "resized",
-        (b, a) if b == a => "updated",
-        (State::Updating, State::Ready) => "resized",
-        (_, State::Ready) => "ready",
-        (_, State::Error) => "error",
-        (_, State::Deleted) => "deleted",
-        _ => "updated",
-    }
 }
 
 /// Writes what was observed of the volume with its event, if this run still holds its lease
@@ -376,7 +246,7 @@ async fn write(run: &Run<'_>, v: &volume::Model, observed: Observed, next: Next)
         quota::hold(&txn, &holding, 0).await?;
     }
     let attached = live_attachments(&txn, &v.id).await?;
-    let event = svc::event(event_type(v, &Observed::of(&written)), &written, &attached);
+    let event = svc::event(decide::event_type(v, &Observed::of(&written)), &written, &attached);
     if made {
         services.commit_and_wake(txn, vec![event]).await?;
     } else {
@@ -397,33 +267,4 @@ async fn wake_snapshots(txn: &sea_orm::DatabaseTransaction, volume_id: &str, now
         queue::wake(txn, crate::service::volumes::RECONCILER, &s.id, now_ms).await?;
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn ids(names: &[&str]) -> Vec<String> {
-        names.iter().map(|n| n.to_string()).collect()
-    }
-
-    #[test]
-    fn a_vpc_no_tagged_droplet_is_left_in_comes_off_the_share_but_the_last_stays() {
-        let cases: [(&[&str], &[&str], Option<&str>); 6] = [
-            (&["a"], &[], None),
-            (&["a"], &["a"], None),
-            (&["a", "b"], &["a"], Some("b")),
-            (&["a", "b"], &["a", "b"], None),
-            (&["a", "b"], &[], Some("a")),
-            (&["b"], &[], None),
-        ];
-        for (share, used, expected) in cases {
-            assert_eq!(vpc_to_take_off(&ids(share), &ids(used)).as_deref(), expected, "{share:?} {used:?}");
-        }
-    }
-
-    #[test]
-    fn a_block_volume_is_seen_at_the_path_the_guest_sees() {
-        assert_eq!(device_path("bc-pvol-01"), "/dev/disk/by-id/scsi-0DO_Volume_bc-pvol-01");
-    }
 }
