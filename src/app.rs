@@ -94,6 +94,7 @@ impl App {
         let feed = Feed::start(db.clone(), metrics.clone(), poll, stop.clone()).await?;
         let (sim, sim_url) = match config.sim.clone() {
             Some(sim_config) => {
+                let sim_config = SimConfig { clock: config.clock.clone(), ..sim_config };
                 let (sim, url) = Sim::spawn_local(sim_config)
                     .await
                     .map_err(|e| Error::internal(format!("the simulated cloud: {e}")))?;

@@ -108,6 +108,7 @@ impl SimTiming {
             burst_window: std::time::Duration::from_secs(60),
             snapshot_interval: std::time::Duration::from_secs(self.sim_snapshot_interval_secs),
             page_limit: None,
+            clock: crate::clock::Clock::system(),
         }
     }
 }

@@ -363,11 +363,11 @@ db_test!(
         let body = json!({ "name": "theirs", "region": "nyc3", "size": "s-1vcpu-1gb", "image": "ubuntu-24-04-x64" });
         let (_, theirs) = s.at_sim(reqwest::Method::POST, "/v2/droplets", Some(body)).await;
         let theirs = theirs["droplet"]["id"].to_string();
-        tokio::time::sleep(Duration::from_millis(150)).await;
+        // The sim's actions take their time on the app's clock: the Droplet is made.
+        s.clock.advance(1_000);
         let moved = json!({ "type": "assign", "droplet_id": theirs.parse::<u64>().unwrap() });
         let (status, _) = s.at_sim(reqwest::Method::POST, &format!("/v2/reserved_ips/{ip}/actions"), Some(moved)).await;
         assert_eq!(status, 201);
-        tokio::time::sleep(Duration::from_millis(150)).await;
         let assigns_before = s.sim().calls("reserved_ips.actions.create");
         // The hourly drift read finds it.
         s.later(&id, 61 * 60_000).await;

@@ -217,6 +217,22 @@ async fn a_fail_fault_answers_as_usual_and_the_work_fails_later() {
 }
 
 #[tokio::test]
+async fn the_sims_actions_take_their_time_on_the_apps_clock_not_the_wall_clock() {
+    let clock = vps_graph::clock::Clock::manual(1_764_000_000_000);
+    let config = SimConfig { action_time: Duration::from_millis(50), clock: clock.clone(), ..SimConfig::default() };
+    let (sim, url, _http) = sim(config).await;
+    let client = client(&url, Duration::from_secs(2));
+    let id = sim.start_action("attach_volume", "volume", "nyc3");
+    // Five times its time passes on the wall clock, none on the app's: still running.
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    assert_eq!(client.action_get(id).await.unwrap(), Some(ActionStatus::InProgress));
+    clock.advance(49);
+    assert_eq!(client.action_get(id).await.unwrap(), Some(ActionStatus::InProgress));
+    clock.advance(1);
+    assert_eq!(client.action_get(id).await.unwrap(), Some(ActionStatus::Completed));
+}
+
+#[tokio::test]
 async fn actions_run_for_the_configured_time_and_the_client_polls_them() {
     let (sim, url, _http) = sim(SimConfig { action_time: Duration::from_millis(300), ..SimConfig::default() }).await;
     let client = client(&url, Duration::from_secs(2));

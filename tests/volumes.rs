@@ -590,7 +590,8 @@ db_test!(the_hourly_drift_pass_puts_back_a_vpc_a_racing_detach_took_off_a_share,
         .await
         .unwrap();
     assert!(taken.status().is_success(), "{}", taken.status());
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The sim's actions take their time on the app's clock.
+    s.clock.advance(1_000);
     let (_, shares) = s.at_sim("/v2/nfs").await;
     assert!(shares["shares"][0]["vpc_ids"].as_array().unwrap().is_empty());
     s.settled(&id).await;

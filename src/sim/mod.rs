@@ -32,6 +32,9 @@ pub struct SimConfig {
     /// The most items one page of a list holds, whatever was asked (None: each API's own). Tests
     /// set it low so that a list crosses a page boundary with a few items.
     pub page_limit: Option<usize>,
+    /// The clock actions take their time on: the app's, so that a test that drives the app's
+    /// clock drives the provider's actions too (rate limits stay on real time).
+    pub clock: crate::clock::Clock,
 }
 
 impl Default for SimConfig {
@@ -44,6 +47,7 @@ impl Default for SimConfig {
             burst_window: Duration::from_secs(60),
             snapshot_interval: Duration::from_secs(600),
             page_limit: None,
+            clock: crate::clock::Clock::system(),
         }
     }
 }

@@ -2,6 +2,8 @@
 //! functions, one per phase, so that every answer of every call (made, refused, rate-limited,
 //! unknown) is a decided case, named and tested in `tests.rs`. A phase that answers `None` has
 //! settled nothing: the run goes on to its next look or call.
+// `Err` here is a decision the run writes, made once per run: not worth a box.
+#![allow(clippy::result_large_err)]
 use super::super::{ACTION_POLL_MS, ERROR_RETRY_MS, Next, is_failure, retry_after};
 use crate::provider::{ActionStatus, BlockVolume, ProviderError, ProviderResult, Share, ShareStatus};
 use crate::store::entity::{provider_snapshot as snapshot, provider_volume as volume};

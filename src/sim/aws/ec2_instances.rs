@@ -251,14 +251,14 @@ impl Model {
             }
         }
         let mut changes = Vec::new();
+        let due = self.due();
         for id in &ids {
             let instance = self.instances.iter_mut().find(|i| &i.id == id).expect("checked above");
             let previous = instance.state;
             if previous != "terminated" && previous != "shutting-down" {
                 instance.state = "shutting-down";
                 self.pending.retain(|(_, c)| !matches!(c, Change::InstanceRunning(i) if i == id));
-                self.pending
-                    .push((std::time::Instant::now() + self.action_time, Change::InstanceTerminated(id.clone())));
+                self.pending.push((due, Change::InstanceTerminated(id.clone())));
             }
             changes.push(format!(
                 "{}{}{}",

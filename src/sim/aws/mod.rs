@@ -49,7 +49,7 @@ mod efs;
 mod fsx;
 mod xml;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::{Body, Bytes};
@@ -157,7 +157,9 @@ pub(super) enum Change {
 /// The account's state in every region.
 pub struct Model {
     action_time: Duration,
-    pending: Vec<(Instant, Change)>,
+    clock: crate::clock::Clock,
+    /// Changes to make, each with its due time in ms on `clock`.
+    pending: Vec<(i64, Change)>,
     /// Numbers private addresses handed out in subnets.
     serial: u32,
     vpcs: Vec<ec2::VpcRecord>,
@@ -178,6 +180,7 @@ impl Model {
     pub fn new(config: &SimConfig) -> Model {
         Model {
             action_time: config.action_time,
+            clock: config.clock.clone(),
             pending: Vec::new(),
             serial: 0,
             vpcs: Vec::new(),
@@ -198,11 +201,18 @@ impl Model {
             Some(message) => Change::Fails(Box::new(change), message),
             None => change,
         };
-        self.pending.push((Instant::now() + self.action_time, change));
+        let due = self.due();
+        self.pending.push((due, change));
     }
 
-    /// Applies every change due by `now`, in due order.
-    pub fn settle(&mut self, now: Instant) {
+    /// When what starts now is done: `action_time` on the clock.
+    pub(super) fn due(&self) -> i64 {
+        self.clock.now_ms() + self.action_time.as_millis() as i64
+    }
+
+    /// Applies every change due by now, in due order.
+    pub fn settle(&mut self) {
+        let now = self.clock.now_ms();
         let (mut due, rest): (Vec<_>, Vec<_>) =
             std::mem::take(&mut self.pending).into_iter().partition(|(at, _)| *at <= now);
         self.pending = rest;
@@ -495,7 +505,7 @@ async fn face(State(sim): State<Sim>, request: Request, next: Next) -> Response 
     sim.count_call(&name);
     count_signer(&sim, &parts.headers);
     let fault = sim.take_fault(&name);
-    sim.with_aws(|model| model.settle(Instant::now()));
+    sim.with_aws(|model| model.settle());
     let mut request = Request::from_parts(parts, Body::from(bytes));
     request.extensions_mut().insert(Caller { region });
     request.extensions_mut().insert(Operation { service, name: operation });

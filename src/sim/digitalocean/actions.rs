@@ -2,7 +2,6 @@
 //! is due; `Model::settle` applies what is due, in due order, at the start of every request.
 //! DigitalOcean actions (integer ids) are read at `/v2/actions/{id}`; NFS actions carry UUIDs and,
 //! as in the real API, cannot be read back at all.
-use std::time::Instant;
 
 use axum::Router;
 use axum::extract::{Path, State};
@@ -73,7 +72,8 @@ pub(super) struct ActionRecord {
     /// The reservation (its number) a reserved IP action acts on.
     pub(super) address: Option<u64>,
     pub(super) started_at: DateTime<Utc>,
-    pub(super) due: Instant,
+    /// When it completes, in ms on the sim's clock.
+    pub(super) due: i64,
     pub(super) completed_at: Option<DateTime<Utc>>,
     pub(super) change: Change,
     /// Set when the action is to fail (`Fault::Fail`): it ends errored and changes nothing, or,
@@ -135,8 +135,8 @@ impl Model {
             droplet: None,
             volume: None,
             address: None,
-            started_at: Utc::now(),
-            due: Instant::now() + self.action_time,
+            started_at: self.clock.now(),
+            due: self.clock.now_ms() + self.action_time.as_millis() as i64,
             completed_at: None,
             change,
             fails: crate::sim::failing(),
@@ -149,8 +149,9 @@ impl Model {
         self.begin(kind, resource_type, region, Change::Nothing).id
     }
 
-    /// Completes every action due by `now`, applying its change.
-    pub fn settle(&mut self, now: Instant) {
+    /// Completes every action due by now, applying its change.
+    pub fn settle(&mut self) {
+        let now = self.clock.now_ms();
         let mut due: Vec<usize> =
             (0..self.actions.len()).filter(|&i| self.actions[i].in_progress() && self.actions[i].due <= now).collect();
         due.sort_by_key(|&i| (self.actions[i].due, i));

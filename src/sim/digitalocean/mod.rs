@@ -16,7 +16,7 @@ mod tags;
 mod volumes;
 mod vpcs;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::Router;
 use axum::extract::{MatchedPath, Query, Request, State};
@@ -37,6 +37,7 @@ const API: &str = "https://api.digitalocean.com";
 /// The account's state, shared by every token.
 pub struct Model {
     action_time: Duration,
+    clock: crate::clock::Clock,
     snapshot_interval: Duration,
     /// Numbers droplets and their addresses.
     serial: u64,
@@ -64,6 +65,7 @@ impl Model {
     pub fn new(config: &SimConfig) -> Model {
         Model {
             action_time: config.action_time,
+            clock: config.clock.clone(),
             snapshot_interval: config.snapshot_interval,
             serial: 0,
             vpcs: Vec::new(),
@@ -134,7 +136,7 @@ async fn face(State(sim): State<Sim>, request: Request, next: Next) -> Response 
     let budget = sim.spend(&token);
     // A refused request does not use up a fault meant for a request that gets through.
     let fault = if budget.refused_for.is_none() { sim.take_fault(&name) } else { None };
-    sim.with_digitalocean(|model| model.settle(Instant::now()));
+    sim.with_digitalocean(|model| model.settle());
     let mut response = match (budget.refused_for, fault) {
         (Some(wait), _) => {
             let mut r = error(StatusCode::TOO_MANY_REQUESTS, "too_many_requests", "API Rate limit exceeded.");

@@ -2,7 +2,7 @@
 //! state changes at completion) and their snapshots (`/v2/volumes/{id}/snapshots`,
 //! `/v2/volumes/snapshots/{id}`, `/v2/snapshots`). Snapshots are made at once, outlive their
 //! volume, and are limited per volume: 25 in all, one per `SimConfig::snapshot_interval`.
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::Bytes;
@@ -37,7 +37,8 @@ pub(super) struct VolumeRecord {
     pub(super) tags: Vec<String>,
     pub(super) created_at: String,
     /// When its last snapshot was taken: the interval counts from there, deleted or not.
-    pub(super) last_snapshot: Option<Instant>,
+    /// When its last snapshot was taken, in ms on the sim's clock.
+    pub(super) last_snapshot: Option<i64>,
 }
 
 impl VolumeRecord {
@@ -272,7 +273,8 @@ impl Model {
             return Err(unprocessable("a volume can have at most 25 snapshots"));
         }
         let interval = self.snapshot_interval;
-        if volume.last_snapshot.is_some_and(|at| at.elapsed() < interval) {
+        let now = self.clock.now_ms();
+        if volume.last_snapshot.is_some_and(|at| now - at < interval.as_millis() as i64) {
             return Err(unprocessable(&format!("a volume can be snapshotted at most once every {}", span(interval))));
         }
         let record = SnapshotRecord {
@@ -290,7 +292,7 @@ impl Model {
         };
         let record = SnapshotRecord { tags: self.tag_all(body.tags)?, ..record };
         if let Some(volume) = self.volume_mut(volume_id) {
-            volume.last_snapshot = Some(Instant::now());
+            volume.last_snapshot = Some(now);
         }
         let json = record.json();
         self.snapshots.push(record);
