@@ -7,22 +7,14 @@ mod common;
 
 use std::time::Duration;
 
-use common::{ADMIN, Backend, TestDb, TestServer};
+use common::{ADMIN, Backend};
 use serde_json::{Value, json};
-use vps_graph::clock::Clock;
 use vps_graph::sim::{Fault, Sim, SimConfig};
 
-const START: i64 = 1_800_000_000_000;
 const ADDRESS: &str = "query($a: String!) { providerAddress(tenantId: \"acme\", addressId: $a) { id name family state message address lost instanceId instance { name } assignmentState assignmentMessage version readyAt deletedAt } }";
 const CREATE: &str = "mutation($i: ProviderAddressCreateInput!) { providerAddressCreate(input: $i) { id state family assignmentState version } }";
 
-struct Setup {
-    server: TestServer,
-    clock: Clock,
-    pool: String,
-    token: String,
-    _db: TestDb,
-}
+type Setup = common::TestApp;
 
 async fn setup(backend: Backend) -> Setup {
     setup_with(backend, Duration::ZERO).await
@@ -30,18 +22,12 @@ async fn setup(backend: Backend) -> Setup {
 
 /// `setup` with `latency` added to every call the sim answers.
 async fn setup_with(backend: Backend, latency: Duration) -> Setup {
-    let db = TestDb::new(backend).await;
-    let clock = Clock::manual(START);
-    let mut config = common::driven(&db.url, &clock);
-    config.sim = Some(SimConfig { latency, ..common::quick_sim() });
-    let server = TestServer::with_config(config).await;
-    server.tenant("acme").await;
-    let pool = server.sim_pool("sim", &["nyc3", "sfo3"], None).await;
-    server
-        .offer(&pool, "acme", json!([{ "resource": "diskGiB", "max": 2000 }, { "resource": "addresses", "max": 3 }]))
-        .await;
-    let token = server.token(Some("acme"), &[("compute:*", "tenant/acme")]).await;
-    Setup { server, clock, pool, token, _db: db }
+    common::TestApp::driven(backend)
+        .regions(&["nyc3", "sfo3"])
+        .sim(SimConfig { latency, ..common::quick_sim() })
+        .quotas(json!([{ "resource": "diskGiB", "max": 2000 }, { "resource": "addresses", "max": 3 }]))
+        .build()
+        .await
 }
 
 impl Setup {

@@ -6,9 +6,8 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{Backend, TestDb, TestServer};
+use common::Backend;
 use serde_json::{Value, json};
-use vps_graph::clock::Clock;
 use vps_graph::metrics::Metrics;
 use vps_graph::provider::aws::{Aws, Credentials, Settings};
 use vps_graph::provider::{AWS_OWNER_TAG, AwsNetworks, Tag, tag_value};
@@ -18,36 +17,34 @@ const REGION: &str = "us-east-1";
 /// Every EC2 call that changes something.
 const WRITES: [&str; 5] =
     ["ec2.CreateVpc", "ec2.ModifyVpcAttribute", "ec2.CreateSubnet", "ec2.DeleteSubnet", "ec2.DeleteVpc"];
-const START: i64 = 1_800_000_000_000;
 const CREATE: &str = "mutation($i: NetworkCreateInput!) { networkCreate(input: $i) { id state } }";
 const ADOPT: &str = "mutation($i: NetworkAdoptInput!) { networkAdopt(input: $i) { id state adopted } }";
 const GET: &str = "query($t: String!, $n: String!) { network(tenantId: $t, networkId: $n) { id state message providerId ipRange region adopted subnets { id zone region ipRange state desiredState providerId message } } }";
 const DELETE: &str = "mutation($n: String!) { networkDelete(input: { tenantId: \"acme\", networkId: $n }) { state } }";
 
 struct Setup {
-    server: TestServer,
-    clock: Clock,
-    pool: String,
-    token: String,
+    app: common::TestApp,
     /// An EC2 client of the sim, to look at (and change) what the reconciler made.
     ec2: Aws,
 }
 
+impl std::ops::Deref for Setup {
+    type Target = common::TestApp;
+    fn deref(&self) -> &common::TestApp {
+        &self.app
+    }
+}
+
 /// A tenant `acme` with a pool on a sim AWS account (us-east-1, zones a and b), a token with
 /// compute:*, on a manual clock (`common::until` moves it).
-async fn setup(db: &TestDb) -> Setup {
-    let clock = Clock::manual(START);
-    let server = TestServer::with_config(common::driven(&db.url, &clock)).await;
-    server.tenant("acme").await;
-    let url = server.app.services.providers.sim_url.clone().expect("the in-process sim");
-    let (_, pool) = server.aws_sim_pool("aws", &["us-east-1a", "us-east-1b"], Some("acme")).await;
-    server.offer(&pool, "acme", json!([])).await;
-    let token = server.token(Some("acme"), &[("compute:*", "tenant/acme")]).await;
+async fn setup(backend: Backend) -> Setup {
+    let app = common::TestApp::driven(backend).aws(&["us-east-1a", "us-east-1b"]).own_account().build().await;
+    let url = app.server.app.services.providers.sim_url.clone().expect("the in-process sim");
     let settings =
         Settings { timeout: Duration::from_secs(2), max_attempts: 3, initial_backoff: Duration::from_millis(5) };
     let ec2 =
         Aws::new(Some(url), Ok(Credentials::parse("AKIDTEST:secret").unwrap()), settings, Arc::new(Metrics::default()));
-    Setup { server, clock, pool, token, ec2 }
+    Setup { app, ec2 }
 }
 
 fn two_zones() -> Value {
@@ -106,8 +103,7 @@ fn ours(tags: &[Tag], deployment: &str, name: &str) -> bool {
 db_test!(
     a_network_is_one_vpc_with_a_subnet_per_zone_and_its_delete_takes_subnets_then_the_vpc,
     |backend: Backend| async move {
-        let db = TestDb::new(backend).await;
-        let s = setup(&db).await;
+        let s = setup(backend).await;
         let id = s.create("web").await;
         let ready = s.until_state(&id, "READY").await;
         let vpc_id = ready["providerId"].as_str().expect("the VPC's id").to_owned();
@@ -146,8 +142,7 @@ db_test!(
 );
 
 db_test!(a_lost_vpc_create_answer_is_found_by_name_and_never_made_twice, |backend: Backend| async move {
-    let db = TestDb::new(backend).await;
-    let s = setup(&db).await;
+    let s = setup(backend).await;
     s.sim().inject("ec2.CreateVpc", Fault::Drop, 1);
     let id = s.create("lost").await;
     // The clock stands still while the client waits out the answer (2 s), so the lease holds and
@@ -169,8 +164,7 @@ db_test!(a_lost_vpc_create_answer_is_found_by_name_and_never_made_twice, |backen
 });
 
 db_test!(throttled_subnet_creates_still_converge, |backend: Backend| async move {
-    let db = TestDb::new(backend).await;
-    let s = setup(&db).await;
+    let s = setup(backend).await;
     s.sim().inject("ec2.CreateSubnet", Fault::Status { status: 429 }, 5);
     let id = s.create("limited").await;
     let ready = s.until_state(&id, "READY").await;
@@ -181,8 +175,7 @@ db_test!(throttled_subnet_creates_still_converge, |backend: Backend| async move 
 });
 
 db_test!(a_vpc_deleted_outside_is_found_at_the_drift_read_and_never_made_again, |backend: Backend| async move {
-    let db = TestDb::new(backend).await;
-    let s = setup(&db).await;
+    let s = setup(backend).await;
     let id = s.create("drifted").await;
     let ready = s.until_state(&id, "READY").await;
     let vpc_id = ready["providerId"].as_str().unwrap().to_owned();
@@ -209,8 +202,7 @@ db_test!(a_vpc_deleted_outside_is_found_at_the_drift_read_and_never_made_again, 
 db_test!(
     an_adopted_vpc_is_recorded_with_its_subnets_and_left_at_the_provider_when_deleted,
     |backend: Backend| async move {
-        let db = TestDb::new(backend).await;
-        let s = setup(&db).await;
+        let s = setup(backend).await;
         let theirs = [Tag::new("Name", "legacy")];
         let vpc = s.ec2.vpc_create(REGION, "172.16.0.0/16", &theirs).await.unwrap();
         let a = s.ec2.subnet_create(REGION, &vpc.id, "us-east-1a", "172.16.1.0/24", &theirs).await.unwrap();
@@ -250,8 +242,7 @@ db_test!(
 );
 
 db_test!(adopting_a_vpc_that_does_not_exist_is_an_error_naming_it, |backend: Backend| async move {
-    let db = TestDb::new(backend).await;
-    let s = setup(&db).await;
+    let s = setup(backend).await;
     let id = s.adopt("ghost", "vpc-0123456789abcdef0").await;
     let failed = s.until_state(&id, "ERROR").await;
     assert!(failed["message"].as_str().is_some_and(|m| m.contains("vpc-0123456789abcdef0")), "{failed}");
@@ -260,8 +251,7 @@ db_test!(adopting_a_vpc_that_does_not_exist_is_an_error_naming_it, |backend: Bac
 });
 
 db_test!(a_vpc_this_deployment_made_is_never_adopted, |backend: Backend| async move {
-    let db = TestDb::new(backend).await;
-    let s = setup(&db).await;
+    let s = setup(backend).await;
     // One of ours, recorded by a network: the VPC is taken.
     let id = s.create("made").await;
     let vpc = s.until_state(&id, "READY").await["providerId"].as_str().unwrap().to_owned();
@@ -278,8 +268,7 @@ db_test!(a_vpc_this_deployment_made_is_never_adopted, |backend: Backend| async m
 });
 
 db_test!(the_rules_of_aws_networks, |backend: Backend| async move {
-    let db = TestDb::new(backend).await;
-    let s = setup(&db).await;
+    let s = setup(backend).await;
     let vpc = Some("10.20.0.0/16");
     let cases = [
         ("zone required", s.create_input("r1", vpc, json!([{ "ipRange": "10.20.1.0/24" }]))),

@@ -4,45 +4,39 @@
 //! `filesystems_e2e.rs`; here no reconciler runs, so each row stays as the call wrote it.
 mod common;
 
-use common::{Backend, TestDb, TestServer};
+use common::Backend;
 use serde_json::{Value, json};
-use vps_graph::clock::Clock;
 
-const START: i64 = 1_800_000_000_000;
 const CREATE: &str = "mutation($i: FilesystemCreateInput!) { filesystemCreate(input: $i) { id name kind sizeGiB deployment zone region state desiredState version mount { source } } }";
 const DELETE: &str = "mutation($n: String!, $f: String!) { filesystemDelete(input: { tenantId: \"acme\", networkId: $n, filesystemId: $f }) { id state desiredState version } }";
 const LIST: &str = "query($n: String!) { filesystems(tenantId: \"acme\", networkId: $n) { id name state } }";
 
 struct Setup {
-    server: TestServer,
-    token: String,
-    aws_pool: String,
+    app: common::TestApp,
     /// On the tenant's own AWS account: the one whose VPCs it may adopt.
     byo_pool: String,
     do_pool: String,
     network: String,
-    _db: TestDb,
+}
+
+impl std::ops::Deref for Setup {
+    type Target = common::TestApp;
+    fn deref(&self) -> &common::TestApp {
+        &self.app
+    }
 }
 
 /// An AWS account (us-east-1, three zones) at the in-process sim, a pool offered to `acme`, and
 /// an AWS network with subnets in the first two zones (pending: the clock never moves).
 async fn setup(backend: Backend) -> Setup {
-    let db = TestDb::new(backend).await;
-    let mut config = common::config(&db.url);
-    config.clock = Clock::manual(START);
-    config.sim = Some(common::quick_sim());
     // No reconciler runs: what is asserted here is what the calls themselves record.
-    config.runtime.workers = 0;
-    let server = TestServer::with_config(config).await;
-    server.tenant("acme").await;
-    let (_, pool) = server.aws_sim_pool("aws", &["us-east-1a", "us-east-1b", "us-east-1c"], None).await;
-    let (_, byo_pool) = server.aws_sim_pool("own", &["us-east-1a"], Some("acme")).await;
-    server.offer(&byo_pool, "acme", json!([])).await;
-    server.offer(&pool, "acme", json!([])).await;
-    let do_pool = server.sim_pool("do", &["nyc3"], None).await;
-    server.offer(&do_pool, "acme", json!([])).await;
-    let token = server.token(Some("acme"), &[("compute:*", "tenant/acme")]).await;
-    let mut s = Setup { server, token, aws_pool: pool, byo_pool, do_pool, network: String::new(), _db: db };
+    let app =
+        common::TestApp::on_clock(backend).aws(&["us-east-1a", "us-east-1b", "us-east-1c"]).workers(0).build().await;
+    let (_, byo_pool) = app.server.aws_sim_pool("own", &["us-east-1a"], Some("acme")).await;
+    app.server.offer(&byo_pool, "acme", json!([])).await;
+    let do_pool = app.server.sim_pool("do", &["nyc3"], None).await;
+    app.server.offer(&do_pool, "acme", json!([])).await;
+    let mut s = Setup { app, byo_pool, do_pool, network: String::new() };
     s.network = s.aws_network("lan", "10.20.0.0/16").await;
     s
 }
@@ -54,7 +48,7 @@ impl Setup {
             { "zone": "us-east-1a", "ipRange": format!("{prefix}.1.0/24") },
             { "zone": "us-east-1b", "ipRange": format!("{prefix}.2.0/24") },
         ]);
-        let input = json!({ "tenantId": "acme", "poolId": self.aws_pool, "name": name, "ipRange": block, "subnets": subnets, "idempotencyKey": name });
+        let input = json!({ "tenantId": "acme", "poolId": self.pool, "name": name, "ipRange": block, "subnets": subnets, "idempotencyKey": name });
         let made = self
             .server
             .ok(
@@ -258,7 +252,7 @@ db_test!(network_adopt_is_for_the_tenants_own_aws_account_and_one_network_per_vp
     let input = |pool: &str, name: &str| json!({ "i": { "tenantId": "acme", "poolId": pool, "name": name, "vpcId": "vpc-0123abcd", "idempotencyKey": name } });
     let body = s.server.gql(Some(&s.token), adopt, input(&s.do_pool, "do")).await;
     assert_eq!(code(&body), "UNSUPPORTED", "{body}");
-    let platform = s.server.gql(Some(&s.token), adopt, input(&s.aws_pool, "platform")).await;
+    let platform = s.server.gql(Some(&s.token), adopt, input(&s.pool, "platform")).await;
     assert_eq!((code(&platform), field(&platform)), ("INVALID_INPUT", "poolId"), "{platform}");
     assert_eq!(platform["errors"][0]["extensions"]["details"]["reason"], "notOwnAccount");
     s.server.ok(Some(&s.token), adopt, input(&s.byo_pool, "once")).await;
@@ -363,7 +357,7 @@ db_test!(an_aws_instance_runs_in_a_subnet_of_a_network_in_its_zone, |backend: Ba
     let s = setup(backend).await;
     let create = "mutation($i: InstanceCreateInput!) { instanceCreate(input: $i) { id zone state } }";
     let input = |extra: Value| {
-        let mut i = json!({ "tenantId": "acme", "poolId": s.aws_pool, "name": "m", "region": "us-east-1", "size": "t3.micro", "image": "ami-0abc", "idempotencyKey": "m" });
+        let mut i = json!({ "tenantId": "acme", "poolId": s.pool, "name": "m", "region": "us-east-1", "size": "t3.micro", "image": "ami-0abc", "idempotencyKey": "m" });
         for (k, v) in extra.as_object().unwrap() {
             i[k] = v.clone();
         }
@@ -384,7 +378,7 @@ db_test!(
         let s = setup(backend).await;
         let fs = s.created("data", "NFS", json!({})).await["id"].as_str().unwrap().to_owned();
         let create = "mutation($i: InstanceCreateInput!) { instanceCreate(input: $i) { id } }";
-        let with = |mounts: Value| json!({ "i": { "tenantId": "acme", "poolId": s.aws_pool, "networkId": s.network, "name": "m", "region": "us-east-1", "size": "t3.micro", "image": "ami-0abc", "idempotencyKey": "m", "filesystems": mounts } });
+        let with = |mounts: Value| json!({ "i": { "tenantId": "acme", "poolId": s.pool, "networkId": s.network, "name": "m", "region": "us-east-1", "size": "t3.micro", "image": "ami-0abc", "idempotencyKey": "m", "filesystems": mounts } });
         let seventeen: Vec<Value> = (0..17)
             .map(|n| json!({ "filesystem": format!("fs_01jz00000000000000000000{n:02}"), "path": format!("/mnt/{n}") }))
             .collect();
@@ -426,7 +420,7 @@ db_test!(
     a_lustre_filesystem_defaults_to_the_first_of_the_accounts_zones_where_the_network_has_a_subnet,
     |backend: Backend| async move {
         let s = setup(backend).await;
-        let input = json!({ "i": { "tenantId": "acme", "poolId": s.aws_pool, "name": "east-b", "ipRange": "10.40.0.0/16",
+        let input = json!({ "i": { "tenantId": "acme", "poolId": s.pool, "name": "east-b", "ipRange": "10.40.0.0/16",
         "subnets": [{ "zone": "us-east-1b", "ipRange": "10.40.2.0/24" }], "idempotencyKey": "east-b" } });
         let network = s
             .server
@@ -449,7 +443,7 @@ db_test!(mounting_filesystems_is_decided_on_their_network, |backend: Backend| as
     let fs = s.created("data", "NFS", json!({})).await["id"].as_str().unwrap().to_owned();
     // May make instances in the tenant, but not read its networks.
     let token = s.server.token(Some("acme"), &[("compute:instances:*", "tenant/acme")]).await;
-    let input = json!({ "i": { "tenantId": "acme", "poolId": s.aws_pool, "networkId": s.network, "name": "m", "region": "us-east-1",
+    let input = json!({ "i": { "tenantId": "acme", "poolId": s.pool, "networkId": s.network, "name": "m", "region": "us-east-1",
         "size": "t3.micro", "image": "ami-0abc", "idempotencyKey": "m", "filesystems": [{ "filesystem": fs, "path": "/data" }] } });
     let body = s
         .server

@@ -7,15 +7,13 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Backend, TestDb, TestServer};
+use common::Backend;
 use serde_json::{Value, json};
-use vps_graph::clock::Clock;
 use vps_graph::metrics::Metrics;
 use vps_graph::provider::AwsInstances;
 use vps_graph::provider::aws::{Aws, Credentials, Settings};
 use vps_graph::sim::{Fault, Sim};
 
-const START: i64 = 1_800_000_000_000;
 const REGION: &str = "us-east-1";
 const FILESYSTEM: &str = "query($n: String!, $f: String!) { filesystem(tenantId: \"acme\", networkId: $n, filesystemId: $f) { id name kind state message version mount { fstype source options } } }";
 const CREATE: &str = "mutation($i: FilesystemCreateInput!) { filesystemCreate(input: $i) { id state } }";
@@ -23,23 +21,10 @@ const DELETE: &str = "mutation($n: String!, $f: String!) { filesystemDelete(inpu
 const INSTANCE: &str = "query($i: String!) { instance(tenantId: \"acme\", instanceId: $i) { id state zone providerId message filesystems { filesystemId path } } }";
 const NETWORK: &str = "query($n: String!) { network(tenantId: \"acme\", networkId: $n) { id state message providerId subnets { zone providerId state } } }";
 
-struct Setup {
-    server: TestServer,
-    clock: Clock,
-    token: String,
-    pool: String,
-    _db: TestDb,
-}
+type Setup = common::TestApp;
 
 async fn setup(backend: Backend) -> Setup {
-    let db = TestDb::new(backend).await;
-    let clock = Clock::manual(START);
-    let server = TestServer::with_config(common::driven(&db.url, &clock)).await;
-    server.tenant("acme").await;
-    let (_, pool) = server.aws_sim_pool("aws", &["us-east-1a", "us-east-1b"], None).await;
-    server.offer(&pool, "acme", json!([])).await;
-    let token = server.token(Some("acme"), &[("compute:*", "tenant/acme")]).await;
-    Setup { server, clock, token, pool, _db: db }
+    common::TestApp::driven(backend).aws(&["us-east-1a", "us-east-1b"]).build().await
 }
 
 impl Setup {

@@ -6,51 +6,35 @@
 //! changes take 50 ms.
 mod common;
 
-use common::{ADMIN, Backend, TestDb, TestServer};
+use common::{ADMIN, Backend};
 use serde_json::{Value, json};
-use vps_graph::clock::Clock;
 use vps_graph::provider::{AccountRef, IngressRule, Provider, RuleSource, aws_owned, tag_value};
 use vps_graph::service::authz::Actor;
 use vps_graph::sim::{Fault, Sim};
 use vps_graph::store::entity::filesystem;
 use vps_graph::store::state::{FilesystemKind, ProviderKind, State};
 
-const START: i64 = 1_800_000_000_000;
 const REGION: &str = "us-east-1";
 const ZONES: [&str; 2] = ["us-east-1a", "us-east-1b"];
 const BLOCK: &str = "10.20.0.0/16";
 
 struct Setup {
-    server: TestServer,
-    clock: Clock,
-    account: String,
-    pool: String,
-    token: String,
+    app: common::TestApp,
     network: String,
     vpc: String,
     subnets: Vec<String>,
-    _db: TestDb,
+}
+
+impl std::ops::Deref for Setup {
+    type Target = common::TestApp;
+    fn deref(&self) -> &common::TestApp {
+        &self.app
+    }
 }
 
 async fn setup(backend: Backend) -> Setup {
-    let db = TestDb::new(backend).await;
-    let clock = Clock::manual(START);
-    let server = TestServer::with_config(common::driven(&db.url, &clock)).await;
-    server.tenant("acme").await;
-    let (account, pool) = server.aws_sim_pool("aws", &ZONES, None).await;
-    server.offer(&pool, "acme", json!([])).await;
-    let token = server.token(Some("acme"), &[("compute:*", "tenant/acme")]).await;
-    let mut setup = Setup {
-        server,
-        clock,
-        account,
-        pool,
-        token,
-        network: String::new(),
-        vpc: String::new(),
-        subnets: vec![],
-        _db: db,
-    };
+    let app = common::TestApp::driven(backend).aws(&ZONES).build().await;
+    let mut setup = Setup { app, network: String::new(), vpc: String::new(), subnets: vec![] };
     setup.ready_network().await;
     setup
 }

@@ -4,42 +4,35 @@ mod common;
 
 use std::time::Duration;
 
-use common::{ADMIN, Backend, TestDb, TestServer};
+use common::{ADMIN, Backend, TestServer};
 use serde_json::{Value, json};
 use vps_graph::clock::Clock;
 use vps_graph::sim::Fault;
+use vps_graph::sim::SimConfig;
 use vps_graph::store::queue;
 
 const CREATE: &str =
     "mutation($i: NetworkCreateInput!) { networkCreate(input: $i) { id state version subnets { id region state } } }";
 const GET: &str = "query($t: String!, $n: String!) { network(tenantId: $t, networkId: $n) { id state message version subnets { id region state providerId message desiredState } } }";
-const START: i64 = 1_800_000_000_000;
 
-struct Setup {
-    server: TestServer,
-    pool: String,
-    token: String,
-}
+type Setup = common::TestApp;
 
 /// A tenant `acme` with a pool on a sim account (regions nyc3, sfo3) and a token with compute:*.
-async fn setup_with(server: TestServer) -> Setup {
-    server.tenant("acme").await;
-    let pool = server.sim_pool("sim", &["nyc3", "sfo3"], None).await;
-    server.offer(&pool, "acme", json!([])).await;
-    let token = server.token(Some("acme"), &[("compute:*", "tenant/acme")]).await;
-    Setup { server, pool, token }
+/// On the system clock, the sim at `sim`'s pace.
+async fn setup_with(backend: Backend, sim: SimConfig) -> Setup {
+    common::TestApp::real_time(backend).regions(&["nyc3", "sfo3"]).sim(sim).build().await
 }
 
 async fn setup(backend: Backend) -> Setup {
-    setup_with(TestServer::start(backend).await).await
+    setup_with(backend, SimConfig::default()).await
 }
 
 /// A server on a manual clock (the test moves time).
-async fn setup_manual(db: &TestDb) -> (Setup, Clock) {
-    let clock = Clock::manual(START);
-    let mut config = common::config(&db.url);
-    config.clock = clock.clone();
-    (setup_with(TestServer::with_config(config).await).await, clock)
+/// On a manual clock, the sim at its own pace (on that clock).
+async fn setup_manual(backend: Backend) -> (Setup, Clock) {
+    let s = common::TestApp::on_clock(backend).regions(&["nyc3", "sfo3"]).sim(SimConfig::default()).build().await;
+    let clock = s.clock.clone();
+    (s, clock)
 }
 
 fn input(pool: &str, name: &str, subnets: Value) -> Value {
@@ -168,8 +161,7 @@ db_test!(network_create_converges_to_ready_and_delete_to_deleted_with_events_in_
 });
 
 db_test!(a_lost_create_answer_is_found_by_name_and_never_made_twice, |backend: Backend| async move {
-    let db = TestDb::new(backend).await;
-    let (s, clock) = setup_manual(&db).await;
+    let (s, clock) = setup_manual(backend).await;
     s.sim().inject("vpcs.create", Fault::Drop, 1);
     let created = s.create("lost", json!([{ "region": "nyc3", "ipRange": "10.20.0.0/24" }])).await;
     let id = created["id"].as_str().unwrap().to_owned();
@@ -190,8 +182,7 @@ db_test!(a_lost_create_answer_is_found_by_name_and_never_made_twice, |backend: B
 });
 
 db_test!(rate_limited_create_backs_off_from_30_seconds_without_a_tight_loop, |backend: Backend| async move {
-    let db = TestDb::new(backend).await;
-    let (s, clock) = setup_manual(&db).await;
+    let (s, clock) = setup_manual(backend).await;
     s.sim().inject("vpcs.create", Fault::Status { status: 429 }, 1000);
     let created = s.create("limited", json!([{ "region": "nyc3", "ipRange": "10.30.0.0/24" }])).await;
     let id = created["id"].as_str().unwrap().to_owned();
@@ -228,8 +219,7 @@ db_test!(rate_limited_create_backs_off_from_30_seconds_without_a_tight_loop, |ba
 });
 
 db_test!(a_vpc_deleted_behind_our_back_goes_to_error_and_is_never_made_again, |backend: Backend| async move {
-    let db = TestDb::new(backend).await;
-    let (s, clock) = setup_manual(&db).await;
+    let (s, clock) = setup_manual(backend).await;
     let created = s.create("gone", json!([{ "region": "nyc3", "ipRange": "10.40.0.0/24" }])).await;
     let id = created["id"].as_str().unwrap().to_owned();
     let ready = s.until_state(&id, "READY").await;
@@ -408,10 +398,7 @@ db_test!(network_changed_yields_each_new_view, |backend: Backend| async move {
 });
 
 db_test!(the_client_backs_off_before_the_rate_limit_budget_is_spent, |backend: Backend| async move {
-    let db = TestDb::new(backend).await;
-    let mut config = common::config(&db.url);
-    config.sim = Some(vps_graph::sim::SimConfig { per_hour: 20, ..Default::default() });
-    let s = setup_with(TestServer::with_config(config).await).await;
+    let s = setup_with(backend, SimConfig { per_hour: 20, ..Default::default() }).await;
     for i in 0..30 {
         s.create(&format!("n{i}"), json!([{ "region": "nyc3", "ipRange": format!("10.{}.0.0/24", 100 + i) }])).await;
     }
@@ -423,8 +410,7 @@ db_test!(the_client_backs_off_before_the_rate_limit_budget_is_spent, |backend: B
 });
 
 db_test!(a_refused_create_goes_to_error_and_is_retried_every_five_minutes, |backend: Backend| async move {
-    let db = TestDb::new(backend).await;
-    let (s, clock) = setup_manual(&db).await;
+    let (s, clock) = setup_manual(backend).await;
     s.sim().inject("vpcs.create", Fault::Status { status: 422 }, 2);
     let created = s.create("refused", json!([{ "region": "nyc3", "ipRange": "10.80.0.0/24" }])).await;
     let id = created["id"].as_str().unwrap().to_owned();
@@ -450,8 +436,7 @@ db_test!(a_refused_create_goes_to_error_and_is_retried_every_five_minutes, |back
 });
 
 db_test!(a_vpc_under_our_name_that_we_did_not_make_is_never_adopted_or_deleted, |backend: Backend| async move {
-    let db = TestDb::new(backend).await;
-    let (s, clock) = setup_manual(&db).await;
+    let (s, clock) = setup_manual(backend).await;
     s.sim().inject("vpcs.create", Fault::Status { status: 429 }, 1);
     let created = s.create("squatted", json!([{ "region": "nyc3", "ipRange": "10.90.0.0/24" }])).await;
     let id = created["id"].as_str().unwrap().to_owned();
@@ -480,8 +465,7 @@ db_test!(a_vpc_under_our_name_that_we_did_not_make_is_never_adopted_or_deleted, 
 });
 
 db_test!(deleting_a_network_whose_create_answer_was_lost_leaves_no_vpc_behind, |backend: Backend| async move {
-    let db = TestDb::new(backend).await;
-    let (s, _clock) = setup_manual(&db).await;
+    let (s, _clock) = setup_manual(backend).await;
     s.sim().inject("vpcs.create", Fault::Drop, 1);
     let created = s.create("orphan", json!([{ "region": "nyc3", "ipRange": "10.95.0.0/24" }])).await;
     let id = created["id"].as_str().unwrap().to_owned();
@@ -497,8 +481,7 @@ db_test!(deleting_a_network_whose_create_answer_was_lost_leaves_no_vpc_behind, |
 });
 
 db_test!(a_404_that_is_not_the_apis_own_is_not_taken_for_gone, |backend: Backend| async move {
-    let db = TestDb::new(backend).await;
-    let (s, clock) = setup_manual(&db).await;
+    let (s, clock) = setup_manual(backend).await;
     let created = s.create("bare404", json!([{ "region": "nyc3", "ipRange": "10.96.0.0/24" }])).await;
     let id = created["id"].as_str().unwrap().to_owned();
     s.until_state(&id, "READY").await;

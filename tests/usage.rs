@@ -7,41 +7,24 @@ mod common;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use common::{Backend, TestDb, TestServer};
+use common::Backend;
+use common::START;
 use sea_orm::{ActiveModelTrait, ColumnTrait, EntityTrait, QueryFilter, QueryOrder, Set};
 use serde_json::{Value, json};
-use vps_graph::clock::Clock;
 use vps_graph::reconcile::usage::{self, HOUR_MS};
 use vps_graph::store::entity::{provider_address, provider_snapshot, provider_volume, usage_window};
 use vps_graph::store::state::{AddressFamily, Assignment, Desired, State, VolumeKind};
 
 /// On an hour boundary: hour `n` below is `[START + n h, START + (n + 1) h)`.
-const START: i64 = 1_800_000_000_000;
 const MINUTE: i64 = 60_000;
 const DAY: i64 = 24 * HOUR_MS;
 const USAGE: &str = "query($t: String!, $p: String!, $f: DateTime!, $u: DateTime!) { usage(tenantId: $t, poolId: $p, from: $f, to: $u) { tenantId poolId from to meters { meter sourceKind quantity windows } } }";
 
-struct Setup {
-    server: TestServer,
-    clock: Clock,
-    pool: String,
-    token: String,
-    _db: TestDb,
-}
+type Setup = common::TestApp;
 
 async fn setup(backend: Backend) -> Setup {
     assert_eq!(START % HOUR_MS, 0);
-    let db = TestDb::new(backend).await;
-    let clock = Clock::manual(START);
-    let mut config = common::config(&db.url);
-    config.clock = clock.clone();
-    config.sim = Some(common::quick_sim());
-    let server = TestServer::with_config(config).await;
-    server.tenant("acme").await;
-    let pool = server.sim_pool("sim", &["nyc3"], None).await;
-    server.offer(&pool, "acme", json!([{ "resource": "diskGiB", "max": 2000 }])).await;
-    let token = server.token(Some("acme"), &[("compute:*", "tenant/acme")]).await;
-    Setup { server, clock, pool, token, _db: db }
+    common::TestApp::on_clock(backend).quotas(json!([{ "resource": "diskGiB", "max": 2000 }])).build().await
 }
 
 fn at(ms: i64) -> DateTime<Utc> {

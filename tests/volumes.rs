@@ -6,21 +6,13 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Backend, TestDb, TestServer};
+use common::Backend;
 use serde_json::{Value, json};
-use vps_graph::clock::Clock;
 use vps_graph::sim::{Fault, Sim};
 
-const START: i64 = 1_800_000_000_000;
 const VOLUME: &str = "query($v: String!) { providerVolume(tenantId: \"acme\", volumeId: $v) { id state message sizeGiB observedSizeGiB device version kind readyAt mount { source type mountLines(path: \"/mnt/assets\") { cloudConfig fstab } } attachments { instanceId state desiredState message } snapshots { id state sizeGiB } } }";
 
-struct Setup {
-    server: TestServer,
-    clock: Clock,
-    pool: String,
-    token: String,
-    _db: TestDb,
-}
+type Setup = common::TestApp;
 
 async fn setup(backend: Backend) -> Setup {
     setup_with(backend, Duration::ZERO).await
@@ -28,17 +20,11 @@ async fn setup(backend: Backend) -> Setup {
 
 /// `setup` with `latency` added to every call the sim answers (it answers after doing the work).
 async fn setup_with(backend: Backend, latency: Duration) -> Setup {
-    let db = TestDb::new(backend).await;
-    let clock = Clock::manual(START);
-    let mut config = common::config(&db.url);
-    config.clock = clock.clone();
-    config.sim = Some(vps_graph::sim::SimConfig { latency, ..common::quick_sim() });
-    let server = TestServer::with_config(config).await;
-    server.tenant("acme").await;
-    let pool = server.sim_pool("sim", &["nyc3"], None).await;
-    server.offer(&pool, "acme", json!([{ "resource": "diskGiB", "max": 2000 }])).await;
-    let token = server.token(Some("acme"), &[("compute:*", "tenant/acme")]).await;
-    Setup { server, clock, pool, token, _db: db }
+    common::TestApp::on_clock(backend)
+        .sim(vps_graph::sim::SimConfig { latency, ..common::quick_sim() })
+        .quotas(json!([{ "resource": "diskGiB", "max": 2000 }]))
+        .build()
+        .await
 }
 
 impl Setup {

@@ -5,24 +5,19 @@ mod common;
 
 use std::time::Duration;
 
-use common::{ADMIN, Backend, TestServer};
+use common::{ADMIN, Backend};
 use serde_json::{Value, json};
 
 const CREATE: &str = "mutation($i: ProviderVolumeCreateInput!) { providerVolumeCreate(input: $i) { id state kind version sizeGiB attachment { instanceId state desiredState } } }";
 
-struct Setup {
-    server: TestServer,
-    pool: String,
-    token: String,
-}
+type Setup = common::TestApp;
 
 async fn setup(backend: Backend) -> Setup {
-    let server = TestServer::start(backend).await;
-    server.tenant("acme").await;
-    let pool = server.sim_pool("sim", &["nyc3", "sfo3"], None).await;
-    server.offer(&pool, "acme", json!([{ "resource": "diskGiB", "max": 1000 }])).await;
-    let token = server.token(Some("acme"), &[("compute:*", "tenant/acme")]).await;
-    Setup { server, pool, token }
+    common::TestApp::real_time(backend)
+        .regions(&["nyc3", "sfo3"])
+        .quotas(json!([{ "resource": "diskGiB", "max": 1000 }]))
+        .build()
+        .await
 }
 
 impl Setup {

@@ -134,15 +134,117 @@ pub fn config(url: &str) -> AppConfig {
     }
 }
 
-/// `config` for a test that drives `clock` itself against the quick sim. The clock moves a
-/// second at a time while provider calls take real time: the lease is long, so that no run is
-/// taken over under a slow call (and its create sent again).
-pub fn driven(url: &str, clock: &Clock) -> AppConfig {
-    let mut config = config(url);
-    config.clock = clock.clone();
-    config.runtime.lease_ms = 600_000;
-    config.sim = Some(quick_sim());
-    config
+/// Where every manual clock starts: on the hour, so that hour-bound tests (usage) count from it.
+pub const START: i64 = 1_800_000_000_000;
+
+/// One test's world: the app on a fresh database, tenant `acme` with a `compute:*` token, and a
+/// pool at the in-process sim offered to it. Each test file adds its own helpers with an `impl`
+/// (the harness is a module of every test crate, so the type is each crate's own).
+pub struct TestApp {
+    pub server: TestServer,
+    /// The app's clock, which the sim's actions run on too: manual from `START` unless the
+    /// builder was told `real_time`.
+    pub clock: Clock,
+    pub account: String,
+    pub pool: String,
+    pub token: String,
+}
+
+/// How a `TestApp` is made; see `TestApp::driven`, `TestApp::on_clock` and `TestApp::real_time`.
+pub struct TestAppBuilder {
+    backend: Backend,
+    clock: Clock,
+    long_lease: bool,
+    sim: SimConfig,
+    workers: Option<usize>,
+    aws_zones: Option<Vec<&'static str>>,
+    regions: Vec<&'static str>,
+    own_account: bool,
+    quotas: Value,
+}
+
+impl TestApp {
+    /// A test that drives the clock itself: a manual clock and the quick sim. The clock moves a
+    /// second at a time while provider calls take real time: the lease is long, so that no run
+    /// is taken over under a slow call (and its create sent again).
+    pub fn driven(backend: Backend) -> TestAppBuilder {
+        TestAppBuilder { long_lease: true, ..TestApp::on_clock(backend) }
+    }
+
+    /// A manual clock and the quick sim, with the usual lease.
+    pub fn on_clock(backend: Backend) -> TestAppBuilder {
+        TestAppBuilder {
+            backend,
+            clock: Clock::manual(START),
+            long_lease: false,
+            sim: quick_sim(),
+            workers: None,
+            aws_zones: None,
+            regions: vec!["nyc3"],
+            own_account: false,
+            quotas: json!([]),
+        }
+    }
+
+    /// The system clock and the sim at its own pace: for what needs no clock.
+    pub fn real_time(backend: Backend) -> TestAppBuilder {
+        TestAppBuilder { clock: Clock::system(), sim: SimConfig::default(), ..TestApp::on_clock(backend) }
+    }
+}
+
+impl TestAppBuilder {
+    /// The DigitalOcean regions of the pool's account (`nyc3` unless told).
+    pub fn regions(self, regions: &[&'static str]) -> Self {
+        TestAppBuilder { regions: regions.to_vec(), ..self }
+    }
+
+    /// The pool is on an AWS account at the sim with these zones of us-east-1.
+    pub fn aws(self, zones: &[&'static str]) -> Self {
+        TestAppBuilder { aws_zones: Some(zones.to_vec()), ..self }
+    }
+
+    /// The pool is on the tenant's own account (BYO), not the platform's.
+    pub fn own_account(self) -> Self {
+        TestAppBuilder { own_account: true, ..self }
+    }
+
+    /// The quotas the pool is offered with (none unless told).
+    pub fn quotas(self, quotas: Value) -> Self {
+        TestAppBuilder { quotas, ..self }
+    }
+
+    pub fn sim(self, sim: SimConfig) -> Self {
+        TestAppBuilder { sim, ..self }
+    }
+
+    /// Reconciler workers (0: none runs, and only what the calls record is seen).
+    pub fn workers(self, workers: usize) -> Self {
+        TestAppBuilder { workers: Some(workers), ..self }
+    }
+
+    pub async fn build(self) -> TestApp {
+        let db = TestDb::new(self.backend).await;
+        let mut config = config(&db.url);
+        config.clock = self.clock.clone();
+        config.sim = Some(self.sim);
+        if self.long_lease {
+            config.runtime.lease_ms = 600_000;
+        }
+        if let Some(workers) = self.workers {
+            config.runtime.workers = workers;
+        }
+        let mut server = TestServer::with_config(config).await;
+        server._db = Some(db);
+        server.tenant("acme").await;
+        let tenant = self.own_account.then_some("acme");
+        let (account, pool) = match &self.aws_zones {
+            Some(zones) => server.aws_sim_pool("aws", zones, tenant).await,
+            None => server.sim_account_pool("sim", &self.regions, tenant).await,
+        };
+        server.offer(&pool, "acme", self.quotas).await;
+        let token = server.token(Some("acme"), &[("compute:*", "tenant/acme")]).await;
+        TestApp { server, clock: self.clock, account, pool, token }
+    }
 }
 
 /// The app on a loopback port.
@@ -277,22 +379,30 @@ impl TestServer {
     /// A pool on an account at the in-process sim using `regions`: the platform's (METERED), or
     /// with `tenant` that tenant's own (BYO). Returns the pool id.
     pub async fn sim_pool(&self, name: &str, regions: &[&str], tenant: Option<&str>) -> String {
+        self.sim_account_pool(name, regions, tenant).await.1
+    }
+
+    /// `sim_pool`, with the account's id first.
+    pub async fn sim_account_pool(&self, name: &str, regions: &[&str], tenant: Option<&str>) -> (String, String) {
         let account = self
             .ok(
                 Some(ADMIN),
                 "mutation($i: ProviderAccountCreateInput!) { providerAccountCreate(input: $i) { id } }",
                 json!({ "i": { "name": name, "kind": "DIGITALOCEAN", "sim": true, "regions": regions, "tenantId": tenant } }),
             )
-            .await;
+            .await["providerAccountCreate"]["id"]
+            .as_str()
+            .expect("account id")
+            .to_owned();
         let billing = if tenant.is_some() { "BYO" } else { "METERED" };
         let pool = self
             .ok(
                 Some(ADMIN),
                 "mutation($i: PoolCreateInput!) { poolCreate(input: $i) { id } }",
-                json!({ "i": { "name": name, "providerAccountId": account["providerAccountCreate"]["id"], "billing": billing } }),
+                json!({ "i": { "name": name, "providerAccountId": account, "billing": billing } }),
             )
             .await;
-        pool["poolCreate"]["id"].as_str().expect("pool id").to_owned()
+        (account, pool["poolCreate"]["id"].as_str().expect("pool id").to_owned())
     }
 
     /// A platform AWS account (us-east-1, zone us-east-1a) and a METERED pool on it; returns the
