@@ -330,3 +330,20 @@ db_test!(a_mount_target_the_provider_failed_is_an_error_then_made_again, |backen
     // have been asked before or after the failure showed.)
     assert_eq!(s.sim().calls("efs.CreateMountTarget"), 2 + 1, "and made again, once: {:?}", s.sim().all_calls());
 });
+
+db_test!(a_filesystem_delete_bumps_its_generation_and_its_write_backs_do_not, |backend: Backend| async move {
+    use sea_orm::EntityTrait;
+    use vps_graph::store::entity::filesystem;
+    let s = setup(backend).await;
+    let network = s.network().await;
+    let id = s.filesystem(&network, "shared", "NFS").await;
+    s.until_filesystem(&network, &id, "READY").await;
+    let db = &s.server.app.services.db;
+    let of_filesystem =
+        || async { filesystem::Entity::find_by_id(id.clone()).one(db).await.unwrap().unwrap().generation };
+    assert_eq!(of_filesystem().await, 1, "as made, whatever its write-backs");
+    s.read(DELETE, json!({ "n": network, "f": id })).await;
+    assert_eq!(of_filesystem().await, 2, "a delete");
+    s.until_filesystem(&network, &id, "DELETED").await;
+    assert_eq!(of_filesystem().await, 2, "the delete's write-backs are no user change");
+});

@@ -563,3 +563,50 @@ db_test!(a_vpc_range_is_the_accounts_own_across_tenants_and_regions, |backend: B
         .unwrap();
     assert_eq!(direct.status(), 422, "the account's VPC in nyc3 holds 10.90.0.0/24");
 });
+
+db_test!(
+    every_change_the_tenant_asks_of_a_network_bumps_the_generation_of_the_row_it_changes,
+    |backend: Backend| async move {
+        // A reconciler's write-back never bumps a generation, so each count is exact whatever the
+        // reconcilers do meanwhile.
+        use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
+        use vps_graph::store::entity::{network, network_subnet as subnet};
+        let s = setup(backend).await;
+        let db = &s.server.app.services.db;
+        let id = s.create("lan", json!([{ "region": "nyc3", "ipRange": "10.30.0.0/24" }])).await["id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        s.until_state(&id, "READY").await;
+        let of_network =
+            || async { network::Entity::find_by_id(id.clone()).one(db).await.unwrap().unwrap().generation };
+        assert_eq!(of_network().await, 1, "as made");
+
+        let add = "mutation($n: String!) { networkAddSubnet(input: { tenantId: \"acme\", networkId: $n, subnet: { region: \"sfo3\", ipRange: \"10.30.1.0/24\" } }) { id } }";
+        s.server.ok(Some(&s.token), add, json!({ "n": id })).await;
+        assert_eq!(of_network().await, 2, "a subnet added");
+        s.until_state(&id, "READY").await;
+        assert_eq!(of_network().await, 2, "its write-backs are no user change");
+
+        let added = subnet::Entity::find()
+            .filter(subnet::Column::NetworkId.eq(id.clone()))
+            .filter(subnet::Column::Region.eq("sfo3"))
+            .one(db)
+            .await
+            .unwrap()
+            .expect("the added subnet");
+        assert_eq!(added.generation, 1, "a subnet is made at the first generation");
+        let remove = "mutation($n: String!, $s: String!) { networkRemoveSubnet(input: { tenantId: \"acme\", networkId: $n, subnetId: $s }) { id } }";
+        s.server.ok(Some(&s.token), remove, json!({ "n": id, "s": added.id })).await;
+        let removed = subnet::Entity::find_by_id(added.id.clone()).one(db).await.unwrap().unwrap();
+        assert_eq!(
+            (removed.generation, of_network().await),
+            (2, 3),
+            "a subnet removed: the subnet's and the network's"
+        );
+
+        s.until_state(&id, "READY").await;
+        s.delete(&id).await;
+        assert_eq!(of_network().await, 4, "a delete");
+    }
+);

@@ -1120,3 +1120,37 @@ db_test!(
         assert_eq!(of_volume().await, before_delete + 1, "a delete");
     }
 );
+
+db_test!(
+    a_snapshot_delete_and_an_instance_delete_each_bump_the_generation_of_the_row_they_change,
+    |backend: Backend| async move {
+        use sea_orm::EntityTrait;
+        use vps_graph::store::entity::{instance, provider_snapshot as snapshot};
+        let s = setup(backend).await;
+        let db = &s.server.app.services.db;
+        let (on, _) = s.instance("web", None).await;
+        let id = s.create_volume("data", json!({})).await;
+        s.until_volume(&id, "ready", |v| v["state"] == "READY").await;
+        let snap = s
+            .gql(
+                "mutation($i: ProviderVolumeSnapshotInput!) { providerVolumeSnapshot(input: $i) { id } }",
+                json!({ "i": { "tenantId": "acme", "volumeId": id, "name": "nightly", "idempotencyKey": "nightly" } }),
+            )
+            .await["providerVolumeSnapshot"]["id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        s.until_volume(&id, "snapshotted", |v| v["snapshots"][0]["state"] == "READY").await;
+        let of_snapshot =
+            || async { snapshot::Entity::find_by_id(snap.clone()).one(db).await.unwrap().unwrap().generation };
+        assert_eq!(of_snapshot().await, 1, "as made, whatever its write-backs");
+        s.mutate("providerSnapshotDelete", json!({ "tenantId": "acme", "snapshotId": snap })).await;
+        assert_eq!(of_snapshot().await, 2, "a snapshot delete");
+
+        let of_instance =
+            || async { instance::Entity::find_by_id(on.clone()).one(db).await.unwrap().unwrap().generation };
+        assert_eq!(of_instance().await, 1, "as made, whatever its write-backs");
+        s.mutate("instanceDelete", json!({ "tenantId": "acme", "instanceId": on })).await;
+        assert_eq!(of_instance().await, 2, "an instance delete");
+    }
+);
