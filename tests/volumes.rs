@@ -121,6 +121,13 @@ impl Setup {
         data["providerVolumeCreate"]["id"].as_str().unwrap().to_owned()
     }
 
+    /// Asks for a snapshot of the volume named `name` (its idempotency key too); its id.
+    async fn snapshot(&self, volume: &str, name: &str) -> String {
+        let input = json!({ "tenantId": "acme", "volumeId": volume, "name": name, "idempotencyKey": name });
+        let query = "mutation($i: ProviderVolumeSnapshotInput!) { providerVolumeSnapshot(input: $i) { id } }";
+        self.gql(query, json!({ "i": input })).await["providerVolumeSnapshot"]["id"].as_str().unwrap().to_owned()
+    }
+
     async fn mutate(&self, field: &str, input: Value) -> Value {
         let mut chars = field.chars();
         let input_type = chars.next().unwrap().to_ascii_uppercase().to_string() + chars.as_str() + "Input";
@@ -232,15 +239,7 @@ db_test!(
         assert_eq!(s.used().await, 20, "the difference is booked at once");
         s.until_volume(&id, "resized", |v| v["state"] == "READY" && v["observedSizeGiB"] == 20).await;
 
-        let snap = s
-            .gql(
-                "mutation($i: ProviderVolumeSnapshotInput!) { providerVolumeSnapshot(input: $i) { id } }",
-                json!({ "i": { "tenantId": "acme", "volumeId": id, "name": "nightly", "idempotencyKey": "nightly" } }),
-            )
-            .await["providerVolumeSnapshot"]["id"]
-            .as_str()
-            .unwrap()
-            .to_owned();
+        let snap = s.snapshot(&id, "nightly").await;
         let with_snapshot = s.until_volume(&id, "snapshotted", |v| v["snapshots"][0]["state"] == "READY").await;
         assert!(with_snapshot["snapshots"][0]["sizeGiB"].as_f64().unwrap() > 0.0, "the GiB the provider reports");
 
@@ -495,15 +494,7 @@ db_test!(a_restore_fails_when_its_snapshot_is_deleted_first, |backend: Backend| 
     s.until_volume(&id, "ready", |v| v["state"] == "READY").await;
     // The provider does not answer the snapshot: it stays pending while the clock stands.
     s.sim().inject("volumes.snapshots.create", Fault::Status { status: 503 }, 1);
-    let snap = s
-        .gql(
-            "mutation($i: ProviderVolumeSnapshotInput!) { providerVolumeSnapshot(input: $i) { id } }",
-            json!({ "i": { "tenantId": "acme", "volumeId": id, "name": "s", "idempotencyKey": "s" } }),
-        )
-        .await["providerVolumeSnapshot"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let snap = s.snapshot(&id, "s").await;
     let copy = s
         .gql(
             "mutation($i: ProviderSnapshotRestoreInput!) { providerSnapshotRestore(input: $i) { id } }",
@@ -638,15 +629,7 @@ db_test!(instance_changed_and_provider_snapshot_changed_yield_each_new_view, |ba
     let (instance, _) = s.instance("watched", None).await;
     let id = s.create_volume("with-snapshot", json!({})).await;
     s.until_volume(&id, "ready", |v| v["state"] == "READY").await;
-    let snap = s
-        .gql(
-            "mutation($i: ProviderVolumeSnapshotInput!) { providerVolumeSnapshot(input: $i) { id } }",
-            json!({ "i": { "tenantId": "acme", "volumeId": id, "name": "s", "idempotencyKey": "s" } }),
-        )
-        .await["providerVolumeSnapshot"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let snap = s.snapshot(&id, "s").await;
     s.until_volume(&id, "snapshotted", |v| v["snapshots"][0]["state"] == "READY").await;
     let mut ws = s.server.ws(json!({ "Authorization": format!("Bearer {}", s.token) })).await;
     assert_eq!(ws.next(Duration::from_secs(5)).await.unwrap()["type"], "connection_ack");
@@ -1131,15 +1114,7 @@ db_test!(
         let (on, _) = s.instance("web", None).await;
         let id = s.create_volume("data", json!({})).await;
         s.until_volume(&id, "ready", |v| v["state"] == "READY").await;
-        let snap = s
-            .gql(
-                "mutation($i: ProviderVolumeSnapshotInput!) { providerVolumeSnapshot(input: $i) { id } }",
-                json!({ "i": { "tenantId": "acme", "volumeId": id, "name": "nightly", "idempotencyKey": "nightly" } }),
-            )
-            .await["providerVolumeSnapshot"]["id"]
-            .as_str()
-            .unwrap()
-            .to_owned();
+        let snap = s.snapshot(&id, "nightly").await;
         s.until_volume(&id, "snapshotted", |v| v["snapshots"][0]["state"] == "READY").await;
         let of_snapshot =
             || async { snapshot::Entity::find_by_id(snap.clone()).one(db).await.unwrap().unwrap().generation };
