@@ -281,7 +281,8 @@ impl Services {
         filter: rows::ListFilter,
     ) -> Result<rows::Page<InstanceView>> {
         actor.decide_list(READ, tenant_id)?;
-        let found = rows::list_query::<instance::Entity>(tenant_id, &filter, ids::INSTANCE)?.all(&self.db).await?;
+        rows::check_list(tenant_id, &filter, ids::INSTANCE)?;
+        let found = crate::store::list::page::<instance::Entity>(&self.db, tenant_id, &filter).await?;
         Ok(rows::page(
             found,
             filter.first,

@@ -16,6 +16,7 @@ use crate::error::{Error, Result};
 use crate::provider::{Droplet, DropletCreate, Instances, ProviderError, Volumes, ownership_tag};
 use crate::service::instances::{self as svc, RECONCILER};
 use crate::service::{addresses, rows, volumes};
+use crate::store::addresses as store_addresses;
 use crate::store::entity::{instance, provider_volume, volume_attachment as attachment};
 use crate::store::queue;
 use crate::store::state::{Assignment, Desired, OnDelete, State, VolumeKind};
@@ -315,10 +316,10 @@ pub(super) async fn finish_delete(run: &Run<'_>, current: &instance::Model, fini
     // Addresses before the instance too, as an assign takes them. None can be added meanwhile
     // (an assign to an instance being deleted is refused), but one may have let go of it before
     // its lock was taken: read them again once locked.
-    for a in addresses::on_instance(&txn, &current.id).await? {
+    for a in store_addresses::on_instance(&txn, &current.id).await? {
         rows::lock(&txn, "provider_addresses", &a.id).await?;
     }
-    let assigned = addresses::on_instance(&txn, &current.id).await?;
+    let assigned = store_addresses::on_instance(&txn, &current.id).await?;
     rows::lock(&txn, "instances", &current.id).await?;
     if !queue::fence(&txn, run.claimed).await? {
         return Ok(Next::Now);
@@ -351,7 +352,7 @@ pub(super) async fn finish_delete(run: &Run<'_>, current: &instance::Model, fini
     // Its addresses let go of it and stay reserved.
     for a in &assigned {
         if a.assignment_state != Assignment::Deleting {
-            events.push(addresses::event("updated", &addresses::mark_unassign(&txn, a, now).await?));
+            events.push(addresses::event("updated", &store_addresses::mark_unassign(&txn, a, now).await?));
         }
         queue::wake(&txn, addresses::RECONCILER, &a.id, services.clock.now_ms()).await?;
     }
@@ -404,7 +405,7 @@ pub(super) async fn write(run: &Run<'_>, current: &instance::Model, observed: Ob
         for a in attached {
             queue::wake(&txn, volumes::RECONCILER, &a.volume_id, services.clock.now_ms()).await?;
         }
-        for a in addresses::on_instance(&txn, &current.id).await? {
+        for a in store_addresses::on_instance(&txn, &current.id).await? {
             queue::wake(&txn, addresses::RECONCILER, &a.id, services.clock.now_ms()).await?;
         }
     }

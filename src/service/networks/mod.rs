@@ -329,8 +329,8 @@ impl Services {
         filter: super::rows::ListFilter,
     ) -> Result<NetworkPage> {
         actor.decide_list(READ, tenant_id)?;
-        let mut rows =
-            super::rows::list_query::<network::Entity>(tenant_id, &filter, ids::NETWORK)?.all(&self.db).await?;
+        super::rows::check_list(tenant_id, &filter, ids::NETWORK)?;
+        let mut rows = crate::store::list::page::<network::Entity>(&self.db, tenant_id, &filter).await?;
         let has_next_page = rows.len() as u64 > filter.first;
         rows.truncate(filter.first as usize);
         let end_cursor = rows.last().map(|n| n.id.clone());

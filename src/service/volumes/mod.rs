@@ -34,7 +34,7 @@ pub(crate) use checks::attachable_instance;
 use checks::*;
 pub use views::{AttachmentView, VolumeView, attachment_view, event, view};
 
-pub const RECONCILER: &str = "vps.provider-resources";
+pub use crate::store::volumes::RECONCILER;
 pub const KIND: &str = "provider-volume";
 pub const READ: &str = "compute:volumes:read";
 pub const MANAGE: &str = "compute:volumes:manage";
@@ -290,7 +290,8 @@ impl Services {
         filter: rows::ListFilter,
     ) -> Result<rows::Page<VolumeView>> {
         actor.decide_list(READ, tenant_id)?;
-        let found = rows::list_query::<volume::Entity>(tenant_id, &filter, ids::VOLUME)?.all(&self.db).await?;
+        rows::check_list(tenant_id, &filter, ids::VOLUME)?;
+        let found = crate::store::list::page::<volume::Entity>(&self.db, tenant_id, &filter).await?;
         Ok(rows::page(
             found,
             filter.first,
