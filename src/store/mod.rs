@@ -4,6 +4,7 @@
 //! too, so that a state is one type from the column to the API.
 pub mod addresses;
 pub mod admin;
+pub mod attachments;
 pub mod entity;
 pub mod filesystems;
 pub mod idempotency;

@@ -57,3 +57,47 @@ pub async fn mark_removed(
         .await?
         .ok_or_else(|| Error::internal("subnet vanished"))
 }
+
+/// The network, if it is the tenant's and not deleted.
+pub async fn find_live_in_tenant(
+    conn: &impl ConnectionTrait,
+    tenant_id: &str,
+    network_id: &str,
+) -> Result<Option<network::Model>> {
+    Ok(network::Entity::find_by_id(network_id.to_owned())
+        .filter(network::Column::TenantId.eq(tenant_id))
+        .filter(network::Column::State.ne(State::Deleted))
+        .one(conn)
+        .await?)
+}
+
+/// The network's subnets in `region` that are wanted (not being removed), in no order.
+pub async fn wanted_subnets_in(
+    conn: &impl ConnectionTrait,
+    network_id: &str,
+    region: &str,
+) -> Result<Vec<network_subnet::Model>> {
+    Ok(network_subnet::Entity::find()
+        .filter(network_subnet::Column::NetworkId.eq(network_id))
+        .filter(network_subnet::Column::Region.eq(region))
+        .filter(network_subnet::Column::DesiredState.eq(Desired::Present))
+        .all(conn)
+        .await?)
+}
+
+/// The provider id of the network's ready subnet in `zone` (AWS keeps one subnet per zone):
+/// where an EC2 instance of that zone goes.
+pub async fn ready_subnet_in_zone(
+    conn: &impl ConnectionTrait,
+    network_id: &str,
+    zone: Option<String>,
+) -> Result<Option<String>> {
+    let subnet = network_subnet::Entity::find()
+        .filter(network_subnet::Column::NetworkId.eq(network_id))
+        .filter(network_subnet::Column::Zone.eq(zone))
+        .filter(network_subnet::Column::DesiredState.eq(Desired::Present))
+        .filter(network_subnet::Column::State.eq(State::Ready))
+        .one(conn)
+        .await?;
+    Ok(subnet.and_then(|s| s.provider_id))
+}
