@@ -24,7 +24,7 @@ use crate::store::outbox::NewEvent;
 use crate::store::queue;
 use crate::store::state::{Deployment, Desired, FilesystemKind, State};
 
-pub const RECONCILER: &str = "vps.filesystems";
+pub use crate::store::filesystems::RECONCILER;
 pub const KIND: &str = "filesystem";
 /// Filesystems a network holds that are not deleted.
 pub const MAX_PER_NETWORK: u64 = 8;
@@ -294,7 +294,7 @@ impl Services {
         zones: &[String],
         asked: Option<&str>,
     ) -> Result<String> {
-        let subnets = networks::subnets_of(conn, &network.id).await?;
+        let subnets = crate::store::networks::subnets_of(conn, &network.id).await?;
         let has =
             |zone: &str| subnets.iter().any(|s| s.desired_state == Desired::Present && s.zone.as_deref() == Some(zone));
         let Some(zone) = asked else {

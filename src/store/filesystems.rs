@@ -6,6 +6,9 @@ use super::entity::filesystem;
 use crate::error::Result;
 use crate::store::state::State;
 
+/// The work item kind of the filesystem reconciler.
+pub const RECONCILER: &str = "vps.filesystems";
+
 /// The network's filesystems that are not deleted, by name.
 pub async fn live_of(conn: &impl ConnectionTrait, network_id: &str) -> Result<Vec<filesystem::Model>> {
     Ok(filesystem::Entity::find()

@@ -47,6 +47,16 @@ pub async fn find_many(conn: &impl ConnectionTrait, instance_ids: &[String]) -> 
     Ok(instance::Entity::find().filter(instance::Column::Id.is_in(instance_ids.to_vec())).all(conn).await?)
 }
 
+/// The network's instances that are not deleted, by id.
+pub async fn live_on_network(conn: &impl ConnectionTrait, network_id: &str) -> Result<Vec<instance::Model>> {
+    Ok(instance::Entity::find()
+        .filter(instance::Column::NetworkId.eq(network_id))
+        .filter(instance::Column::State.ne(State::Deleted))
+        .order_by_asc(instance::Column::Id)
+        .all(conn)
+        .await?)
+}
+
 /// What a new instance row holds besides what every new row starts with.
 pub struct NewInstance<'a> {
     pub id: &'a str,

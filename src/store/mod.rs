@@ -14,6 +14,7 @@ pub mod meta;
 pub mod networks;
 pub mod notify;
 pub mod outbox;
+pub mod pools;
 pub mod queue;
 pub mod quota;
 pub mod state;

@@ -27,6 +27,21 @@ pub async fn going_with_instance(conn: &impl ConnectionTrait, volume_ids: Vec<St
         .await?)
 }
 
+/// The network's volumes that are not deleted (in `region`, if given), by id.
+pub async fn live_on_network(
+    conn: &impl ConnectionTrait,
+    network_id: &str,
+    region: Option<&str>,
+) -> Result<Vec<volume::Model>> {
+    let mut volumes = volume::Entity::find()
+        .filter(volume::Column::NetworkId.eq(network_id))
+        .filter(volume::Column::State.ne(State::Deleted));
+    if let Some(region) = region {
+        volumes = volumes.filter(volume::Column::Region.eq(region));
+    }
+    Ok(volumes.order_by_asc(volume::Column::Id).all(conn).await?)
+}
+
 /// A volume's attachments that are not finished, oldest first.
 pub async fn live_attachments(conn: &impl ConnectionTrait, volume_id: &str) -> Result<Vec<attachment::Model>> {
     Ok(attachment::Entity::find()
