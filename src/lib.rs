@@ -3,6 +3,7 @@
 //! `store`. See DESIGN.md in the shared folder for the one flow every call follows.
 pub mod app;
 pub mod bench;
+pub mod boot;
 pub mod cidr;
 pub mod cli;
 pub mod clock;

@@ -71,9 +71,7 @@ impl Run<'_> {
 
     /// The client of a provider account.
     pub async fn provider(&self, account_id: &str) -> Result<Arc<crate::provider::Provider>> {
-        use sea_orm::EntityTrait;
-        let account = crate::store::entity::provider_account::Entity::find_by_id(account_id.to_owned())
-            .one(&self.services.db)
+        let account = crate::store::pools::find_account(&self.services.db, account_id)
             .await?
             .ok_or_else(|| crate::error::Error::internal(format!("no provider account {account_id}")))?;
         Ok(self.services.providers.for_account(&crate::provider::AccountRef {

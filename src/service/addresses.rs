@@ -6,8 +6,7 @@
 //! `compute:addresses:read` to read, `compute:addresses:manage` for everything else; assigning
 //! one is also decided as `compute:instances:update` on the instance.
 use chrono::{DateTime, Utc};
-use sea_orm::sea_query::{Expr, ExprTrait};
-use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, Set};
+use sea_orm::ConnectionTrait;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -17,18 +16,19 @@ use super::volumes::{attachable_instance, invalid_state};
 use super::{Services, rows, validate};
 use crate::error::{Code, Error, Result};
 use crate::ids;
-use crate::provider::{self, Family};
+use crate::provider;
+use crate::store::addresses::{self as store, NewAddress};
 use crate::store::entity::{instance, provider_address as address};
 use crate::store::idempotency::{self, Claim};
 use crate::store::outbox::NewEvent;
 use crate::store::state::{AddressFamily, Assignment, Desired, State};
 use crate::store::{queue, quota};
 
-pub use super::volumes::RECONCILER;
+pub use crate::store::addresses::QUOTA;
+pub use crate::store::volumes::RECONCILER;
 pub const KIND: &str = "provider-address";
 pub const READ: &str = "compute:addresses:read";
 pub const MANAGE: &str = "compute:addresses:manage";
-pub const QUOTA: &str = "addresses";
 
 /// Where an address's assignment is: `none` (on no instance), or a state of the resource states
 /// (`pending`, `ready`, `deleting` while an unassign runs, `error`).
@@ -109,13 +109,6 @@ pub fn event(event_type: &str, a: &address::Model) -> NewEvent {
     }
 }
 
-pub fn family(family: AddressFamily) -> Family {
-    match family {
-        AddressFamily::Ipv4 => Family::V4,
-        AddressFamily::Ipv6 => Family::V6,
-    }
-}
-
 impl Services {
     pub async fn address_create(&self, actor: &Actor, input: AddressCreate) -> Result<AddressView> {
         check_create(&input)?;
@@ -140,7 +133,17 @@ impl Services {
         }
         rows::check_project(&txn, &input.tenant_id, input.project_id.as_deref()).await?;
         rows::check_region(&pool, &input.region)?;
-        let created = insert_address(&txn, &id, &input, &pool.account.id, self.clock.now()).await?;
+        let new = NewAddress {
+            id: &id,
+            tenant_id: &input.tenant_id,
+            project_id: input.project_id.as_deref(),
+            pool_id: &input.pool_id,
+            provider_account_id: &pool.account.id,
+            name: &input.name,
+            region: &input.region,
+            family: input.family,
+        };
+        let created = store::insert(&txn, new, self.clock.now()).await?;
         let holding =
             quota::Holding { tenant_id: &input.tenant_id, pool_id: &input.pool_id, quota: QUOTA, resource_id: &id };
         quota::hold(&txn, &holding, 1).await?;
@@ -184,17 +187,7 @@ impl Services {
             }
             (None, _) => {}
         }
-        let updated = bump(
-            &txn,
-            &current,
-            |u| {
-                u.col_expr(address::Column::InstanceId, Expr::value(instance_id))
-                    .col_expr(address::Column::AssignmentState, Expr::value(State::Pending))
-                    .col_expr(address::Column::AssignmentMessage, Expr::value(Option::<String>::None))
-            },
-            self.clock.now(),
-        )
-        .await?;
+        let updated = store::mark_assign(&txn, &current, instance_id, self.clock.now()).await?;
         queue::wake(&txn, RECONCILER, address_id, self.clock.now_ms()).await?;
         self.commit_and_wake(txn, vec![event("updated", &updated)]).await?;
         Ok(view(&updated))
@@ -209,7 +202,7 @@ impl Services {
             return Ok(view(&current));
         }
         let now = self.clock.now();
-        let updated = mark_unassign(&txn, &current, now).await?;
+        let updated = store::mark_unassign(&txn, &current, now).await?;
         queue::wake(&txn, RECONCILER, address_id, self.clock.now_ms()).await?;
         self.commit_and_wake(txn, vec![event("updated", &updated)]).await?;
         Ok(view(&updated))
@@ -227,16 +220,7 @@ impl Services {
             return Err(Error::new(Code::InvalidState, "the address is assigned: unassign it first")
                 .with_details(json!({ "reason": "assigned", "instanceId": instance_id })));
         }
-        let updated = bump(
-            &txn,
-            &current,
-            |u| {
-                u.col_expr(address::Column::DesiredState, Expr::value(Desired::Absent))
-                    .col_expr(address::Column::State, Expr::value(State::Deleting))
-            },
-            self.clock.now(),
-        )
-        .await?;
+        let updated = store::mark_deleting(&txn, &current, self.clock.now()).await?;
         queue::wake(&txn, RECONCILER, address_id, self.clock.now_ms()).await?;
         self.commit_and_wake(txn, vec![event("deleting", &updated)]).await?;
         Ok(view(&updated))
@@ -258,7 +242,8 @@ impl Services {
         filter: rows::ListFilter,
     ) -> Result<rows::Page<AddressView>> {
         actor.decide_list(READ, tenant_id)?;
-        let found = rows::list_query::<address::Entity>(tenant_id, &filter, ids::ADDRESS)?.all(&self.db).await?;
+        rows::check_list(tenant_id, &filter, ids::ADDRESS)?;
+        let found = crate::store::list::page::<address::Entity>(&self.db, tenant_id, &filter).await?;
         Ok(rows::page(
             found,
             filter.first,
@@ -309,21 +294,7 @@ impl Services {
 }
 
 async fn find_address(conn: &impl ConnectionTrait, tenant_id: &str, address_id: &str) -> Result<address::Model> {
-    address::Entity::find_by_id(address_id.to_owned())
-        .filter(address::Column::TenantId.eq(tenant_id))
-        .one(conn)
-        .await?
-        .ok_or_else(|| Error::not_found(KIND, address_id))
-}
-
-/// The addresses wanted on an instance (assigned, or on their way), oldest first.
-pub(crate) async fn on_instance(conn: &impl ConnectionTrait, instance_id: &str) -> Result<Vec<address::Model>> {
-    Ok(address::Entity::find()
-        .filter(address::Column::InstanceId.eq(instance_id))
-        .filter(address::Column::State.ne(State::Deleted))
-        .order_by_asc(address::Column::Id)
-        .all(conn)
-        .await?)
+    store::find_in_tenant(conn, tenant_id, address_id).await?.ok_or_else(|| Error::not_found(KIND, address_id))
 }
 
 fn check_create(input: &AddressCreate) -> Result<()> {
@@ -350,81 +321,4 @@ fn check_instance_fits(a: &address::Model, found: &instance::Model) -> Result<()
         return Err(invalid_state(format!("instance {} is being deleted", found.id), "instanceDeleting"));
     }
     Ok(())
-}
-
-async fn insert_address(
-    conn: &impl ConnectionTrait,
-    id: &str,
-    input: &AddressCreate,
-    account_id: &str,
-    now: DateTime<Utc>,
-) -> Result<address::Model> {
-    address::ActiveModel {
-        id: Set(id.to_owned()),
-        tenant_id: Set(input.tenant_id.clone()),
-        project_id: Set(input.project_id.clone()),
-        pool_id: Set(input.pool_id.clone()),
-        provider_account_id: Set(account_id.to_owned()),
-        name: Set(input.name.clone()),
-        region: Set(input.region.clone()),
-        family: Set(input.family),
-        state: Set(State::Pending),
-        desired_state: Set(Desired::Present),
-        address: Set(None),
-        fingerprint: Set(None),
-        reserve_attempts: Set(0),
-        lost: Set(false),
-        message: Set(None),
-        instance_id: Set(None),
-        assignment_state: Set(Assignment::None),
-        assignment_message: Set(None),
-        action_id: Set(None),
-        version: Set(1),
-        generation: Set(1),
-        created_at: Set(now),
-        updated_at: Set(now),
-        ready_at: Set(None),
-        deleted_at: Set(None),
-    }
-    .insert(conn)
-    .await
-    .map_err(|err| match crate::store::is_unique_violation(&err) {
-        true => Error::conflict(format!("an address named {} exists in the tenant", input.name))
-            .with_details(json!({ "field": "name" })),
-        false => err.into(),
-    })
-}
-
-/// Marks the address's assignment unwanted: the reconciler unassigns it, and it stays reserved.
-pub(crate) async fn mark_unassign(
-    conn: &impl ConnectionTrait,
-    a: &address::Model,
-    now: DateTime<Utc>,
-) -> Result<address::Model> {
-    bump(
-        conn,
-        a,
-        |u| {
-            u.col_expr(address::Column::AssignmentState, Expr::value(State::Deleting))
-                .col_expr(address::Column::AssignmentMessage, Expr::value(Option::<String>::None))
-        },
-        now,
-    )
-    .await
-}
-
-/// Writes a change of the address row with its version bumped in SQL; returns the row written.
-pub(crate) async fn bump(
-    conn: &impl ConnectionTrait,
-    current: &address::Model,
-    change: impl FnOnce(sea_orm::UpdateMany<address::Entity>) -> sea_orm::UpdateMany<address::Entity>,
-    now: DateTime<Utc>,
-) -> Result<address::Model> {
-    let update = address::Entity::update_many()
-        .col_expr(address::Column::Version, Expr::col(address::Column::Version).add(1))
-        .col_expr(address::Column::Generation, Expr::col(address::Column::Generation).add(1))
-        .col_expr(address::Column::UpdatedAt, Expr::value(now))
-        .filter(address::Column::Id.eq(current.id.clone()));
-    change(update).exec(conn).await?;
-    address::Entity::find_by_id(current.id.clone()).one(conn).await?.ok_or_else(|| Error::internal("address vanished"))
 }

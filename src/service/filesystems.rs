@@ -13,6 +13,7 @@ use super::authz::Actor;
 use super::networks;
 use super::pools::{find_pool, strings};
 use super::{Services, validate};
+pub use crate::boot::{Mount, mount};
 use crate::error::{Code, Error, Result};
 use crate::ids;
 use crate::provider;
@@ -23,7 +24,7 @@ use crate::store::outbox::NewEvent;
 use crate::store::queue;
 use crate::store::state::{Deployment, Desired, FilesystemKind, State};
 
-pub const RECONCILER: &str = "vps.filesystems";
+pub use crate::store::filesystems::RECONCILER;
 pub const KIND: &str = "filesystem";
 /// Filesystems a network holds that are not deleted.
 pub const MAX_PER_NETWORK: u64 = 8;
@@ -45,14 +46,6 @@ pub struct FilesystemCreate {
     pub zone: Option<String>,
     #[serde(skip)]
     pub idempotency_key: String,
-}
-
-/// How a machine mounts a ready filesystem: DNS names and mount names, never a secret.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Mount {
-    pub fstype: String,
-    pub source: String,
-    pub options: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -99,31 +92,6 @@ pub fn view(f: &filesystem::Model) -> FilesystemView {
         ready_at: f.ready_at,
         deleted_at: f.deleted_at,
     }
-}
-
-/// The mount of a ready filesystem, from the names the provider gave it. The options are what
-/// AWS recommends for each client, with `_netdev` so a mount waits for the network.
-pub fn mount(f: &filesystem::Model) -> Option<Mount> {
-    if f.state != State::Ready {
-        return None;
-    }
-    // The provider's names go into a boot script and /etc/fstab: only a host name and a plain
-    // mount name are taken.
-    let host = |d: &&str| !d.is_empty() && d.chars().all(|c| c.is_ascii_alphanumeric() || ".-".contains(c));
-    let plain = |m: &&str| !m.is_empty() && m.chars().all(|c| c.is_ascii_alphanumeric());
-    let dns = f.dns_name.as_deref().filter(host)?;
-    Some(match f.kind {
-        FilesystemKind::Lustre => Mount {
-            fstype: "lustre".into(),
-            source: format!("{dns}@tcp:/{}", f.mount_name.as_deref().filter(plain)?),
-            options: "relatime,flock,_netdev".into(),
-        },
-        _ => Mount {
-            fstype: "nfs4".into(),
-            source: format!("{dns}:/"),
-            options: "nfsvers=4.1,rsize=1048576,wsize=1048576,hard,timeo=600,retrans=2,noresvport,_netdev".into(),
-        },
-    })
 }
 
 /// The `network.filesystem.*` event of a change to `f`: published on its network, its data the
@@ -326,7 +294,7 @@ impl Services {
         zones: &[String],
         asked: Option<&str>,
     ) -> Result<String> {
-        let subnets = networks::subnets_of(conn, &network.id).await?;
+        let subnets = crate::store::networks::subnets_of(conn, &network.id).await?;
         let has =
             |zone: &str| subnets.iter().any(|s| s.desired_state == Desired::Present && s.zone.as_deref() == Some(zone));
         let Some(zone) = asked else {

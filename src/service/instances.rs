@@ -4,8 +4,7 @@
 //! instance: `compute:instances:read`, `…:create`, `…:delete`; putting a volume on one takes
 //! `…:update`.
 use chrono::{DateTime, Utc};
-use sea_orm::sea_query::{Expr, ExprTrait};
-use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, Set};
+use sea_orm::ConnectionTrait;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -16,13 +15,14 @@ use super::{Services, validate};
 use crate::error::{Code, Error, Result};
 use crate::ids;
 use crate::provider;
-use crate::store::entity::{filesystem, instance, instance_filesystem, network, network_subnet};
+use crate::store::entity::{instance, network};
 use crate::store::idempotency::{self, Claim};
+use crate::store::instances::{self as store, NewInstance};
 use crate::store::outbox::NewEvent;
 use crate::store::queue;
 use crate::store::state::{Desired, OnDelete, ProviderKind, State};
 
-pub const RECONCILER: &str = "vps.instances";
+pub use crate::store::instances::RECONCILER;
 pub const KIND: &str = "instance";
 pub const READ: &str = "compute:instances:read";
 pub const CREATE: &str = "compute:instances:create";
@@ -176,59 +176,34 @@ impl Services {
             }
         };
         let mounts = check_filesystems(&txn, &input).await?;
-        let rendered = super::boot::user_data(&mounts, input.user_data.as_deref());
-        if rendered.as_ref().is_some_and(|d| d.len() > super::boot::MAX_USER_DATA_BYTES) {
+        let rendered = crate::boot::user_data(&mounts, input.user_data.as_deref());
+        if rendered.as_ref().is_some_and(|d| d.len() > crate::boot::MAX_USER_DATA_BYTES) {
             return Err(Error::invalid_input(
                 "userData",
-                format!("the user data with its mounts is over {} bytes", super::boot::MAX_USER_DATA_BYTES),
+                format!("the user data with its mounts is over {} bytes", crate::boot::MAX_USER_DATA_BYTES),
             ));
         }
         let now = self.clock.now();
-        let created = instance::ActiveModel {
-            id: Set(id.clone()),
-            tenant_id: Set(input.tenant_id.clone()),
-            project_id: Set(input.project_id.clone()),
-            pool_id: Set(input.pool_id.clone()),
-            provider_account_id: Set(pool.account.id.clone()),
-            network_id: Set(input.network_id.clone()),
-            name: Set(input.name.clone()),
-            region: Set(input.region.clone()),
-            size: Set(input.size.clone()),
-            image: Set(input.image.clone()),
-            on_delete: Set(input.on_delete),
-            state: Set(State::Pending),
-            desired_state: Set(Desired::Present),
-            provider_id: Set(None),
-            provider_name: Set(provider_name(&id)),
-            create_attempts: Set(0),
-            lost: Set(false),
-            message: Set(None),
-            version: Set(1),
-            generation: Set(1),
-            created_at: Set(now),
-            updated_at: Set(now),
-            ready_at: Set(None),
-            deleted_at: Set(None),
-            zone: Set(zone),
-            user_data: Set(input.user_data.clone()),
-        }
-        .insert(&txn)
-        .await
-        .map_err(|err| match crate::store::is_unique_violation(&err) {
-            true => Error::conflict(format!("an instance named {} exists in the tenant", input.name))
-                .with_details(json!({ "field": "name" })),
-            false => err.into(),
-        })?;
-        for (position, asked) in input.filesystems.iter().enumerate() {
-            instance_filesystem::ActiveModel {
-                instance_id: Set(id.clone()),
-                filesystem_id: Set(asked.filesystem_id.clone()),
-                path: Set(asked.path.clone()),
-                position: Set(position as i32),
-            }
-            .insert(&txn)
-            .await?;
-        }
+        let new = NewInstance {
+            id: &id,
+            tenant_id: &input.tenant_id,
+            project_id: input.project_id.as_deref(),
+            pool_id: &input.pool_id,
+            provider_account_id: &pool.account.id,
+            network_id: input.network_id.as_deref(),
+            name: &input.name,
+            region: &input.region,
+            size: &input.size,
+            image: &input.image,
+            on_delete: input.on_delete,
+            provider_name: provider_name(&id),
+            zone,
+            user_data: input.user_data.as_deref(),
+        };
+        let created = store::insert(&txn, new, now).await?;
+        let asked: Vec<(String, String)> =
+            input.filesystems.iter().map(|m| (m.filesystem_id.clone(), m.path.clone())).collect();
+        store::insert_mounts(&txn, &id, &asked).await?;
         queue::wake(&txn, RECONCILER, &id, self.clock.now_ms()).await?;
         self.commit_and_wake(txn, vec![event("created", &created)]).await?;
         Ok(view(&created))
@@ -250,15 +225,7 @@ impl Services {
             return Ok(view(&current));
         }
         let now = self.clock.now();
-        instance::Entity::update_many()
-            .col_expr(instance::Column::DesiredState, Expr::value(Desired::Absent))
-            .col_expr(instance::Column::State, Expr::value(State::Deleting))
-            .col_expr(instance::Column::Version, Expr::col(instance::Column::Version).add(1))
-            .col_expr(instance::Column::Generation, Expr::col(instance::Column::Generation).add(1))
-            .col_expr(instance::Column::UpdatedAt, Expr::value(now))
-            .filter(instance::Column::Id.eq(instance_id))
-            .exec(&txn)
-            .await?;
+        store::mark_deleting(&txn, instance_id, now).await?;
         let updated = self.instance_load(&txn, tenant_id, instance_id).await?;
         queue::wake(&txn, RECONCILER, instance_id, self.clock.now_ms()).await?;
         self.commit_and_wake(txn, vec![event("deleting", &updated)]).await?;
@@ -281,7 +248,8 @@ impl Services {
         filter: rows::ListFilter,
     ) -> Result<rows::Page<InstanceView>> {
         actor.decide_list(READ, tenant_id)?;
-        let found = rows::list_query::<instance::Entity>(tenant_id, &filter, ids::INSTANCE)?.all(&self.db).await?;
+        rows::check_list(tenant_id, &filter, ids::INSTANCE)?;
+        let found = crate::store::list::page::<instance::Entity>(&self.db, tenant_id, &filter).await?;
         Ok(rows::page(
             found,
             filter.first,
@@ -314,11 +282,7 @@ impl Services {
         tenant_id: &str,
         instance_id: &str,
     ) -> Result<instance::Model> {
-        instance::Entity::find_by_id(instance_id.to_owned())
-            .filter(instance::Column::TenantId.eq(tenant_id))
-            .one(conn)
-            .await?
-            .ok_or_else(|| Error::not_found(KIND, instance_id))
+        store::find_in_tenant(conn, tenant_id, instance_id).await?.ok_or_else(|| Error::not_found(KIND, instance_id))
     }
 }
 
@@ -339,7 +303,7 @@ fn check_create(input: &InstanceCreate) -> Result<()> {
         validate::zone("zone", zone)?;
     }
     if let Some(user_data) = &input.user_data {
-        validate::max_len("userData", user_data, super::boot::MAX_USER_DATA_BYTES)?;
+        validate::max_len("userData", user_data, crate::boot::MAX_USER_DATA_BYTES)?;
     }
     check_mount_list(&input.filesystems)?;
     validate::idempotency_key(&input.idempotency_key)
@@ -386,7 +350,7 @@ fn check_path(path: &str) -> Result<()> {
 /// The filesystems an instance asks to mount: each the tenant's, on the instance's network,
 /// ready and not being deleted. The network's row is locked already (see `check_network`), as a
 /// filesystem's delete locks it, so none can start deleting before this instance is recorded.
-async fn check_filesystems(conn: &impl ConnectionTrait, input: &InstanceCreate) -> Result<Vec<super::boot::BootMount>> {
+async fn check_filesystems(conn: &impl ConnectionTrait, input: &InstanceCreate) -> Result<Vec<crate::boot::BootMount>> {
     let Some(network_id) = input.network_id.as_deref().filter(|_| !input.filesystems.is_empty()) else {
         if input.filesystems.is_empty() {
             return Ok(Vec::new());
@@ -397,12 +361,7 @@ async fn check_filesystems(conn: &impl ConnectionTrait, input: &InstanceCreate) 
         ));
     };
     let ids: Vec<String> = input.filesystems.iter().map(|m| m.filesystem_id.clone()).collect();
-    let rows = filesystem::Entity::find()
-        .filter(filesystem::Column::Id.is_in(ids))
-        .filter(filesystem::Column::TenantId.eq(input.tenant_id.clone()))
-        .filter(filesystem::Column::State.ne(State::Deleted))
-        .all(conn)
-        .await?;
+    let rows = crate::store::filesystems::live_in_tenant(conn, &input.tenant_id, ids).await?;
     let mut mounts = Vec::new();
     for asked in &input.filesystems {
         let found = rows
@@ -423,7 +382,7 @@ async fn check_filesystems(conn: &impl ConnectionTrait, input: &InstanceCreate) 
             return Err(Error::new(Code::InvalidState, format!("filesystem {} is not ready", found.id))
                 .with_details(json!({ "reason": "notReady", "filesystemId": found.id })));
         };
-        mounts.push(super::boot::BootMount { mount, path: asked.path.clone() });
+        mounts.push(crate::boot::BootMount { mount, path: asked.path.clone() });
     }
     Ok(mounts)
 }
@@ -450,10 +409,7 @@ async fn check_network(
     // The network's row lock (PostgreSQL), as its delete and its filesystems' deletes take it:
     // neither can start while this instance is being recorded on it.
     rows::lock(conn, "networks", network_id).await?;
-    let found = network::Entity::find_by_id(network_id.to_owned())
-        .filter(network::Column::TenantId.eq(tenant_id))
-        .filter(network::Column::State.ne(State::Deleted))
-        .one(conn)
+    let found = crate::store::networks::find_live_in_tenant(conn, tenant_id, network_id)
         .await?
         .ok_or_else(|| Error::not_found("network", network_id))?;
     if found.provider_account_id != place.account_id {
@@ -463,12 +419,7 @@ async fn check_network(
         return Err(Error::new(Code::InvalidState, format!("network {network_id} is being deleted"))
             .with_details(json!({ "reason": "deleting" })));
     }
-    let subnets: Vec<network_subnet::Model> = network_subnet::Entity::find()
-        .filter(network_subnet::Column::NetworkId.eq(network_id))
-        .filter(network_subnet::Column::Region.eq(place.region))
-        .filter(network_subnet::Column::DesiredState.eq(Desired::Present))
-        .all(conn)
-        .await?;
+    let subnets = crate::store::networks::wanted_subnets_in(conn, network_id, place.region).await?;
     if subnets.is_empty() {
         return Err(Error::invalid_input("networkId", format!("the network has no subnet in {}", place.region)));
     }
@@ -496,12 +447,7 @@ pub(crate) async fn mounts_of(
     conn: &impl ConnectionTrait,
     instance_ids: &[String],
 ) -> Result<std::collections::HashMap<String, Vec<FilesystemMountInput>>> {
-    let rows = instance_filesystem::Entity::find()
-        .filter(instance_filesystem::Column::InstanceId.is_in(instance_ids.to_vec()))
-        .order_by_asc(instance_filesystem::Column::InstanceId)
-        .order_by_asc(instance_filesystem::Column::Position)
-        .all(conn)
-        .await?;
+    let rows = store::mounts_asked_of(conn, instance_ids).await?;
     let mut by_instance: std::collections::HashMap<String, Vec<FilesystemMountInput>> = Default::default();
     for m in rows {
         by_instance

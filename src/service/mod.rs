@@ -3,7 +3,6 @@
 //! outbox event in one transaction, and returns at once. It knows nothing of GraphQL or HTTP.
 pub mod addresses;
 pub mod authz;
-pub mod boot;
 pub mod bootstrap;
 pub mod events;
 pub mod feed;

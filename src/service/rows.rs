@@ -1,13 +1,11 @@
 //! Small helpers every resource group's calls share: row locks, the pool a tenant was offered,
 //! the project a resource goes in, and pages in the order resources were made.
-use sea_orm::sea_query::{Alias, Expr, ExprTrait};
-use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect, Select};
+use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter};
 
 use super::pools::{PoolView, find_pool};
 use super::validate;
 use crate::error::{Error, Result};
 use crate::store::entity::{pool_offer, project};
-use crate::store::state::State;
 
 pub const MAX_PAGE: u64 = 1000;
 
@@ -43,37 +41,17 @@ pub async fn check_project(conn: &impl ConnectionTrait, tenant_id: &str, project
     Ok(())
 }
 
-/// What a list of a tenant's resources asks for (every resource table has `tenant_id`,
-/// `pool_id`, `project_id`, `state` and an `id` that sorts in the order made).
-pub struct ListFilter {
-    pub pool_id: Option<String>,
-    pub project_id: Option<String>,
-    pub include_deleted: bool,
-    pub first: u64,
-    pub after: Option<String>,
-}
+pub use crate::store::list::ListFilter;
 
-/// The tenant's rows of `E` that `filter` asks for, in the order made, one more than the page
-/// (for `page`). `id_prefix` is the resources' id prefix, to check the cursor.
-pub fn list_query<E: EntityTrait>(tenant_id: &str, filter: &ListFilter, id_prefix: &str) -> Result<Select<E>> {
+/// Checks what a list asks for before it is read (`store::list`). `id_prefix` is the resources'
+/// id prefix, to check the cursor.
+pub fn check_list(tenant_id: &str, filter: &ListFilter, id_prefix: &str) -> Result<()> {
     validate::tenant_id("tenantId", tenant_id)?;
     validate::range("first", filter.first as i64, 1, MAX_PAGE as i64)?;
-    let col = |name: &str| Expr::col(Alias::new(name));
-    let mut query = E::find().filter(col("tenant_id").eq(tenant_id));
-    if let Some(pool_id) = &filter.pool_id {
-        query = query.filter(col("pool_id").eq(pool_id.as_str()));
-    }
-    if let Some(project_id) = &filter.project_id {
-        query = query.filter(col("project_id").eq(project_id.as_str()));
-    }
-    if !filter.include_deleted {
-        query = query.filter(col("state").ne(State::Deleted));
-    }
     if let Some(after) = &filter.after {
         validate::id("after", id_prefix, after)?;
-        query = query.filter(col("id").gt(after.as_str()));
     }
-    Ok(query.order_by_asc(col("id")).limit(filter.first + 1))
+    Ok(())
 }
 
 /// A page of a list, in the order resources were made.

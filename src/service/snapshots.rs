@@ -208,7 +208,8 @@ impl Services {
         filter: SnapshotListFilter,
     ) -> Result<rows::Page<SnapshotView>> {
         actor.decide_list(READ, tenant_id)?;
-        let mut query = rows::list_query::<snapshot::Entity>(tenant_id, &filter.list, ids::SNAPSHOT)?;
+        rows::check_list(tenant_id, &filter.list, ids::SNAPSHOT)?;
+        let mut query = crate::store::list::query::<snapshot::Entity>(tenant_id, &filter.list);
         if let Some(volume_id) = &filter.volume_id {
             validate::id("volumeId", ids::VOLUME, volume_id)?;
             query = query.filter(snapshot::Column::VolumeId.eq(volume_id.clone()));

@@ -2,18 +2,24 @@
 //! resource service uses inside its transaction (quota ledger, idempotency records, outbox).
 //! It knows nothing of HTTP or providers; its stored enums (`state`) carry their GraphQL names
 //! too, so that a state is one type from the column to the API.
+pub mod addresses;
 pub mod admin;
+pub mod attachments;
 pub mod entity;
 pub mod filesystems;
 pub mod idempotency;
+pub mod instances;
+pub mod list;
 pub mod meta;
 pub mod networks;
 pub mod notify;
 pub mod outbox;
+pub mod pools;
 pub mod queue;
 pub mod quota;
 pub mod state;
 pub mod status;
+pub mod volumes;
 
 use std::time::Duration;
 

@@ -16,18 +16,24 @@ mod decide;
 #[cfg(test)]
 mod tests;
 
-use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
-
 use super::{Next, Run, again_if_changed};
 use crate::error::{Error, Result};
 use crate::provider::{Actions, Addresses, Family, Provider, ReservedAddress};
 use crate::service::addresses::{self as svc};
-use crate::service::rows;
-use crate::store::entity::{instance, provider_address as address};
-use crate::store::quota;
-use crate::store::state::{Assignment, Desired, State};
+use crate::store::addresses::{self as store, QUOTA};
+use crate::store::entity::provider_address as address;
+use crate::store::state::{AddressFamily, Assignment, Desired, State};
+use crate::store::{instances, lock, quota};
 pub use decide::LOST_RESERVE;
 use decide::{Observed, Step};
+
+/// The provider's address family of an address row.
+fn family(family: AddressFamily) -> Family {
+    match family {
+        AddressFamily::Ipv4 => Family::V4,
+        AddressFamily::Ipv6 => Family::V6,
+    }
+}
 
 struct Ctx<'a> {
     run: &'a Run<'a>,
@@ -40,7 +46,7 @@ struct Ctx<'a> {
 /// call), write back.
 pub async fn run(run: &Run<'_>) -> Result<Next> {
     let db = &run.services.db;
-    let Some(a) = address::Entity::find_by_id(run.resource_id().to_owned()).one(db).await? else {
+    let Some(a) = store::find(db, run.resource_id()).await? else {
         return Ok(Next::Done);
     };
     if a.state == State::Deleted {
@@ -50,7 +56,7 @@ pub async fn run(run: &Run<'_>) -> Result<Next> {
     let Provider { addresses: Some(api), actions: Some(actions), .. } = provider.as_ref() else {
         return Err(Error::internal(format!("account {} offers no addresses", a.provider_account_id)));
     };
-    let ctx = Ctx { run, api: api.as_ref(), actions: actions.as_ref(), family: svc::family(a.family) };
+    let ctx = Ctx { run, api: api.as_ref(), actions: actions.as_ref(), family: family(a.family) };
     if a.desired_state == Desired::Absent {
         return release(&ctx, &a).await;
     }
@@ -119,7 +125,7 @@ async fn converge_assignment(ctx: &Ctx<'_>, a: &address::Model, found: &Reserved
         return write_decided(run, a, decide::followed(a, &status)).await;
     }
     let Some(instance_id) = &a.instance_id else { return Ok(Next::Drift) };
-    let on = instance::Entity::find_by_id(instance_id.clone()).one(&run.services.db).await?;
+    let on = instances::find(&run.services.db, instance_id).await?;
     let machine = on.as_ref().and_then(|i| i.provider_id.clone());
     let decided = match a.assignment_state {
         Assignment::Deleting => match decide::before_unassign(a, found, machine.as_deref()) {
@@ -173,8 +179,8 @@ async fn mark_reserve_attempt(run: &Run<'_>, a: &address::Model) -> Result<Optio
 async fn record(run: &Run<'_>, id: &str, decide: impl FnOnce(&address::Model) -> (Observed, Next)) -> Result<Next> {
     let services = run.services;
     let txn = services.begin().await?;
-    rows::lock(&txn, "provider_addresses", id).await?;
-    let Some(fresh) = address::Entity::find_by_id(id.to_owned()).one(&txn).await? else { return Ok(Next::Done) };
+    lock(&txn, "provider_addresses", id).await?;
+    let Some(fresh) = store::find(&txn, id).await? else { return Ok(Next::Done) };
     let (observed, next) = decide(&fresh);
     if observed == Observed::of(&fresh) {
         return Ok(next);
@@ -182,7 +188,7 @@ async fn record(run: &Run<'_>, id: &str, decide: impl FnOnce(&address::Model) ->
     let now = services.clock.now();
     let mut events = Vec::new();
     if let (None, Some(ip)) = (&fresh.address, &observed.address) {
-        for other in recorded_elsewhere(&txn, &fresh, ip).await? {
+        for other in store::recorded_elsewhere(&txn, &fresh, ip).await? {
             let message = format!(
                 "reserved IP {ip} was released at the provider outside vps-graph (the provider handed it to another reserve); it is lost for good: delete this address"
             );
@@ -209,35 +215,15 @@ async fn write(run: &Run<'_>, a: &address::Model, observed: Observed, next: Next
     }
     let services = run.services;
     let txn = services.begin().await?;
-    rows::lock(&txn, "provider_addresses", &a.id).await?;
+    lock(&txn, "provider_addresses", &a.id).await?;
     let Some(written) = observed.status(a).write::<address::Entity>(&txn, run.claimed, services.clock.now()).await?
     else {
         return Ok(Next::Now);
     };
     if written.state == State::Deleted {
-        let holding =
-            quota::Holding { tenant_id: &a.tenant_id, pool_id: &a.pool_id, quota: svc::QUOTA, resource_id: &a.id };
+        let holding = quota::Holding { tenant_id: &a.tenant_id, pool_id: &a.pool_id, quota: QUOTA, resource_id: &a.id };
         quota::hold(&txn, &holding, 0).await?;
     }
     services.commit(txn, vec![svc::event(decide::event_type(a, &Observed::of(&written)), &written)]).await?;
     Ok(again_if_changed(next, a.generation, written.generation))
-}
-
-/// Other live rows of the account that record `ip`, locked.
-async fn recorded_elsewhere(
-    txn: &sea_orm::DatabaseTransaction,
-    a: &address::Model,
-    ip: &str,
-) -> Result<Vec<address::Model>> {
-    let found = address::Entity::find()
-        .filter(address::Column::ProviderAccountId.eq(a.provider_account_id.clone()))
-        .filter(address::Column::Address.eq(ip))
-        .filter(address::Column::Id.ne(a.id.clone()))
-        .filter(address::Column::State.ne(State::Deleted))
-        .all(txn)
-        .await?;
-    for other in &found {
-        rows::lock(txn, "provider_addresses", &other.id).await?;
-    }
-    Ok(found)
 }

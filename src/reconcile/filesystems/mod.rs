@@ -31,9 +31,9 @@ use crate::provider::{
     aws_owned, aws_tags,
 };
 use crate::service::filesystems::{self as svc, RECONCILER};
-use crate::service::networks::subnets_of;
 use crate::service::rows;
 use crate::store::entity::{filesystem, network};
+use crate::store::networks::subnets_of;
 use crate::store::state::{Deployment, Desired, FilesystemKind, State};
 use crate::store::status::StatusWrite;
 

@@ -4,14 +4,13 @@
 //! deployment's ownership tag (in the same call), so a create whose answer was lost is found by
 //! name (or answered again by EC2 for the same token) and never made twice, and a machine under
 //! that name without the tag is never adopted or terminated.
-use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
-
 use super::{DELETE_ASKED, Finish, Observed, finish_delete, mark_create_attempt, waiting, write};
+use crate::boot;
 use crate::error::Result;
 use crate::provider::{AwsInstance, AwsInstances, InstanceRun, ProviderError, aws_owned, aws_tags};
 use crate::reconcile::{ACTION_POLL_MS, ERROR_RETRY_MS, Next, RETRY_LATER_MS, Run};
-use crate::service::boot;
-use crate::store::entity::{instance, network_subnet};
+use crate::store::entity::instance;
+use crate::store::networks::ready_subnet_in_zone;
 use crate::store::state::{Desired, OnDelete, State};
 
 pub(super) async fn run(run: &Run<'_>, api: &dyn AwsInstances, current: &instance::Model) -> Result<Next> {
@@ -124,14 +123,7 @@ async fn make(run: &Run<'_>, api: &dyn AwsInstances, current: &instance::Model, 
 /// The EC2 id of the network's made subnet in the instance's zone.
 async fn subnet_of(run: &Run<'_>, current: &instance::Model) -> Result<Option<String>> {
     let Some(network_id) = &current.network_id else { return Ok(None) };
-    let subnet = network_subnet::Entity::find()
-        .filter(network_subnet::Column::NetworkId.eq(network_id.clone()))
-        .filter(network_subnet::Column::Zone.eq(current.zone.clone()))
-        .filter(network_subnet::Column::DesiredState.eq(Desired::Present))
-        .filter(network_subnet::Column::State.eq(State::Ready))
-        .one(&run.services.db)
-        .await?;
-    Ok(subnet.and_then(|s| s.provider_id))
+    ready_subnet_in_zone(&run.services.db, network_id, current.zone.clone()).await
 }
 
 /// Terminates our machine (never one without our tag: the instance then finishes as a detach)

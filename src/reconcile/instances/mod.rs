@@ -8,18 +8,15 @@
 //! and every volume it had is woken to settle.
 mod aws;
 
-use sea_orm::sea_query::{Expr, ExprTrait};
-use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder};
-
 use super::{ACTION_POLL_MS, Next, Reconciler, Run, again_if_changed, is_failure, retry_after};
 use crate::error::{Error, Result};
 use crate::provider::{Droplet, DropletCreate, Instances, ProviderError, Volumes, ownership_tag};
-use crate::service::instances::{self as svc, RECONCILER};
-use crate::service::{addresses, rows, volumes};
-use crate::store::entity::{instance, provider_volume, volume_attachment as attachment};
-use crate::store::queue;
-use crate::store::state::{Assignment, Desired, OnDelete, State, VolumeKind};
+use crate::service::{addresses, instances as svc, volumes};
+use crate::store::entity::instance;
+use crate::store::instances::{self as store, RECONCILER};
+use crate::store::state::{Assignment, Desired, OnDelete, State};
 use crate::store::status::StatusWrite;
+use crate::store::{addresses as store_addresses, attachments, lock, queue, volumes as store_volumes};
 
 pub struct InstanceReconciler;
 
@@ -72,7 +69,7 @@ impl Reconciler for InstanceReconciler {
 
     async fn run(&self, run: &Run<'_>) -> Result<Next> {
         let db = &run.services.db;
-        let Some(current) = instance::Entity::find_by_id(run.resource_id().to_owned()).one(db).await? else {
+        let Some(current) = store::find(db, run.resource_id()).await? else {
             return Ok(Next::Done);
         };
         if current.state == State::Deleted {
@@ -270,20 +267,10 @@ async fn going_with(
     tag: &str,
 ) -> Result<std::result::Result<Vec<String>, ProviderError>> {
     let Some(volumes_api) = volumes_api else { return Ok(Ok(Vec::new())) };
-    let wanted: Vec<String> = attachment::Entity::find()
-        .filter(attachment::Column::InstanceId.eq(current.id.clone()))
-        .filter(attachment::Column::DesiredState.eq(Desired::Present))
-        .all(&run.services.db)
-        .await?
-        .into_iter()
-        .map(|a| a.volume_id)
-        .collect();
-    let candidates = provider_volume::Entity::find()
-        .filter(provider_volume::Column::Id.is_in(wanted))
-        .filter(provider_volume::Column::DeleteWithInstance.eq(true))
-        .filter(provider_volume::Column::Kind.eq(VolumeKind::Block))
-        .all(&run.services.db)
-        .await?;
+    let db = &run.services.db;
+    let wanted: Vec<String> =
+        attachments::wanted_on_instance(db, &current.id).await?.into_iter().map(|a| a.volume_id).collect();
+    let candidates = store_volumes::going_with_instance(db, wanted).await?;
     let mut named = Vec::new();
     for v in candidates {
         let Some(provider_id) = v.provider_id.filter(|id| droplet.volume_ids.contains(id)) else { continue };
@@ -302,24 +289,19 @@ async fn going_with(
 pub(super) async fn finish_delete(run: &Run<'_>, current: &instance::Model, finish: Finish) -> Result<Next> {
     let services = run.services;
     let txn = services.begin().await?;
-    let attached = attachment::Entity::find()
-        .filter(attachment::Column::InstanceId.eq(current.id.clone()))
-        .filter(attachment::Column::State.ne(State::Deleted))
-        .order_by_asc(attachment::Column::VolumeId)
-        .all(&txn)
-        .await?;
+    let attached = attachments::live_on_instance_by_volume(&txn, &current.id).await?;
     // Volumes first, then the instance: the order the mutations take their locks in.
     for a in &attached {
-        rows::lock(&txn, "provider_volumes", &a.volume_id).await?;
+        lock(&txn, "provider_volumes", &a.volume_id).await?;
     }
     // Addresses before the instance too, as an assign takes them. None can be added meanwhile
     // (an assign to an instance being deleted is refused), but one may have let go of it before
     // its lock was taken: read them again once locked.
-    for a in addresses::on_instance(&txn, &current.id).await? {
-        rows::lock(&txn, "provider_addresses", &a.id).await?;
+    for a in store_addresses::on_instance(&txn, &current.id).await? {
+        lock(&txn, "provider_addresses", &a.id).await?;
     }
-    let assigned = addresses::on_instance(&txn, &current.id).await?;
-    rows::lock(&txn, "instances", &current.id).await?;
+    let assigned = store_addresses::on_instance(&txn, &current.id).await?;
+    lock(&txn, "instances", &current.id).await?;
     if !queue::fence(&txn, run.claimed).await? {
         return Ok(Next::Now);
     }
@@ -329,45 +311,24 @@ pub(super) async fn finish_delete(run: &Run<'_>, current: &instance::Model, fini
         // A volume whose detach was asked before the instance's delete is never deleted with it.
         let wanted = a.desired_state == Desired::Present;
         if wanted {
-            volumes::mark_detach(&txn, a, now).await?;
+            attachments::mark_detach(&txn, a, now).await?;
         }
-        let Some(v) = provider_volume::Entity::find_by_id(a.volume_id.clone()).one(&txn).await? else { continue };
+        let Some(v) = store_volumes::find(&txn, &a.volume_id).await? else { continue };
         if finish == Finish::Deleted && wanted && v.delete_with_instance && v.desired_state == Desired::Present {
-            let going = volumes::bump(
-                &txn,
-                &v,
-                |u| {
-                    u.col_expr(provider_volume::Column::DesiredState, Expr::value(Desired::Absent))
-                        .col_expr(provider_volume::Column::State, Expr::value(State::Deleting))
-                },
-                now,
-            )
-            .await?;
-            let live = volumes::live_attachments(&txn, &v.id).await?;
+            let going = store_volumes::mark_deleting(&txn, &v, now).await?;
+            let live = store_volumes::live_attachments(&txn, &v.id).await?;
             events.push(volumes::event("deleting", &going, &live));
         }
-        queue::wake(&txn, volumes::RECONCILER, &a.volume_id, services.clock.now_ms()).await?;
+        queue::wake(&txn, store_volumes::RECONCILER, &a.volume_id, services.clock.now_ms()).await?;
     }
     // Its addresses let go of it and stay reserved.
     for a in &assigned {
         if a.assignment_state != Assignment::Deleting {
-            events.push(addresses::event("updated", &addresses::mark_unassign(&txn, a, now).await?));
+            events.push(addresses::event("updated", &store_addresses::mark_unassign(&txn, a, now).await?));
         }
-        queue::wake(&txn, addresses::RECONCILER, &a.id, services.clock.now_ms()).await?;
+        queue::wake(&txn, store_volumes::RECONCILER, &a.id, services.clock.now_ms()).await?;
     }
-    instance::Entity::update_many()
-        .col_expr(instance::Column::State, Expr::value(State::Deleted))
-        .col_expr(instance::Column::Message, Expr::value(Option::<String>::None))
-        .col_expr(instance::Column::DeletedAt, Expr::value(now))
-        .col_expr(instance::Column::Version, Expr::col(instance::Column::Version).add(1))
-        .col_expr(instance::Column::UpdatedAt, Expr::value(now))
-        .filter(instance::Column::Id.eq(current.id.clone()))
-        .exec(&txn)
-        .await?;
-    let deleted = instance::Entity::find_by_id(current.id.clone())
-        .one(&txn)
-        .await?
-        .ok_or_else(|| Error::internal("instance vanished"))?;
+    let deleted = store::mark_deleted(&txn, &current.id, now).await?;
     events.push(svc::event("deleted", &deleted));
     services.commit_and_wake(txn, events).await?;
     Ok(Next::Done)
@@ -388,7 +349,7 @@ pub(super) async fn write(run: &Run<'_>, current: &instance::Model, observed: Ob
     }
     let services = run.services;
     let txn = services.begin().await?;
-    rows::lock(&txn, "instances", &current.id).await?;
+    lock(&txn, "instances", &current.id).await?;
     let Some(written) =
         observed.status(current).write::<instance::Entity>(&txn, run.claimed, services.clock.now()).await?
     else {
@@ -396,16 +357,12 @@ pub(super) async fn write(run: &Run<'_>, current: &instance::Model, observed: Ob
     };
     let became_ready = written.state == State::Ready && current.state != State::Ready;
     if became_ready {
-        let attached = attachment::Entity::find()
-            .filter(attachment::Column::InstanceId.eq(current.id.clone()))
-            .filter(attachment::Column::State.ne(State::Deleted))
-            .all(&txn)
-            .await?;
+        let attached = attachments::live_on_instance(&txn, &current.id).await?;
         for a in attached {
-            queue::wake(&txn, volumes::RECONCILER, &a.volume_id, services.clock.now_ms()).await?;
+            queue::wake(&txn, store_volumes::RECONCILER, &a.volume_id, services.clock.now_ms()).await?;
         }
-        for a in addresses::on_instance(&txn, &current.id).await? {
-            queue::wake(&txn, addresses::RECONCILER, &a.id, services.clock.now_ms()).await?;
+        for a in store_addresses::on_instance(&txn, &current.id).await? {
+            queue::wake(&txn, store_volumes::RECONCILER, &a.id, services.clock.now_ms()).await?;
         }
     }
     let event_type = match written.state {

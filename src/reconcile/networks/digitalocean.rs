@@ -1,14 +1,13 @@
 //! DigitalOcean's networks: one VPC per subnet. Each run does at most one provider step for one
 //! subnet. The decisions are plain functions of the subnet row and what the provider showed
 //! (`look` → `decide` → `after`), tested without a network; `run` does the I/O.
-use sea_orm::EntityTrait;
-
 use super::{aggregate, mark_create_attempt};
 use crate::error::{Error, Result};
 use crate::provider::{Networks, Provider, ProviderError, Vpc, VpcCreate};
 use crate::reconcile::{ERROR_RETRY_MS, Next, RETRY_LATER_MS, Run};
-use crate::service::networks::{self as svc, subnets_of};
+use crate::service::networks as svc;
 use crate::store::entity::{network, network_subnet as subnet};
+use crate::store::networks::{self as store, subnets_of};
 use crate::store::state::{Desired, State};
 use crate::store::status::StatusWrite;
 
@@ -277,7 +276,7 @@ async fn drift(run: &Run<'_>, api: &dyn Networks, subnets: &[subnet::Model]) -> 
 /// When to come back, given the step's own hint and whether work is left.
 async fn next_after(run: &Run<'_>, hint: Next) -> Result<Next> {
     let db = &run.services.db;
-    let network = network::Entity::find_by_id(run.resource_id().to_owned()).one(db).await?;
+    let network = store::find(db, run.resource_id()).await?;
     if network.as_ref().is_none_or(|n| n.state == State::Deleted) {
         return Ok(Next::Done);
     }
@@ -302,7 +301,7 @@ async fn write_back(run: &Run<'_>, current: &subnet::Model, observed: Observed) 
     let Some(written) = observed.status(current).write::<subnet::Entity>(&txn, run.claimed, now).await? else {
         return Ok(false);
     };
-    let Some(before) = network::Entity::find_by_id(current.network_id.clone()).one(&txn).await? else {
+    let Some(before) = store::find(&txn, &current.network_id).await? else {
         return Ok(false);
     };
     let subnets = subnets_of(&txn, &before.id).await?;

@@ -5,13 +5,11 @@
 mod aws;
 mod digitalocean;
 
-use sea_orm::EntityTrait;
-
 use super::{Next, Reconciler, Run};
 use crate::error::{Error, Result};
 use crate::provider::AccountRef;
-use crate::service::networks::{RECONCILER, subnets_of};
-use crate::store::entity::{network, network_subnet as subnet, provider_account};
+use crate::store::entity::network_subnet as subnet;
+use crate::store::networks::{self as store, RECONCILER, subnets_of};
 use crate::store::state::{Desired, ProviderKind, State};
 
 pub struct NetworkReconciler;
@@ -24,15 +22,14 @@ impl Reconciler for NetworkReconciler {
 
     async fn run(&self, run: &Run<'_>) -> Result<Next> {
         let services = run.services;
-        let Some(network) = network::Entity::find_by_id(run.resource_id().to_owned()).one(&services.db).await? else {
+        let Some(network) = store::find(&services.db, run.resource_id()).await? else {
             return Ok(Next::Done);
         };
         if network.state == State::Deleted {
             return Ok(Next::Done);
         }
         let subnets = subnets_of(&services.db, &network.id).await?;
-        let account = provider_account::Entity::find_by_id(network.provider_account_id.clone())
-            .one(&services.db)
+        let account = crate::store::pools::find_account(&services.db, &network.provider_account_id)
             .await?
             .ok_or_else(|| Error::internal("network without its account"))?;
         let provider = services.providers.for_account(&AccountRef {

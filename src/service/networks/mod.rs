@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::Expr;
-use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect, Set};
+use sea_orm::{ConnectionTrait, Set};
 use serde::Serialize;
 use serde_json::json;
 
@@ -21,13 +21,13 @@ use crate::ids;
 use crate::provider;
 use crate::store::entity::{network, network_subnet};
 use crate::store::idempotency::{self, Claim};
-use crate::store::networks::{bump, mark_removed};
+use crate::store::networks::{self as store, bump, mark_removed};
 use crate::store::queue;
 use crate::store::state::{Desired, FilesystemKind, ProviderKind, State};
 use placement::*;
 pub use views::{NetworkView, SubnetView, event, view};
 
-pub const RECONCILER: &str = "vps.networks";
+use crate::store::networks::{RECONCILER, subnets_of};
 pub const KIND: &str = "network";
 pub const READ: &str = "compute:networks:read";
 const UPDATE: &str = "compute:networks:update";
@@ -112,12 +112,7 @@ impl Services {
             let ranges: Vec<&str> = subnets.iter().map(|s| s.ip_range.as_str()).collect();
             check_free_on_account(&txn, &pool.account.id, &ranges).await?;
         }
-        let taken = network::Entity::find()
-            .filter(network::Column::TenantId.eq(input.tenant_id.clone()))
-            .filter(network::Column::Name.eq(input.name.clone()))
-            .filter(network::Column::State.ne(State::Deleted))
-            .one(&txn)
-            .await?;
+        let taken = store::find_live_named(&txn, &input.tenant_id, &input.name).await?;
         if taken.is_some() {
             return Err(Error::conflict(format!("a network named {} exists in the tenant", input.name))
                 .with_details(json!({ "field": "name" })));
@@ -174,12 +169,7 @@ impl Services {
         let regions = super::pools::strings(&pool.account.regions);
         let region = input.region.clone().or_else(|| regions.first().cloned()).unwrap_or_default();
         super::rows::check_region(&pool, &region)?;
-        let recorded = network::Entity::find()
-            .filter(network::Column::ProviderAccountId.eq(pool.account.id.clone()))
-            .filter(network::Column::ProviderId.eq(input.vpc_id.clone()))
-            .filter(network::Column::State.ne(State::Deleted))
-            .one(&txn)
-            .await?;
+        let recorded = store::find_live_by_vpc(&txn, &pool.account.id, &input.vpc_id).await?;
         if recorded.is_some() {
             return Err(vpc_taken(&input.vpc_id));
         }
@@ -329,8 +319,8 @@ impl Services {
         filter: super::rows::ListFilter,
     ) -> Result<NetworkPage> {
         actor.decide_list(READ, tenant_id)?;
-        let mut rows =
-            super::rows::list_query::<network::Entity>(tenant_id, &filter, ids::NETWORK)?.all(&self.db).await?;
+        super::rows::check_list(tenant_id, &filter, ids::NETWORK)?;
+        let mut rows = crate::store::list::page::<network::Entity>(&self.db, tenant_id, &filter).await?;
         let has_next_page = rows.len() as u64 > filter.first;
         rows.truncate(filter.first as usize);
         let end_cursor = rows.last().map(|n| n.id.clone());
@@ -339,11 +329,7 @@ impl Services {
             .filter(|n| actor.allows(READ, &Target::resource(tenant_id, n.project_id.as_deref(), KIND, &n.id)))
             .collect();
         let ids: Vec<String> = readable.iter().map(|n| n.id.clone()).collect();
-        let subnets = network_subnet::Entity::find()
-            .filter(network_subnet::Column::NetworkId.is_in(ids))
-            .order_by_asc(network_subnet::Column::Id)
-            .all(&self.db)
-            .await?;
+        let subnets = store::subnets_of_many(&self.db, ids).await?;
         let mut by_network: HashMap<&str, Vec<network_subnet::Model>> = HashMap::new();
         for subnet in &subnets {
             by_network.entry(subnet.network_id.as_str()).or_default().push(subnet.clone());
@@ -367,9 +353,7 @@ impl Services {
         tenant_id: &str,
         network_id: &str,
     ) -> Result<NetworkView> {
-        let found = network::Entity::find_by_id(network_id.to_owned())
-            .filter(network::Column::TenantId.eq(tenant_id))
-            .one(conn)
+        let found = store::find_in_tenant(conn, tenant_id, network_id)
             .await?
             .ok_or_else(|| Error::not_found(KIND, network_id))?;
         let subnets = subnets_of(conn, network_id).await?;
@@ -400,12 +384,9 @@ impl Services {
         validate::id("networkId", ids::NETWORK, network_id)?;
         // The network's row lock first (PostgreSQL): changes of one network take turns, and take
         // their locks in the reconciler's order (network, subnets, work item).
-        let mut query =
-            network::Entity::find_by_id(network_id.to_owned()).filter(network::Column::TenantId.eq(tenant_id));
-        if conn.get_database_backend() == sea_orm::DbBackend::Postgres {
-            query = query.lock_exclusive();
-        }
-        let found = query.one(conn).await?.ok_or_else(|| Error::not_found(KIND, network_id))?;
+        let found = store::find_in_tenant_for_update(conn, tenant_id, network_id)
+            .await?
+            .ok_or_else(|| Error::not_found(KIND, network_id))?;
         actor.decide(UPDATE, &Target::resource(tenant_id, found.project_id.as_deref(), KIND, network_id))?;
         if found.state == State::Deleted {
             return Err(Error::not_found(KIND, network_id));
@@ -413,14 +394,6 @@ impl Services {
         let subnets = subnets_of(conn, network_id).await?;
         Ok((found, subnets))
     }
-}
-
-pub(crate) async fn subnets_of(conn: &impl ConnectionTrait, network_id: &str) -> Result<Vec<network_subnet::Model>> {
-    Ok(network_subnet::Entity::find()
-        .filter(network_subnet::Column::NetworkId.eq(network_id))
-        .order_by_asc(network_subnet::Column::Id)
-        .all(conn)
-        .await?)
 }
 
 /// A network row about to be written, with what creating and adopting share.
@@ -441,31 +414,17 @@ impl NewNetwork<'_> {
         now: DateTime<Utc>,
         finish: impl FnOnce(network::ActiveModel) -> network::ActiveModel,
     ) -> Result<network::Model> {
-        let row = network::ActiveModel {
-            id: Set(self.id.to_owned()),
-            tenant_id: Set(self.tenant_id.to_owned()),
-            project_id: Set(self.project_id.map(str::to_owned)),
-            pool_id: Set(self.pool.pool.id.clone()),
-            provider_account_id: Set(self.pool.account.id.clone()),
-            name: Set(self.name.to_owned()),
-            description: Set(self.description.map(str::to_owned)),
-            state: Set(State::Pending),
-            desired_state: Set(Desired::Present),
-            message: Set(None),
-            version: Set(1),
-            generation: Set(1),
-            created_at: Set(now),
-            updated_at: Set(now),
-            ready_at: Set(None),
-            deleted_at: Set(None),
-            region: Set(self.region),
-            ip_range: Set(None),
-            provider_id: Set(None),
-            create_attempts: Set(0),
-            lost: Set(false),
-            adopted: Set(false),
+        let new = store::NewNetwork {
+            id: self.id,
+            tenant_id: self.tenant_id,
+            project_id: self.project_id,
+            pool_id: &self.pool.pool.id,
+            provider_account_id: &self.pool.account.id,
+            name: self.name,
+            description: self.description,
+            region: self.region,
         };
-        finish(row).insert(conn).await.map_err(|err| match crate::store::unique_violation(&err) {
+        store::insert(conn, new, now, finish).await.map_err(|err| match crate::store::unique_violation(&err) {
             // PostgreSQL names the index, SQLite its columns.
             Some(text) if text.contains("live_vpc") || text.contains("provider_id") => {
                 Error::conflict("the VPC is recorded as a network already").with_details(json!({ "field": "vpcId" }))
@@ -485,15 +444,9 @@ async fn refuse_if_used(
     network_id: &str,
     subnet: Option<&network_subnet::Model>,
 ) -> Result<()> {
-    use crate::store::entity::{instance, provider_volume as volume};
-    let mut volumes = volume::Entity::find()
-        .filter(volume::Column::NetworkId.eq(network_id))
-        .filter(volume::Column::State.ne(State::Deleted));
-    if let Some(subnet) = subnet {
-        volumes = volumes.filter(volume::Column::Region.eq(subnet.region.clone()));
-    }
+    let region = subnet.map(|s| s.region.as_str());
     let users: Vec<String> =
-        volumes.order_by_asc(volume::Column::Id).all(conn).await?.into_iter().map(|v| v.id).collect();
+        crate::store::volumes::live_on_network(conn, network_id, region).await?.into_iter().map(|v| v.id).collect();
     if !users.is_empty() {
         return Err(Error::new(Code::InvalidState, "shared volumes are on the network: delete them first")
             .with_details(json!({ "reason": "inUse", "volumeIds": users })));
@@ -508,11 +461,7 @@ async fn refuse_if_used(
         return Err(Error::new(Code::InvalidState, "filesystems are on the network: delete them first")
             .with_details(json!({ "reason": "inUse", "filesystemIds": filesystems })));
     }
-    let instances: Vec<String> = instance::Entity::find()
-        .filter(instance::Column::NetworkId.eq(network_id))
-        .filter(instance::Column::State.ne(State::Deleted))
-        .order_by_asc(instance::Column::Id)
-        .all(conn)
+    let instances: Vec<String> = crate::store::instances::live_on_network(conn, network_id)
         .await?
         .into_iter()
         .filter(|i| subnet.is_none_or(|s| i.region == s.region && (s.zone.is_none() || i.zone == s.zone)))
@@ -556,26 +505,13 @@ async fn insert_subnet(
     now: DateTime<Utc>,
 ) -> Result<network_subnet::Model> {
     let id = ids::new_id(ids::SUBNET);
-    Ok(network_subnet::ActiveModel {
-        id: Set(id.clone()),
-        network_id: Set(network_id.to_owned()),
-        region: Set(subnet.region.clone()),
-        ip_range: Set(subnet.ip_range.clone()),
-        state: Set(State::Pending),
-        desired_state: Set(Desired::Present),
-        provider_id: Set(None),
-        provider_name: Set(provider_name(&id)),
-        create_attempts: Set(0),
-        lost: Set(false),
-        message: Set(None),
-        version: Set(1),
-        generation: Set(1),
-        created_at: Set(now),
-        updated_at: Set(now),
-        ready_at: Set(None),
-        deleted_at: Set(None),
-        zone: Set(subnet.zone.clone()),
-    }
-    .insert(conn)
-    .await?)
+    let new = store::NewSubnet {
+        id: &id,
+        network_id,
+        region: subnet.region.clone(),
+        ip_range: subnet.ip_range.clone(),
+        zone: subnet.zone.clone(),
+        provider_name: provider_name(&id),
+    };
+    store::insert_subnet(conn, new, now).await
 }

@@ -2,7 +2,7 @@
 //! placement of its subnets in the account's regions or zones, and the ranges the account
 //! already uses (DigitalOcean refuses an overlap anywhere on the account).
 use super::*;
-use crate::store::state::{Desired, ProviderKind, State};
+use crate::store::state::{Desired, ProviderKind};
 
 /// The input rules of `networkCreate` that need no database.
 pub(super) fn check_create(input: &NetworkCreate) -> Result<()> {
@@ -198,22 +198,8 @@ pub(super) async fn check_free_on_account(
     account_id: &str,
     ranges: &[&str],
 ) -> Result<()> {
-    let networks: Vec<String> = network::Entity::find()
-        .filter(network::Column::ProviderAccountId.eq(account_id))
-        .filter(network::Column::State.ne(State::Deleted))
-        .select_only()
-        .column(network::Column::Id)
-        .into_tuple()
-        .all(conn)
-        .await?;
-    let used: Vec<String> = network_subnet::Entity::find()
-        .filter(network_subnet::Column::NetworkId.is_in(networks))
-        .filter(network_subnet::Column::State.ne(State::Deleted))
-        .select_only()
-        .column(network_subnet::Column::IpRange)
-        .into_tuple()
-        .all(conn)
-        .await?;
+    let networks = crate::store::networks::live_ids_on_account(conn, account_id).await?;
+    let used = crate::store::networks::live_subnet_ranges(conn, networks).await?;
     let used: Vec<(u32, u8)> = used.iter().filter_map(|r| crate::cidr::parse_private(r)).collect();
     for range in ranges {
         let Some(asked) = crate::cidr::parse_private(range) else { continue };

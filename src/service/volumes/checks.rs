@@ -97,15 +97,10 @@ pub(crate) async fn attachable_instance(
     tenant_id: &str,
     instance_id: &str,
 ) -> Result<instance::Model> {
-    let found = instance::Entity::find_by_id(instance_id.to_owned())
-        .filter(instance::Column::TenantId.eq(tenant_id))
-        .filter(instance::Column::State.ne(State::Deleted))
-        .one(conn)
-        .await?
-        .ok_or_else(|| {
-            Error::new(Code::AccessDenied, format!("instance {instance_id} is not an instance of tenant {tenant_id}"))
-                .with_details(json!({ "instanceId": instance_id }))
-        })?;
+    let found = crate::store::instances::find_live_in_tenant(conn, tenant_id, instance_id).await?.ok_or_else(|| {
+        Error::new(Code::AccessDenied, format!("instance {instance_id} is not an instance of tenant {tenant_id}"))
+            .with_details(json!({ "instanceId": instance_id }))
+    })?;
     let target = Target::resource(tenant_id, found.project_id.as_deref(), instances::KIND, instance_id);
     if !actor.allows(instances::UPDATE, &target) {
         return Err(Error::new(

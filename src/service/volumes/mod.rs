@@ -10,7 +10,7 @@ mod views;
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
-use sea_orm::sea_query::{Expr, ExprTrait};
+use sea_orm::sea_query::Expr;
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, Set,
 };
@@ -24,17 +24,19 @@ use super::{Services, instances, validate};
 use crate::error::{Code, Error, Result};
 use crate::ids;
 use crate::provider;
+use crate::store::attachments::mark_detach;
 use crate::store::entity::{
     instance, network, network_subnet, provider_snapshot, provider_volume as volume, volume_attachment as attachment,
 };
 use crate::store::idempotency::{self, Claim};
 use crate::store::state::{Desired, State, VolumeFilesystem, VolumeKind};
+use crate::store::volumes::bump;
 use crate::store::{queue, quota};
 pub(crate) use checks::attachable_instance;
 use checks::*;
 pub use views::{AttachmentView, VolumeView, attachment_view, event, view};
 
-pub const RECONCILER: &str = "vps.provider-resources";
+pub use crate::store::volumes::{RECONCILER, live_attachments};
 pub const KIND: &str = "provider-volume";
 pub const READ: &str = "compute:volumes:read";
 pub const MANAGE: &str = "compute:volumes:manage";
@@ -290,7 +292,8 @@ impl Services {
         filter: rows::ListFilter,
     ) -> Result<rows::Page<VolumeView>> {
         actor.decide_list(READ, tenant_id)?;
-        let found = rows::list_query::<volume::Entity>(tenant_id, &filter, ids::VOLUME)?.all(&self.db).await?;
+        rows::check_list(tenant_id, &filter, ids::VOLUME)?;
+        let found = crate::store::list::page::<volume::Entity>(&self.db, tenant_id, &filter).await?;
         Ok(rows::page(
             found,
             filter.first,
@@ -324,8 +327,7 @@ impl Services {
         actor: &Actor,
         instance_ids: &[String],
     ) -> Result<HashMap<String, instances::InstanceView>> {
-        let found =
-            instance::Entity::find().filter(instance::Column::Id.is_in(instance_ids.to_vec())).all(&self.db).await?;
+        let found = crate::store::instances::find_many(&self.db, instance_ids).await?;
         Ok(found
             .iter()
             .filter(|i| {
@@ -401,16 +403,6 @@ pub(crate) async fn find_volume(
         .one(conn)
         .await?
         .ok_or_else(|| Error::not_found(KIND, volume_id))
-}
-
-/// A volume's attachments that are not finished, oldest first.
-pub(crate) async fn live_attachments(conn: &impl ConnectionTrait, volume_id: &str) -> Result<Vec<attachment::Model>> {
-    Ok(attachment::Entity::find()
-        .filter(attachment::Column::VolumeId.eq(volume_id))
-        .filter(attachment::Column::State.ne(State::Deleted))
-        .order_by_asc(attachment::Column::Id)
-        .all(conn)
-        .await?)
 }
 
 /// Snapshots of the volume that are not deleted.
@@ -509,38 +501,4 @@ async fn insert_attachment(
     }
     .insert(conn)
     .await?)
-}
-
-/// Marks an attachment unwanted: the reconciler detaches it.
-pub(crate) async fn mark_detach(
-    conn: &impl ConnectionTrait,
-    a: &attachment::Model,
-    now: DateTime<Utc>,
-) -> Result<attachment::Model> {
-    attachment::Entity::update_many()
-        .col_expr(attachment::Column::DesiredState, Expr::value(Desired::Absent))
-        .col_expr(attachment::Column::State, Expr::value(State::Deleting))
-        .col_expr(attachment::Column::Version, Expr::col(attachment::Column::Version).add(1))
-        .col_expr(attachment::Column::Generation, Expr::col(attachment::Column::Generation).add(1))
-        .col_expr(attachment::Column::UpdatedAt, Expr::value(now))
-        .filter(attachment::Column::Id.eq(a.id.clone()))
-        .exec(conn)
-        .await?;
-    attachment::Entity::find_by_id(a.id.clone()).one(conn).await?.ok_or_else(|| Error::internal("attachment vanished"))
-}
-
-/// Writes a change of the volume row with its version bumped in SQL; returns the row written.
-pub(crate) async fn bump(
-    conn: &impl ConnectionTrait,
-    current: &volume::Model,
-    change: impl FnOnce(sea_orm::UpdateMany<volume::Entity>) -> sea_orm::UpdateMany<volume::Entity>,
-    now: DateTime<Utc>,
-) -> Result<volume::Model> {
-    let update = volume::Entity::update_many()
-        .col_expr(volume::Column::Version, Expr::col(volume::Column::Version).add(1))
-        .col_expr(volume::Column::Generation, Expr::col(volume::Column::Generation).add(1))
-        .col_expr(volume::Column::UpdatedAt, Expr::value(now))
-        .filter(volume::Column::Id.eq(current.id.clone()));
-    change(update).exec(conn).await?;
-    volume::Entity::find_by_id(current.id.clone()).one(conn).await?.ok_or_else(|| Error::internal("volume vanished"))
 }

@@ -11,20 +11,20 @@ mod tests;
 
 pub use decide::*;
 
+use sea_orm::DatabaseTransaction;
 use sea_orm::prelude::DateTimeUtc;
-use sea_orm::{ActiveModelTrait, DatabaseTransaction, EntityTrait, Set};
 
 use super::mark_create_attempt;
 use crate::error::{Error, Result};
 use crate::ids;
 use crate::provider::{AwsNetworks, AwsSubnet, Provider, ProviderError, aws_tags, tag_value};
 use crate::reconcile::{ERROR_RETRY_MS, Next, Run, is_failure, retry_after};
-use crate::service::filesystems;
-use crate::service::networks::{self as svc, subnets_of};
+use crate::service::networks as svc;
 use crate::store::entity::{network, network_subnet as subnet};
-use crate::store::queue;
-use crate::store::state::{Desired, State};
+use crate::store::networks::{self as store, NewSubnet, subnets_of};
+use crate::store::state::State;
 use crate::store::status::StatusWrite;
+use crate::store::{filesystems, queue};
 
 /// A run on an AWS account (`NetworkReconciler::run` hands it over).
 pub(super) async fn run(
@@ -76,7 +76,7 @@ async fn finish(run: &Run<'_>, network: &network::Model, rows: &[subnet::Model],
     if !write_back(run, network, rows, plan).await? {
         return Ok(Next::Now);
     }
-    let now = network::Entity::find_by_id(network.id.clone()).one(&run.services.db).await?;
+    let now = store::find(&run.services.db, &network.id).await?;
     Ok(if now.is_none_or(|n| n.state == State::Deleted) { Next::Done } else { plan.next })
 }
 
@@ -167,7 +167,7 @@ async fn write_back(run: &Run<'_>, current: &network::Model, rows: &[subnet::Mod
     if turned_ready || subnets_changed {
         // The filesystem reconciler places mount targets and file systems in these subnets.
         let due = services.clock.now_ms();
-        for fs in crate::store::filesystems::live_of(&txn, &current.id).await? {
+        for fs in filesystems::live_of(&txn, &current.id).await? {
             queue::wake(&txn, filesystems::RECONCILER, &fs.id, due).await?;
         }
         services.commit_and_wake(txn, vec![event]).await?;
@@ -205,26 +205,14 @@ async fn record_subnet(
     now: DateTimeUtc,
 ) -> Result<subnet::Model> {
     let name = tag_value(&found.tags, "Name").unwrap_or(&found.id).to_owned();
-    Ok(subnet::ActiveModel {
-        id: Set(ids::new_id(ids::SUBNET)),
-        network_id: Set(n.id.clone()),
-        region: Set(n.region.clone().unwrap_or_default()),
-        ip_range: Set(found.cidr_block.clone()),
-        state: Set(State::Ready),
-        desired_state: Set(Desired::Present),
-        provider_id: Set(Some(found.id.clone())),
-        provider_name: Set(name),
-        create_attempts: Set(0),
-        lost: Set(false),
-        message: Set(None),
-        version: Set(1),
-        generation: Set(1),
-        created_at: Set(now),
-        updated_at: Set(now),
-        ready_at: Set(Some(now)),
-        deleted_at: Set(None),
-        zone: Set(Some(found.availability_zone.clone())),
-    }
-    .insert(txn)
-    .await?)
+    let id = ids::new_id(ids::SUBNET);
+    let new = NewSubnet {
+        id: &id,
+        network_id: &n.id,
+        region: n.region.clone().unwrap_or_default(),
+        ip_range: found.cidr_block.clone(),
+        zone: Some(found.availability_zone.clone()),
+        provider_name: name,
+    };
+    store::record_found_subnet(txn, new, found.id.clone(), now).await
 }

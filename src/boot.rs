@@ -2,14 +2,51 @@
 //! own part. With filesystems, it is a MIME multipart that cloud-init runs in order: a shell
 //! script that writes each mount to `/etc/fstab` with `nofail` (so a missing filesystem never
 //! blocks a boot, now or on any later boot) and mounts it, then the tenant's part unchanged.
-use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder};
+//! Also how a machine mounts a filesystem (`Mount`, part of the filesystem's view). Not a
+//! service: the instance calls check the user data with it, the instance reconciler makes
+//! machines with it.
+use sea_orm::ConnectionTrait;
+use serde::{Deserialize, Serialize};
 
-use super::filesystems::{self, Mount};
 use crate::error::Result;
-use crate::store::entity::{filesystem, instance, instance_filesystem};
+use crate::store::entity::{filesystem, instance};
+use crate::store::state::{FilesystemKind, State};
 
 /// EC2's limit on user data, before base64.
 pub const MAX_USER_DATA_BYTES: usize = 16 * 1024;
+
+/// How a machine mounts a ready filesystem: DNS names and mount names, never a secret.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Mount {
+    pub fstype: String,
+    pub source: String,
+    pub options: String,
+}
+
+/// The mount of a ready filesystem, from the names the provider gave it. The options are what
+/// AWS recommends for each client, with `_netdev` so a mount waits for the network.
+pub fn mount(f: &filesystem::Model) -> Option<Mount> {
+    if f.state != State::Ready {
+        return None;
+    }
+    // The provider's names go into a boot script and /etc/fstab: only a host name and a plain
+    // mount name are taken.
+    let host = |d: &&str| !d.is_empty() && d.chars().all(|c| c.is_ascii_alphanumeric() || ".-".contains(c));
+    let plain = |m: &&str| !m.is_empty() && m.chars().all(|c| c.is_ascii_alphanumeric());
+    let dns = f.dns_name.as_deref().filter(host)?;
+    Some(match f.kind {
+        FilesystemKind::Lustre => Mount {
+            fstype: "lustre".into(),
+            source: format!("{dns}@tcp:/{}", f.mount_name.as_deref().filter(plain)?),
+            options: "relatime,flock,_netdev".into(),
+        },
+        _ => Mount {
+            fstype: "nfs4".into(),
+            source: format!("{dns}:/"),
+            options: "nfsvers=4.1,rsize=1048576,wsize=1048576,hard,timeo=600,retrans=2,noresvport,_netdev".into(),
+        },
+    })
+}
 
 /// One filesystem to mount at `path`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -99,18 +136,14 @@ fn tenant_part(tenant: &str) -> String {
 
 /// The mounts of an instance's filesystems in the order asked, for those that are ready.
 pub async fn mounts_of(conn: &impl ConnectionTrait, instance_id: &str) -> Result<Vec<BootMount>> {
-    let asked = instance_filesystem::Entity::find()
-        .filter(instance_filesystem::Column::InstanceId.eq(instance_id))
-        .order_by_asc(instance_filesystem::Column::Position)
-        .all(conn)
-        .await?;
+    let asked = crate::store::instances::mounts_asked(conn, instance_id).await?;
     let ids: Vec<String> = asked.iter().map(|m| m.filesystem_id.clone()).collect();
-    let found = filesystem::Entity::find().filter(filesystem::Column::Id.is_in(ids)).all(conn).await?;
+    let found = crate::store::filesystems::find_many(conn, ids).await?;
     Ok(asked
         .iter()
         .filter_map(|m| {
             let f = found.iter().find(|f| f.id == m.filesystem_id)?;
-            Some(BootMount { mount: filesystems::mount(f)?, path: m.path.clone() })
+            Some(BootMount { mount: mount(f)?, path: m.path.clone() })
         })
         .collect())
 }

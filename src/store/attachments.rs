@@ -1,0 +1,58 @@
+//! Volume attachment rows: which instance a volume is wanted on, read by instance (a volume's
+//! own are in `store::volumes`), and the change that lets one go.
+use chrono::{DateTime, Utc};
+use sea_orm::sea_query::{Expr, ExprTrait};
+use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder};
+
+use super::entity::volume_attachment as attachment;
+use crate::error::{Error, Result};
+use crate::store::state::{Desired, State};
+
+/// The attachments still wanted on the instance (their detach not asked), in no order.
+pub async fn wanted_on_instance(conn: &impl ConnectionTrait, instance_id: &str) -> Result<Vec<attachment::Model>> {
+    Ok(attachment::Entity::find()
+        .filter(attachment::Column::InstanceId.eq(instance_id))
+        .filter(attachment::Column::DesiredState.eq(Desired::Present))
+        .all(conn)
+        .await?)
+}
+
+/// The instance's attachments that are not finished, in no order.
+pub async fn live_on_instance(conn: &impl ConnectionTrait, instance_id: &str) -> Result<Vec<attachment::Model>> {
+    Ok(attachment::Entity::find()
+        .filter(attachment::Column::InstanceId.eq(instance_id))
+        .filter(attachment::Column::State.ne(State::Deleted))
+        .all(conn)
+        .await?)
+}
+
+/// `live_on_instance` by volume id: the order their volumes' locks are taken in.
+pub async fn live_on_instance_by_volume(
+    conn: &impl ConnectionTrait,
+    instance_id: &str,
+) -> Result<Vec<attachment::Model>> {
+    Ok(attachment::Entity::find()
+        .filter(attachment::Column::InstanceId.eq(instance_id))
+        .filter(attachment::Column::State.ne(State::Deleted))
+        .order_by_asc(attachment::Column::VolumeId)
+        .all(conn)
+        .await?)
+}
+
+/// Marks an attachment unwanted: the reconciler detaches it.
+pub async fn mark_detach(
+    conn: &impl ConnectionTrait,
+    a: &attachment::Model,
+    now: DateTime<Utc>,
+) -> Result<attachment::Model> {
+    attachment::Entity::update_many()
+        .col_expr(attachment::Column::DesiredState, Expr::value(Desired::Absent))
+        .col_expr(attachment::Column::State, Expr::value(State::Deleting))
+        .col_expr(attachment::Column::Version, Expr::col(attachment::Column::Version).add(1))
+        .col_expr(attachment::Column::Generation, Expr::col(attachment::Column::Generation).add(1))
+        .col_expr(attachment::Column::UpdatedAt, Expr::value(now))
+        .filter(attachment::Column::Id.eq(a.id.clone()))
+        .exec(conn)
+        .await?;
+    attachment::Entity::find_by_id(a.id.clone()).one(conn).await?.ok_or_else(|| Error::internal("attachment vanished"))
+}

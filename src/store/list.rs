@@ -1,0 +1,46 @@
+//! The one query behind every list of a tenant's resources: a page of rows in the order made.
+//! The caller checks the filter first (`service::rows::list_query`); this only reads.
+use sea_orm::sea_query::{Alias, Expr, ExprTrait};
+use sea_orm::{ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect, Select};
+
+use crate::error::Result;
+use crate::store::state::State;
+
+/// What a list of a tenant's resources asks for (every resource table has `tenant_id`,
+/// `pool_id`, `project_id`, `state` and an `id` that sorts in the order made).
+pub struct ListFilter {
+    pub pool_id: Option<String>,
+    pub project_id: Option<String>,
+    pub include_deleted: bool,
+    pub first: u64,
+    pub after: Option<String>,
+}
+
+/// The tenant's rows of `E` that `filter` asks for, in the order made, one more than the page
+/// (so the caller can tell whether there is a next page).
+pub fn query<E: EntityTrait>(tenant_id: &str, filter: &ListFilter) -> Select<E> {
+    let col = |name: &str| Expr::col(Alias::new(name));
+    let mut query = E::find().filter(col("tenant_id").eq(tenant_id));
+    if let Some(pool_id) = &filter.pool_id {
+        query = query.filter(col("pool_id").eq(pool_id.as_str()));
+    }
+    if let Some(project_id) = &filter.project_id {
+        query = query.filter(col("project_id").eq(project_id.as_str()));
+    }
+    if !filter.include_deleted {
+        query = query.filter(col("state").ne(State::Deleted));
+    }
+    if let Some(after) = &filter.after {
+        query = query.filter(col("id").gt(after.as_str()));
+    }
+    query.order_by_asc(col("id")).limit(filter.first + 1)
+}
+
+/// Reads the page `query` describes.
+pub async fn page<E: EntityTrait>(
+    conn: &impl ConnectionTrait,
+    tenant_id: &str,
+    filter: &ListFilter,
+) -> Result<Vec<E::Model>> {
+    Ok(query::<E>(tenant_id, filter).all(conn).await?)
+}
