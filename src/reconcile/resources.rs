@@ -4,7 +4,7 @@
 use super::{Next, Reconciler, Run};
 use crate::error::Result;
 use crate::ids;
-use crate::service::volumes::RECONCILER;
+use crate::store::volumes::RECONCILER;
 
 pub struct ProviderResourceReconciler;
 

@@ -188,3 +188,27 @@ pub async fn mounts_asked_of(
         .all(conn)
         .await?)
 }
+
+/// Whether one of `instance_ids` is being deleted (wanted gone, not gone yet).
+pub async fn any_going(conn: &impl ConnectionTrait, instance_ids: Vec<String>) -> Result<bool> {
+    if instance_ids.is_empty() {
+        return Ok(false);
+    }
+    let going = instance::Entity::find()
+        .filter(instance::Column::Id.is_in(instance_ids))
+        .filter(instance::Column::DesiredState.eq(Desired::Absent))
+        .filter(instance::Column::State.ne(State::Deleted))
+        .one(conn)
+        .await?;
+    Ok(going.is_some())
+}
+
+/// The ids of `instance_ids` that are ready.
+pub async fn ready_of(conn: &impl ConnectionTrait, instance_ids: Vec<String>) -> Result<Vec<String>> {
+    let ready = instance::Entity::find()
+        .filter(instance::Column::Id.is_in(instance_ids))
+        .filter(instance::Column::State.eq(State::Ready))
+        .all(conn)
+        .await?;
+    Ok(ready.into_iter().map(|i| i.id).collect())
+}

@@ -17,6 +17,7 @@ pub mod outbox;
 pub mod pools;
 pub mod queue;
 pub mod quota;
+pub mod snapshots;
 pub mod state;
 pub mod status;
 pub mod volumes;

@@ -3,6 +3,16 @@
 /// The work item kind of `vps.provider-resources`, the one reconciler of provider volumes (with
 /// their attachments), snapshots and addresses.
 pub const RECONCILER: &str = "vps.provider-resources";
+/// The quota a volume's size is booked on.
+pub const QUOTA: &str = "diskGiB";
+
+/// The tag that records which Droplets have a share: `bc-nfs-` and 16 hex digits of the id's
+/// SHA-256.
+pub fn share_tag(volume_id: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(volume_id.as_bytes());
+    format!("bc-nfs-{}", &crate::store::idempotency::hex(&digest)[..16])
+}
 
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait};
@@ -85,4 +95,13 @@ pub async fn bump(
         .filter(volume::Column::Id.eq(current.id.clone()));
     change(update).exec(conn).await?;
     volume::Entity::find_by_id(current.id.clone()).one(conn).await?.ok_or_else(|| Error::internal("volume vanished"))
+}
+
+/// The volumes restored from the snapshot that are not made yet: they wait for it.
+pub async fn restores_waiting_for(conn: &impl ConnectionTrait, snapshot_id: &str) -> Result<Vec<volume::Model>> {
+    Ok(volume::Entity::find()
+        .filter(volume::Column::SourceSnapshotId.eq(snapshot_id))
+        .filter(volume::Column::ProviderId.is_null())
+        .all(conn)
+        .await?)
 }

@@ -8,16 +8,13 @@ mod decide;
 #[cfg(test)]
 mod tests;
 
-use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
-
 use super::{Next, Run, again_if_changed};
 use crate::error::{Error, Result};
 use crate::provider::{ProviderResult, ShareAction, Snapshot, Snapshots, Volumes, ownership_tag};
-use crate::service::rows;
 use crate::service::snapshots as svc;
-use crate::store::entity::{provider_snapshot as snapshot, provider_volume as volume};
-use crate::store::queue;
+use crate::store::entity::provider_snapshot as snapshot;
 use crate::store::state::{Desired, State, VolumeKind};
+use crate::store::{queue, snapshots, volumes};
 use decide::{DeleteTarget, Observed};
 
 struct Ctx<'a> {
@@ -55,13 +52,13 @@ impl Ctx<'_> {
 
 pub async fn run(run: &Run<'_>) -> Result<Next> {
     let db = &run.services.db;
-    let Some(s) = snapshot::Entity::find_by_id(run.resource_id().to_owned()).one(db).await? else {
+    let Some(s) = snapshots::find(db, run.resource_id()).await? else {
         return Ok(Next::Done);
     };
     if s.state == State::Deleted {
         return Ok(Next::Done);
     }
-    let source = volume::Entity::find_by_id(s.volume_id.clone()).one(db).await?;
+    let source = volumes::find(db, &s.volume_id).await?;
     let provider = run.provider(&s.provider_account_id).await?;
     let (Some(snapshots), Some(volumes)) = (provider.snapshots.clone(), provider.volumes.clone()) else {
         return Err(Error::internal(format!("account {} offers no snapshots", s.provider_account_id)));
@@ -140,7 +137,7 @@ async fn write(run: &Run<'_>, s: &snapshot::Model, observed: Observed, next: Nex
     }
     let services = run.services;
     let txn = services.begin().await?;
-    rows::lock(&txn, "provider_snapshots", &s.id).await?;
+    crate::store::lock(&txn, "provider_snapshots", &s.id).await?;
     let Some(written) = observed.status(s).write::<snapshot::Entity>(&txn, run.claimed, services.clock.now()).await?
     else {
         return Ok(Next::Now);
@@ -148,16 +145,10 @@ async fn write(run: &Run<'_>, s: &snapshot::Model, observed: Observed, next: Nex
     let became = (written.state != s.state).then_some(written.state);
     let event_type = decide::event_type(s.state, written.state);
     // A restore waits for its snapshot: wake the volumes made from it.
-    let mut wakes = Vec::new();
     if matches!(became, Some(State::Ready | State::Deleted)) {
-        wakes = volume::Entity::find()
-            .filter(volume::Column::SourceSnapshotId.eq(s.id.clone()))
-            .filter(volume::Column::ProviderId.is_null())
-            .all(&txn)
-            .await?;
-    }
-    for v in &wakes {
-        queue::wake(&txn, crate::service::volumes::RECONCILER, &v.id, services.clock.now_ms()).await?;
+        for v in volumes::restores_waiting_for(&txn, &s.id).await? {
+            queue::wake(&txn, volumes::RECONCILER, &v.id, services.clock.now_ms()).await?;
+        }
     }
     services.commit_and_wake(txn, vec![svc::event(event_type, &written)]).await?;
     Ok(again_if_changed(next, s.generation, written.generation))

@@ -16,7 +16,7 @@ pub(super) async fn create(ctx: &Ctx<'_>, v: &volume::Model) -> Result<Next> {
     let snapshot_id = match &v.source_snapshot_id {
         None => None,
         Some(source) => {
-            let snapshot = provider_snapshot::Entity::find_by_id(source.clone()).one(&run.services.db).await?;
+            let snapshot = snapshots::find(&run.services.db, source).await?;
             match decide::restore_source(v, source, snapshot.as_ref()) {
                 Ok(provider_id) => Some(provider_id),
                 Err((observed, next)) => return write(run, v, observed, next).await,

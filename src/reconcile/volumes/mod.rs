@@ -10,19 +10,18 @@ mod resize;
 #[cfg(test)]
 mod tests;
 
-use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
-
 use super::{Next, RETRY_LATER_MS, Run, again_if_changed};
 use crate::error::{Error, Result};
 use crate::provider::{
     Actions, Instances, Provider, ProviderResult, ShareAction, VolumeAction, VolumeActionKind, VolumeCreate, Volumes,
     ownership_tag,
 };
-use crate::service::rows;
-use crate::service::volumes::{self as svc, live_attachments, share_tag};
-use crate::store::entity::{instance, provider_snapshot, provider_volume as volume, volume_attachment as attachment};
+use crate::service::volumes as svc;
+use crate::store::entity::{provider_volume as volume, volume_attachment as attachment};
 use crate::store::state::{Desired, State, VolumeKind};
 use crate::store::status::StatusWrite;
+use crate::store::volumes::{QUOTA, RECONCILER, live_attachments, share_tag};
+use crate::store::{instances, snapshots, volumes as rows};
 use crate::store::{queue, quota};
 use attachments::decide::AttachmentObserved;
 use attachments::*;
@@ -60,7 +59,7 @@ impl Ctx<'_> {
 
 pub async fn run(run: &Run<'_>) -> Result<Next> {
     let db = &run.services.db;
-    let Some(v) = volume::Entity::find_by_id(run.resource_id().to_owned()).one(db).await? else {
+    let Some(v) = rows::find(db, run.resource_id()).await? else {
         return Ok(Next::Done);
     };
     if v.state == State::Deleted {
@@ -126,18 +125,8 @@ pub async fn run(run: &Run<'_>) -> Result<Next> {
 
 /// Whether an instance the volume is wanted on is being deleted.
 async fn machine_going(db: &sea_orm::DatabaseConnection, attached: &[attachment::Model]) -> Result<bool> {
-    let on: Vec<String> =
-        attached.iter().filter(|a| a.desired_state == Desired::Present).map(|a| a.instance_id.clone()).collect();
-    if on.is_empty() {
-        return Ok(false);
-    }
-    let going = instance::Entity::find()
-        .filter(instance::Column::Id.is_in(on))
-        .filter(instance::Column::DesiredState.eq(Desired::Absent))
-        .filter(instance::Column::State.ne(State::Deleted))
-        .one(db)
-        .await?;
-    Ok(going.is_some())
+    let on = attached.iter().filter(|a| a.desired_state == Desired::Present).map(|a| a.instance_id.clone());
+    instances::any_going(db, on.collect()).await
 }
 
 /// The attach to work on: one whose instance is ready before one still waiting for its
@@ -152,14 +141,7 @@ async fn next_attach<'a>(
         return Ok(waiting.first().copied());
     }
     let ids: Vec<String> = waiting.iter().map(|a| a.instance_id.clone()).collect();
-    let ready: Vec<String> = instance::Entity::find()
-        .filter(instance::Column::Id.is_in(ids))
-        .filter(instance::Column::State.eq(State::Ready))
-        .all(db)
-        .await?
-        .into_iter()
-        .map(|i| i.id)
-        .collect();
+    let ready = instances::ready_of(db, ids).await?;
     Ok(waiting.iter().find(|a| ready.contains(&a.instance_id)).or(waiting.first()).copied())
 }
 
@@ -209,7 +191,7 @@ async fn drift(ctx: &Ctx<'_>, v: &volume::Model, attached: &[attachment::Model])
     }
     if v.kind != VolumeKind::Block {
         for a in attached.iter().filter(|a| a.state == State::Ready && a.desired_state == Desired::Present) {
-            let Some(on) = instance::Entity::find_by_id(a.instance_id.clone()).one(&ctx.run.services.db).await? else {
+            let Some(on) = instances::find(&ctx.run.services.db, &a.instance_id).await? else {
                 continue;
             };
             let Some(droplet) = on.provider_id.clone() else { continue };
@@ -231,7 +213,7 @@ async fn write(run: &Run<'_>, v: &volume::Model, observed: Observed, next: Next)
     }
     let services = run.services;
     let txn = services.begin().await?;
-    rows::lock(&txn, "provider_volumes", &v.id).await?;
+    crate::store::lock(&txn, "provider_volumes", &v.id).await?;
     let Some(written) = observed.status(v).write::<volume::Entity>(&txn, run.claimed, services.clock.now()).await?
     else {
         return Ok(Next::Now);
@@ -241,8 +223,7 @@ async fn write(run: &Run<'_>, v: &volume::Model, observed: Observed, next: Next)
         wake_snapshots(&txn, &v.id, services.clock.now_ms()).await?;
     }
     if written.state == State::Deleted {
-        let holding =
-            quota::Holding { tenant_id: &v.tenant_id, pool_id: &v.pool_id, quota: svc::QUOTA, resource_id: &v.id };
+        let holding = quota::Holding { tenant_id: &v.tenant_id, pool_id: &v.pool_id, quota: QUOTA, resource_id: &v.id };
         quota::hold(&txn, &holding, 0).await?;
     }
     let attached = live_attachments(&txn, &v.id).await?;
@@ -257,14 +238,8 @@ async fn write(run: &Run<'_>, v: &volume::Model, observed: Observed, next: Next)
 
 /// Snapshots asked before their volume was made wait for it: wake them once it is.
 async fn wake_snapshots(txn: &sea_orm::DatabaseTransaction, volume_id: &str, now_ms: i64) -> Result<()> {
-    let waiting = provider_snapshot::Entity::find()
-        .filter(provider_snapshot::Column::VolumeId.eq(volume_id))
-        .filter(provider_snapshot::Column::ProviderId.is_null())
-        .filter(provider_snapshot::Column::DesiredState.eq(Desired::Present))
-        .all(txn)
-        .await?;
-    for s in waiting {
-        queue::wake(txn, crate::service::volumes::RECONCILER, &s.id, now_ms).await?;
+    for s in snapshots::waiting_for_volume(txn, volume_id).await? {
+        queue::wake(txn, RECONCILER, &s.id, now_ms).await?;
     }
     Ok(())
 }

@@ -36,11 +36,10 @@ pub(crate) use checks::attachable_instance;
 use checks::*;
 pub use views::{AttachmentView, VolumeView, attachment_view, event, view};
 
-pub use crate::store::volumes::{RECONCILER, live_attachments};
+pub use crate::store::volumes::{QUOTA, RECONCILER, live_attachments, share_tag};
 pub const KIND: &str = "provider-volume";
 pub const READ: &str = "compute:volumes:read";
 pub const MANAGE: &str = "compute:volumes:manage";
-pub const QUOTA: &str = "diskGiB";
 pub const MAX_SIZE_GIB: i64 = 16_384;
 /// Snapshots a volume keeps that are not deleted.
 pub const MAX_SNAPSHOTS: u64 = 25;
@@ -68,14 +67,6 @@ pub struct VolumeCreate {
 /// answer was lost is found by name.
 pub fn provider_name(volume_id: &str) -> String {
     format!("bc-{}", volume_id.replace('_', "-"))
-}
-
-/// The tag that records which Droplets have a share: `bc-nfs-` and 16 hex digits of the id's
-/// SHA-256.
-pub fn share_tag(volume_id: &str) -> String {
-    use sha2::{Digest, Sha256};
-    let digest = Sha256::digest(volume_id.as_bytes());
-    format!("bc-nfs-{}", &crate::store::idempotency::hex(&digest)[..16])
 }
 
 impl Services {

@@ -21,7 +21,7 @@ macro_rules! step {
 
 pub(super) async fn converge_attachment(ctx: &Ctx<'_>, v: &volume::Model, a: &attachment::Model) -> Result<Next> {
     let run = ctx.run;
-    let Some(on) = instance::Entity::find_by_id(a.instance_id.clone()).one(&run.services.db).await? else {
+    let Some(on) = instances::find(&run.services.db, &a.instance_id).await? else {
         return Err(Error::internal(format!("attachment {} without its instance", a.id)));
     };
     if let Some((observed, next)) = decide::not_ready(v, a, &on) {
@@ -156,7 +156,7 @@ pub(super) async fn write_attachment(
     }
     let services = run.services;
     let txn = services.begin().await?;
-    rows::lock(&txn, "provider_volumes", &v.id).await?;
+    crate::store::lock(&txn, "provider_volumes", &v.id).await?;
     let now = services.clock.now();
     let Some(done) = observed.status(a).write::<attachment::Entity>(&txn, run.claimed, now).await? else {
         return Ok(Next::Now);
