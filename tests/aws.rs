@@ -11,6 +11,7 @@ use vps_graph::provider::{
     AwsInstances, AwsNetworks, Filesystems, IngressRule, InstanceRun, LustreCreate, LustreDeployment, ProviderError,
     RuleSource, SecurityGroups, Tag, tag_value,
 };
+use vps_graph::provider::{Lifecycle, MachineState};
 use vps_graph::sim::{Fault, Sim, SimConfig};
 
 const REGION: &str = "us-east-1";
@@ -81,12 +82,14 @@ async fn efs_on_a_new_network_from_vpc_to_mount_targets_and_back() {
     assert_eq!(found.ingress, IngressRule::nfs(RuleSource::Cidr("10.20.0.0/16".into())));
 
     let created = aws.efs_create(REGION, "bc-fs1", &ours("bc-fs1")).await.unwrap();
-    assert_eq!(created.life_cycle_state, "creating");
+    assert_eq!(created.life_cycle_state, Lifecycle::Creating);
     assert!(created.encrypted);
     assert_eq!(created.dns_name, format!("{}.efs.{REGION}.amazonaws.com", created.id));
     let id = created.id.clone();
-    eventually(|| async { aws.efs_get(REGION, &id).await.unwrap().filter(|f| f.life_cycle_state == "available") })
-        .await;
+    eventually(|| async {
+        aws.efs_get(REGION, &id).await.unwrap().filter(|f| f.life_cycle_state == Lifecycle::Available)
+    })
+    .await;
     assert_eq!(aws.efs_find_by_token(REGION, "bc-fs1").await.unwrap().map(|f| f.id), Some(id.clone()));
     let repeat = aws.efs_create(REGION, "bc-fs1", &ours("bc-fs1")).await.unwrap_err();
     assert_eq!(repeat.aws_code(), Some("FileSystemAlreadyExists"));
@@ -95,7 +98,7 @@ async fn efs_on_a_new_network_from_vpc_to_mount_targets_and_back() {
     let groups = vec![group.clone()];
     for subnet in &subnets {
         let target = aws.mount_target_create(REGION, &id, subnet, &groups).await.unwrap();
-        assert_eq!(target.life_cycle_state, "creating");
+        assert_eq!(target.life_cycle_state, Lifecycle::Creating);
     }
     let targets = aws.mount_targets_of(REGION, &id).await.unwrap();
     assert_eq!(targets.len(), 2);
@@ -143,14 +146,15 @@ async fn lustre_with_its_self_referencing_group_reads_dns_and_mount_name() {
         tags: &tags,
     };
     let created = aws.lustre_create(REGION, &request).await.unwrap();
-    assert_eq!(created.lifecycle, "CREATING");
+    assert_eq!(created.lifecycle, Lifecycle::Creating);
     assert_eq!(created.deployment_type.as_deref(), Some("SCRATCH_2"));
     let same = aws.lustre_create(REGION, &request).await.unwrap();
     assert_eq!(same.id, created.id, "the same token and parameters answer the same file system");
     let id = created.id.clone();
-    let ready =
-        eventually(|| async { aws.lustre_get(REGION, &id).await.unwrap().filter(|f| f.lifecycle == "AVAILABLE") })
-            .await;
+    let ready = eventually(|| async {
+        aws.lustre_get(REGION, &id).await.unwrap().filter(|f| f.lifecycle == Lifecycle::Available)
+    })
+    .await;
     assert_eq!(ready.dns_name, Some(format!("{id}.fsx.{REGION}.amazonaws.com")));
     assert!(ready.mount_name.as_deref().is_some_and(|m| !m.is_empty()));
     assert_eq!(ready.subnet_ids, vec![subnets[0].clone()]);
@@ -207,17 +211,22 @@ async fn machines_run_once_per_client_token_are_found_by_name_and_terminated() {
         tags: &tags,
     };
     let first = aws.instance_run(REGION, &request).await.unwrap();
-    assert_eq!(first.state, "pending");
+    assert_eq!(first.state, MachineState::Pending);
     assert_eq!(first.subnet_id.as_deref(), Some(subnets[1].as_str()));
     assert_eq!(aws.instance_run(REGION, &request).await.unwrap().id, first.id, "one machine per client token");
     let id = first.id.clone();
-    let running =
-        eventually(|| async { aws.instance_get(REGION, &id).await.unwrap().filter(|i| i.state == "running") }).await;
+    let running = eventually(|| async {
+        aws.instance_get(REGION, &id).await.unwrap().filter(|i| i.state == MachineState::Running)
+    })
+    .await;
     assert_eq!(tag_value(&running.tags, OWNER), Some("test"));
     let named = aws.instances_find_by_name(REGION, "bc-inst1").await.unwrap();
     assert_eq!(named.iter().map(|i| i.id.as_str()).collect::<Vec<_>>(), [id.as_str()]);
     assert_eq!(aws.instance_terminate(REGION, &id).await, Ok(true));
-    eventually(|| async { aws.instance_get(REGION, &id).await.unwrap().filter(|i| i.state == "terminated") }).await;
+    eventually(|| async {
+        aws.instance_get(REGION, &id).await.unwrap().filter(|i| i.state == MachineState::Terminated)
+    })
+    .await;
     assert_eq!(aws.instance_get(REGION, "i-0000000000000000f").await, Ok(None));
     assert_eq!(aws.instance_terminate(REGION, "i-0000000000000000f").await, Ok(false));
 }
@@ -322,8 +331,10 @@ async fn every_describe_the_reconcilers_read_follows_its_next_token() {
     assert_eq!(aws.instances_find_by_name(REGION, "bc-m").await.unwrap().len(), 3);
 
     let fs = aws.efs_create(REGION, "bc-fs", &ours("bc-fs")).await.unwrap().id;
-    eventually(|| async { aws.efs_get(REGION, &fs).await.unwrap().filter(|f| f.life_cycle_state == "available") })
-        .await;
+    eventually(|| async {
+        aws.efs_get(REGION, &fs).await.unwrap().filter(|f| f.life_cycle_state == Lifecycle::Available)
+    })
+    .await;
     for subnet in &subnets {
         aws.mount_target_create(REGION, &fs, subnet, &groups).await.unwrap();
     }

@@ -169,7 +169,7 @@ db_test!(nfs_is_made_behind_its_group_with_a_target_per_zone_and_deleted_in_orde
     let mut zones: Vec<_> = targets.iter().map(|t| t.availability_zone.clone().unwrap()).collect();
     zones.sort();
     assert_eq!(zones, ZONES, "one mount target per zone");
-    assert!(targets.iter().all(|t| t.life_cycle_state == "available"));
+    assert!(targets.iter().all(|t| t.life_cycle_state == vps_graph::provider::Lifecycle::Available));
 
     s.delete(&f.id).await;
     let deleted = s.until_state(&f.id, State::Deleted).await;
@@ -256,7 +256,10 @@ db_test!(a_foreign_file_system_under_our_token_is_an_error_and_never_deleted, |b
     s.delete(&f.id).await;
     s.until_state(&f.id, State::Deleted).await;
     let still = api.efs_get(REGION, &foreign).await.unwrap();
-    assert!(still.is_some_and(|e| e.life_cycle_state == "available"), "the foreign one is left alone");
+    assert!(
+        still.is_some_and(|e| e.life_cycle_state == vps_graph::provider::Lifecycle::Available),
+        "the foreign one is left alone"
+    );
     assert_eq!(s.sim().calls("efs.DeleteFileSystem"), 0);
     assert_eq!(s.sim().calls("efs.CreateMountTarget"), 0);
     let groups = s.aws().security_groups.clone().unwrap();

@@ -52,7 +52,7 @@ pub trait Networks: Send + Sync {
 pub struct Droplet {
     pub id: String,
     pub name: String,
-    pub status: String,
+    pub status: DropletStatus,
     pub region: String,
     pub vpc_id: Option<String>,
     pub volume_ids: Vec<String>,
@@ -414,12 +414,11 @@ pub trait SecurityGroups: Send + Sync {
     async fn security_group_delete(&self, region: &str, group_id: &str) -> ProviderResult<bool>;
 }
 
-/// An EC2 machine. `state` is EC2's word: `pending`, `running`, `shutting-down`, `terminated`,
-/// `stopping`, `stopped`.
+/// An EC2 machine.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AwsInstance {
     pub id: String,
-    pub state: String,
+    pub state: MachineState,
     pub image_id: String,
     pub instance_type: String,
     pub subnet_id: Option<String>,
@@ -453,13 +452,101 @@ pub trait AwsInstances: Send + Sync {
     async fn instance_terminate(&self, region: &str, instance_id: &str) -> ProviderResult<bool>;
 }
 
-/// An EFS file system. `life_cycle_state`: `creating`, `available`, `updating`, `deleting`,
-/// `deleted`, `error`. `dns_name` is built from the id and region (the API does not return it).
+/// A Droplet's status: `new` while it is made, then `active`; `off`; `archive`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DropletStatus {
+    New,
+    Active,
+    Off,
+    Archive,
+}
+
+impl DropletStatus {
+    pub fn parse(word: &str) -> Option<DropletStatus> {
+        Some(match word {
+            "new" => DropletStatus::New,
+            "active" => DropletStatus::Active,
+            "off" => DropletStatus::Off,
+            "archive" => DropletStatus::Archive,
+            _ => return None,
+        })
+    }
+}
+
+/// Where an EFS file system or mount target, or an FSx file system, is in its life: EFS says
+/// `creating`, `available`, `updating`, `deleting`, `deleted`, `error`; FSx `CREATING`,
+/// `AVAILABLE`, `UPDATING`, `DELETING`, `FAILED`, `MISCONFIGURED`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lifecycle {
+    Creating,
+    Available,
+    Updating,
+    Deleting,
+    Deleted,
+    /// EFS's `error`, FSx's `FAILED`.
+    Failed,
+    Misconfigured,
+    /// A word this code does not know: taken as still being made.
+    Unknown,
+}
+
+impl Lifecycle {
+    pub fn parse(word: &str) -> Lifecycle {
+        match word.to_ascii_lowercase().as_str() {
+            "creating" => Lifecycle::Creating,
+            "available" => Lifecycle::Available,
+            "updating" => Lifecycle::Updating,
+            "deleting" => Lifecycle::Deleting,
+            "deleted" => Lifecycle::Deleted,
+            "error" | "failed" => Lifecycle::Failed,
+            "misconfigured" => Lifecycle::Misconfigured,
+            _ => Lifecycle::Unknown,
+        }
+    }
+
+    pub fn gone_or_going(self) -> bool {
+        matches!(self, Lifecycle::Deleting | Lifecycle::Deleted)
+    }
+}
+
+/// An EC2 machine's state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MachineState {
+    Pending,
+    Running,
+    ShuttingDown,
+    Terminated,
+    Stopping,
+    Stopped,
+    /// A word this code does not know (or none).
+    Unknown,
+}
+
+impl MachineState {
+    pub fn parse(word: &str) -> MachineState {
+        match word {
+            "pending" => MachineState::Pending,
+            "running" => MachineState::Running,
+            "shutting-down" => MachineState::ShuttingDown,
+            "terminated" => MachineState::Terminated,
+            "stopping" => MachineState::Stopping,
+            "stopped" => MachineState::Stopped,
+            _ => MachineState::Unknown,
+        }
+    }
+
+    /// Terminated, or on its way there.
+    pub fn ending(self) -> bool {
+        matches!(self, MachineState::ShuttingDown | MachineState::Terminated)
+    }
+}
+
+/// An EFS file system. `dns_name` is built from the id and region (the API does not return it).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EfsFileSystem {
     pub id: String,
     pub creation_token: String,
-    pub life_cycle_state: String,
+    pub life_cycle_state: Lifecycle,
     pub number_of_mount_targets: i32,
     pub encrypted: bool,
     pub dns_name: String,
@@ -472,7 +559,7 @@ pub struct MountTarget {
     pub id: String,
     pub file_system_id: String,
     pub subnet_id: String,
-    pub life_cycle_state: String,
+    pub life_cycle_state: Lifecycle,
     pub ip_address: Option<String>,
     pub availability_zone: Option<String>,
     pub vpc_id: Option<String>,
@@ -504,7 +591,7 @@ pub struct LustreCreate<'a> {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LustreFileSystem {
     pub id: String,
-    pub lifecycle: String,
+    pub lifecycle: Lifecycle,
     pub dns_name: Option<String>,
     pub mount_name: Option<String>,
     pub storage_capacity_gib: i32,

@@ -4,7 +4,7 @@
 use aws_sdk_efs::types::{FileSystemDescription, MountTargetDescription, PerformanceMode, ThroughputMode};
 
 use super::{Aws, sdk_code, sdk_error};
-use crate::provider::{EfsFileSystem, MountTarget, ProviderError, ProviderResult, Tag};
+use crate::provider::{EfsFileSystem, Lifecycle, MountTarget, ProviderError, ProviderResult, Tag};
 
 /// The name EFS file systems answer to inside a VPC with DNS on (not returned by the API).
 pub(super) fn efs_dns_name(file_system_id: &str, region: &str) -> String {
@@ -15,7 +15,7 @@ fn file_system_from(description: &FileSystemDescription, region: &str) -> EfsFil
     EfsFileSystem {
         id: description.file_system_id().to_owned(),
         creation_token: description.creation_token().to_owned(),
-        life_cycle_state: description.life_cycle_state().as_str().to_owned(),
+        life_cycle_state: Lifecycle::parse(description.life_cycle_state().as_str()),
         number_of_mount_targets: description.number_of_mount_targets(),
         encrypted: description.encrypted().unwrap_or(false),
         dns_name: efs_dns_name(description.file_system_id(), region),
@@ -28,7 +28,7 @@ fn mount_target_from(description: &MountTargetDescription) -> MountTarget {
         id: description.mount_target_id().to_owned(),
         file_system_id: description.file_system_id().to_owned(),
         subnet_id: description.subnet_id().to_owned(),
-        life_cycle_state: description.life_cycle_state().as_str().to_owned(),
+        life_cycle_state: Lifecycle::parse(description.life_cycle_state().as_str()),
         ip_address: description.ip_address().map(str::to_owned),
         availability_zone: description.availability_zone_name().map(str::to_owned),
         vpc_id: description.vpc_id().map(str::to_owned),
@@ -49,7 +49,7 @@ fn sdk_tags(tags: &[Tag]) -> ProviderResult<Vec<aws_sdk_efs::types::Tag>> {
 
 /// Gone, or going for good.
 fn present(file_system: EfsFileSystem) -> Option<EfsFileSystem> {
-    (file_system.life_cycle_state != "deleted").then_some(file_system)
+    (file_system.life_cycle_state != Lifecycle::Deleted).then_some(file_system)
 }
 
 impl Aws {
@@ -77,7 +77,7 @@ impl Aws {
                 Ok(EfsFileSystem {
                     id: id.clone(),
                     creation_token: created.creation_token().to_owned(),
-                    life_cycle_state: created.life_cycle_state().as_str().to_owned(),
+                    life_cycle_state: Lifecycle::parse(created.life_cycle_state().as_str()),
                     number_of_mount_targets: created.number_of_mount_targets(),
                     encrypted: created.encrypted().unwrap_or(false),
                     dns_name: efs_dns_name(&id, region),
@@ -172,7 +172,7 @@ impl Aws {
                 id: created.mount_target_id().to_owned(),
                 file_system_id: created.file_system_id().to_owned(),
                 subnet_id: created.subnet_id().to_owned(),
-                life_cycle_state: created.life_cycle_state().as_str().to_owned(),
+                life_cycle_state: Lifecycle::parse(created.life_cycle_state().as_str()),
                 ip_address: created.ip_address().map(str::to_owned),
                 availability_zone: created.availability_zone_name().map(str::to_owned),
                 vpc_id: created.vpc_id().map(str::to_owned),

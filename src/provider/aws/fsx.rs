@@ -8,13 +8,13 @@ use aws_sdk_fsx::types::{
 
 use super::efs::status_word;
 use super::{Aws, sdk_code, sdk_error};
-use crate::provider::{LustreCreate, LustreDeployment, LustreFileSystem, ProviderResult, Tag, tag_value};
+use crate::provider::{Lifecycle, LustreCreate, LustreDeployment, LustreFileSystem, ProviderResult, Tag, tag_value};
 
 fn lustre_from(file_system: &FileSystem) -> LustreFileSystem {
     let lustre = file_system.lustre_configuration();
     LustreFileSystem {
         id: file_system.file_system_id().unwrap_or_default().to_owned(),
-        lifecycle: file_system.lifecycle().map(|l| l.as_str().to_owned()).unwrap_or_default(),
+        lifecycle: file_system.lifecycle().map_or(Lifecycle::Unknown, |l| Lifecycle::parse(l.as_str())),
         dns_name: file_system.dns_name().map(str::to_owned),
         mount_name: lustre.and_then(|l| l.mount_name()).map(str::to_owned),
         storage_capacity_gib: file_system.storage_capacity().unwrap_or_default(),

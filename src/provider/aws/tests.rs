@@ -206,7 +206,7 @@ fn create_answers_and_instance_answers_are_read() {
     .unwrap();
     let instance = ec2::instance_from(run.items("instancesSet").next().unwrap());
     assert_eq!(instance.id, "i-0abc");
-    assert_eq!(instance.state, "pending");
+    assert_eq!(instance.state, crate::provider::MachineState::Pending);
     assert_eq!(instance.availability_zone.as_deref(), Some("us-east-1a"));
     assert_eq!(instance.private_ip.as_deref(), Some("10.0.1.5"));
     assert_eq!(instance.public_ip, None);
@@ -534,7 +534,7 @@ async fn efs_through_the_sdk_reads_answers_and_tells_its_errors_apart() {
     let aws = client(&url);
     let created = Filesystems::efs_create(&aws, "us-east-1", "bc-fs1", &ours("bc-fs1")).await.unwrap();
     assert_eq!(created.id, "fs-0123456789abcdef0");
-    assert_eq!(created.life_cycle_state, "creating");
+    assert_eq!(created.life_cycle_state, crate::provider::Lifecycle::Creating);
     assert_eq!(created.dns_name, "fs-0123456789abcdef0.efs.us-east-1.amazonaws.com");
     assert_eq!(created.tags, ours("bc-fs1"));
     {
@@ -552,7 +552,7 @@ async fn efs_through_the_sdk_reads_answers_and_tells_its_errors_apart() {
     assert_eq!(Filesystems::efs_get(&aws, "us-east-1", "fs-gone").await, Ok(None));
     // One throttled answer, retried by the SDK.
     let found = Filesystems::efs_get(&aws, "us-east-1", "fs-0123456789abcdef0").await.unwrap().unwrap();
-    assert_eq!(found.life_cycle_state, "available");
+    assert_eq!(found.life_cycle_state, crate::provider::Lifecycle::Available);
     assert!(seen.lock().unwrap()[5].header("amz-sdk-request").starts_with("attempt=2"));
     let in_use = Filesystems::efs_delete(&aws, "us-east-1", "fs-0123456789abcdef0").await.unwrap_err();
     assert_eq!(in_use.aws_code(), Some("FileSystemInUse"));
@@ -598,7 +598,7 @@ async fn fsx_through_the_sdk_sends_lustre_fields_and_reads_dns_and_mount_name() 
         tags: &tags,
     };
     let created = aws.lustre_create("us-east-1", &request).await.unwrap();
-    assert_eq!(created.lifecycle, "CREATING");
+    assert_eq!(created.lifecycle, crate::provider::Lifecycle::Creating);
     assert_eq!(created.dns_name.as_deref(), Some("fs-0fedcba9876543210.fsx.us-east-1.amazonaws.com"));
     assert_eq!(created.mount_name.as_deref(), Some("abcd1234"));
     assert_eq!(created.deployment_type.as_deref(), Some("PERSISTENT_2"));

@@ -2,8 +2,8 @@
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
-use super::{DigitalOcean, id_text, required, strings};
-use crate::provider::{Droplet, DropletCreate, Instances, ProviderError, ProviderResult};
+use super::{DigitalOcean, id_text, required, strings, unreadable};
+use crate::provider::{Droplet, DropletCreate, DropletStatus, Instances, ProviderError, ProviderResult};
 
 fn droplet_from(body: &Value) -> ProviderResult<Droplet> {
     if body.get("id").is_none() {
@@ -12,7 +12,8 @@ fn droplet_from(body: &Value) -> ProviderResult<Droplet> {
     Ok(Droplet {
         id: id_text(&body["id"]),
         name: required(body, "name", "Droplet")?,
-        status: required(body, "status", "Droplet")?,
+        status: DropletStatus::parse(&required(body, "status", "Droplet")?)
+            .ok_or_else(|| unreadable(&format!("Droplet status {}", body["status"])))?,
         region: required(&body["region"], "slug", "Droplet region")?,
         vpc_id: body["vpc_uuid"].as_str().filter(|v| !v.is_empty()).map(str::to_owned),
         volume_ids: strings(&body["volume_ids"]),

@@ -3,7 +3,7 @@
 
 use super::{ACTION_POLL_MS, ERROR_RETRY_MS, Next, RETRY_LATER_MS, is_failure, wait_for};
 use crate::provider::{
-    EfsFileSystem, IngressRule, LustreFileSystem, MountTarget, ProviderError, RuleSource, aws_owned,
+    EfsFileSystem, IngressRule, Lifecycle, LustreFileSystem, MountTarget, ProviderError, RuleSource, aws_owned,
 };
 use crate::store::entity::{filesystem, network_subnet as subnet};
 use crate::store::state::{Desired, FilesystemKind, State};
@@ -199,10 +199,10 @@ pub struct Seen {
 
 impl Seen {
     pub fn efs(f: &EfsFileSystem, deployment: &str) -> Seen {
-        let phase = match f.life_cycle_state.as_str() {
-            "available" => Phase::Available,
-            "deleting" | "deleted" => Phase::Deleting,
-            "error" => Phase::Failed,
+        let phase = match f.life_cycle_state {
+            Lifecycle::Available => Phase::Available,
+            Lifecycle::Deleting | Lifecycle::Deleted => Phase::Deleting,
+            Lifecycle::Failed => Phase::Failed,
             _ => Phase::Creating,
         };
         let failure = (phase == Phase::Failed).then(|| format!("EFS file system {} is in error", f.id));
@@ -217,14 +217,14 @@ impl Seen {
     }
 
     pub fn lustre(f: &LustreFileSystem, deployment: &str) -> Seen {
-        let phase = match f.lifecycle.as_str() {
-            "AVAILABLE" => Phase::Available,
-            "DELETING" => Phase::Deleting,
-            "FAILED" | "MISCONFIGURED" => Phase::Failed,
+        let phase = match f.lifecycle {
+            Lifecycle::Available => Phase::Available,
+            Lifecycle::Deleting => Phase::Deleting,
+            Lifecycle::Failed | Lifecycle::Misconfigured => Phase::Failed,
             _ => Phase::Creating,
         };
         let failure = (phase == Phase::Failed).then(|| {
-            let why = f.failure_message.clone().unwrap_or_else(|| f.lifecycle.clone());
+            let why = f.failure_message.clone().unwrap_or_else(|| format!("{:?}", f.lifecycle).to_uppercase());
             format!("FSx for Lustre file system {} failed: {why}", f.id)
         });
         Seen {
@@ -308,13 +308,13 @@ pub fn plan_targets(subnets: &[subnet::Model], targets: &[MountTarget]) -> Targe
                 || (t.availability_zone.is_some() && t.availability_zone == s.zone)
         })
     };
-    if let Some(failed) = ready.iter().filter_map(|s| in_zone(s)).find(|t| t.life_cycle_state == "error") {
+    if let Some(failed) = ready.iter().filter_map(|s| in_zone(s)).find(|t| t.life_cycle_state == Lifecycle::Failed) {
         return Targets::Failed(failed.id.clone());
     }
     if let Some(missing) = ready.iter().find(|s| in_zone(s).is_none()) {
         return Targets::Create(missing.provider_id.clone().unwrap_or_default());
     }
-    match ready.iter().all(|s| in_zone(s).is_some_and(|t| t.life_cycle_state == "available")) {
+    match ready.iter().all(|s| in_zone(s).is_some_and(|t| t.life_cycle_state == Lifecycle::Available)) {
         true => Targets::Ready,
         false => Targets::Waiting,
     }
@@ -353,7 +353,7 @@ pub enum Removal {
 
 pub fn removal(filesystem: Option<&Seen>, targets: &[MountTarget], group: Option<&str>) -> Removal {
     if let Some(fs) = filesystem {
-        let going = |t: &MountTarget| matches!(t.life_cycle_state.as_str(), "deleting" | "deleted");
+        let going = |t: &MountTarget| t.life_cycle_state.gone_or_going();
         if let Some(target) = targets.iter().find(|t| !going(t)) {
             return Removal::MountTarget(target.id.clone());
         }

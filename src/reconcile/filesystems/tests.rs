@@ -83,7 +83,7 @@ fn target(id: &str, subnet: &str, zone: &str, state: &str) -> MountTarget {
         id: id.into(),
         file_system_id: "fs-1".into(),
         subnet_id: subnet.into(),
-        life_cycle_state: state.into(),
+        life_cycle_state: crate::provider::Lifecycle::parse(state),
         ip_address: None,
         availability_zone: Some(zone.into()),
         vpc_id: None,
@@ -220,7 +220,7 @@ fn a_recorded_filesystem_as_the_provider_shows_it() {
 fn fsx_words_map_to_phases() {
     let lustre = |lifecycle: &str, tags: Vec<Tag>| LustreFileSystem {
         id: "fs-2".into(),
-        lifecycle: lifecycle.into(),
+        lifecycle: crate::provider::Lifecycle::parse(lifecycle),
         dns_name: None,
         mount_name: None,
         storage_capacity_gib: 1200,

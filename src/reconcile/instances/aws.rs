@@ -7,7 +7,7 @@
 use super::{DELETE_ASKED, Finish, Observed, finish_delete, mark_create_attempt, waiting, write};
 use crate::boot;
 use crate::error::Result;
-use crate::provider::{AwsInstance, AwsInstances, InstanceRun, ProviderError, aws_owned, aws_tags};
+use crate::provider::{AwsInstance, AwsInstances, InstanceRun, MachineState, ProviderError, aws_owned, aws_tags};
 use crate::reconcile::{ACTION_POLL_MS, ERROR_RETRY_MS, Next, RETRY_LATER_MS, Run};
 use crate::store::entity::instance;
 use crate::store::networks::ready_subnet_in_zone;
@@ -34,11 +34,11 @@ pub(super) async fn run(run: &Run<'_>, api: &dyn AwsInstances, current: &instanc
 /// A made machine as EC2 shows it: running is READY; gone or ended outside is lost for good.
 pub(super) fn settle(current: &instance::Model, seen: Option<&AwsInstance>) -> (Observed, Next) {
     let now = Observed::of(current);
-    match seen.map(|m| m.state.as_str()) {
-        Some("running") => (now.state(State::Ready, None), Next::Drift),
-        Some("pending") => (now, Next::After(ACTION_POLL_MS)),
-        Some(other @ ("stopping" | "stopped")) => {
-            let message = format!("the machine is {other}: start it at the provider");
+    match seen.map(|m| m.state) {
+        Some(MachineState::Running) => (now.state(State::Ready, None), Next::Drift),
+        Some(MachineState::Pending) => (now, Next::After(ACTION_POLL_MS)),
+        Some(other @ (MachineState::Stopping | MachineState::Stopped)) => {
+            let message = format!("the machine is {}: start it at the provider", format!("{other:?}").to_lowercase());
             (now.state(State::Error, Some(message)), Next::After(ERROR_RETRY_MS))
         }
         _ => {
@@ -52,8 +52,7 @@ pub(super) fn settle(current: &instance::Model, seen: Option<&AwsInstance>) -> (
 /// Ours among the machines EC2 shows under the instance's name (a terminated one is no longer
 /// a machine); one only under our name is foreign.
 pub(super) fn ours<'a>(found: &'a [AwsInstance], deployment: &str) -> (Option<&'a AwsInstance>, bool) {
-    let live: Vec<&AwsInstance> =
-        found.iter().filter(|m| m.state != "terminated" && m.state != "shutting-down").collect();
+    let live: Vec<&AwsInstance> = found.iter().filter(|m| !m.state.ending()).collect();
     let mine = live.iter().copied().find(|m| aws_owned(&m.tags, deployment));
     (mine, mine.is_none() && !live.is_empty())
 }
@@ -148,9 +147,9 @@ async fn delete(run: &Run<'_>, api: &dyn AwsInstances, current: &instance::Model
     };
     match machine {
         None => finish_delete(run, current, Finish::Deleted).await,
-        Some(m) if m.state == "terminated" => finish_delete(run, current, Finish::Deleted).await,
+        Some(m) if m.state == MachineState::Terminated => finish_delete(run, current, Finish::Deleted).await,
         Some(m) if !aws_owned(&m.tags, deployment) => finish_delete(run, current, Finish::AsDetach).await,
-        Some(m) if m.state == "shutting-down" || current.message.as_deref() == Some(DELETE_ASKED) => {
+        Some(m) if m.state == MachineState::ShuttingDown || current.message.as_deref() == Some(DELETE_ASKED) => {
             Ok(Next::After(ACTION_POLL_MS))
         }
         Some(_) => {
@@ -180,7 +179,7 @@ mod tests {
         }
         AwsInstance {
             id: id.into(),
-            state: state.into(),
+            state: MachineState::parse(state),
             image_id: "ami-1".into(),
             instance_type: "t3.micro".into(),
             subnet_id: None,

@@ -106,7 +106,7 @@ impl Reconciler for InstanceReconciler {
                     let message = format!("Droplet {id} was deleted outside vps-graph; it is not made again");
                     (Observed { lost: true, ..Observed::of(&current).state(State::Error, Some(message)) }, Next::Drift)
                 }
-                Ok(Some(droplet)) if droplet.status == "active" => {
+                Ok(Some(droplet)) if droplet.status == crate::provider::DropletStatus::Active => {
                     (Observed::of(&current).state(State::Ready, None), Next::Drift)
                 }
                 Ok(Some(_)) => (Observed::of(&current), Next::After(ACTION_POLL_MS)),

@@ -356,7 +356,7 @@ fn a_share_attach_is_decided_for_every_answer_and_waits_for_its_effect() {
     let droplet = crate::provider::Droplet {
         id: "d1".into(),
         name: "web".into(),
-        status: "active".into(),
+        status: crate::provider::DropletStatus::Active,
         region: "nyc3".into(),
         vpc_id: Some("vpc-2".into()),
         volume_ids: vec![],

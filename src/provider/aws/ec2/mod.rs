@@ -11,8 +11,8 @@ use quick_xml::events::Event;
 
 use super::{Aws, classify, lost};
 use crate::provider::{
-    AwsInstance, AwsInstances, AwsNetworks, AwsSubnet, AwsVpc, IngressRule, InstanceRun, ProviderError, ProviderResult,
-    RuleSource, SecurityGroup, SecurityGroups, Tag,
+    AwsInstance, AwsInstances, AwsNetworks, AwsSubnet, AwsVpc, IngressRule, InstanceRun, MachineState, ProviderError,
+    ProviderResult, RuleSource, SecurityGroup, SecurityGroups, Tag,
 };
 
 pub(super) const VERSION: &str = "2016-11-15";
@@ -375,7 +375,7 @@ pub(super) fn security_group_from(item: &Element) -> SecurityGroup {
 pub(super) fn instance_from(item: &Element) -> AwsInstance {
     AwsInstance {
         id: item.text_or_empty("instanceId"),
-        state: item.child("instanceState").map(|s| s.text_or_empty("name")).unwrap_or_default(),
+        state: MachineState::parse(&item.child("instanceState").map(|s| s.text_or_empty("name")).unwrap_or_default()),
         image_id: item.text_or_empty("imageId"),
         instance_type: item.text_or_empty("instanceType"),
         subnet_id: item.text_of("subnetId"),
