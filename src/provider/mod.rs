@@ -7,9 +7,11 @@ mod accounts;
 pub mod aws;
 pub mod digitalocean;
 mod error;
+mod phases;
 
 pub use accounts::*;
 pub use error::*;
+pub use phases::*;
 
 use serde::{Deserialize, Serialize};
 
@@ -137,30 +139,6 @@ pub struct Share {
     pub vpc_ids: Vec<String>,
     pub host: Option<String>,
     pub mount_path: Option<String>,
-}
-
-/// Where a share is in its life, as DigitalOcean says it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ShareStatus {
-    Creating,
-    Active,
-    /// Made, but on no VPC.
-    Inactive,
-    Failed,
-    Deleted,
-}
-
-impl ShareStatus {
-    pub fn parse(word: &str) -> Option<ShareStatus> {
-        Some(match word {
-            "CREATING" => ShareStatus::Creating,
-            "ACTIVE" => ShareStatus::Active,
-            "INACTIVE" => ShareStatus::Inactive,
-            "FAILED" => ShareStatus::Failed,
-            "DELETED" => ShareStatus::Deleted,
-            _ => return None,
-        })
-    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -450,95 +428,6 @@ pub trait AwsInstances: Send + Sync {
     async fn instances_find_by_name(&self, region: &str, name: &str) -> ProviderResult<Vec<AwsInstance>>;
     /// False when it was already gone.
     async fn instance_terminate(&self, region: &str, instance_id: &str) -> ProviderResult<bool>;
-}
-
-/// A Droplet's status: `new` while it is made, then `active`; `off`; `archive`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DropletStatus {
-    New,
-    Active,
-    Off,
-    Archive,
-}
-
-impl DropletStatus {
-    pub fn parse(word: &str) -> Option<DropletStatus> {
-        Some(match word {
-            "new" => DropletStatus::New,
-            "active" => DropletStatus::Active,
-            "off" => DropletStatus::Off,
-            "archive" => DropletStatus::Archive,
-            _ => return None,
-        })
-    }
-}
-
-/// Where an EFS file system or mount target, or an FSx file system, is in its life: EFS says
-/// `creating`, `available`, `updating`, `deleting`, `deleted`, `error`; FSx `CREATING`,
-/// `AVAILABLE`, `UPDATING`, `DELETING`, `FAILED`, `MISCONFIGURED`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Lifecycle {
-    Creating,
-    Available,
-    Updating,
-    Deleting,
-    Deleted,
-    /// EFS's `error`, FSx's `FAILED`.
-    Failed,
-    Misconfigured,
-    /// A word this code does not know: taken as still being made.
-    Unknown,
-}
-
-impl Lifecycle {
-    pub fn parse(word: &str) -> Lifecycle {
-        match word.to_ascii_lowercase().as_str() {
-            "creating" => Lifecycle::Creating,
-            "available" => Lifecycle::Available,
-            "updating" => Lifecycle::Updating,
-            "deleting" => Lifecycle::Deleting,
-            "deleted" => Lifecycle::Deleted,
-            "error" | "failed" => Lifecycle::Failed,
-            "misconfigured" => Lifecycle::Misconfigured,
-            _ => Lifecycle::Unknown,
-        }
-    }
-
-    pub fn gone_or_going(self) -> bool {
-        matches!(self, Lifecycle::Deleting | Lifecycle::Deleted)
-    }
-}
-
-/// An EC2 machine's state.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MachineState {
-    Pending,
-    Running,
-    ShuttingDown,
-    Terminated,
-    Stopping,
-    Stopped,
-    /// A word this code does not know (or none).
-    Unknown,
-}
-
-impl MachineState {
-    pub fn parse(word: &str) -> MachineState {
-        match word {
-            "pending" => MachineState::Pending,
-            "running" => MachineState::Running,
-            "shutting-down" => MachineState::ShuttingDown,
-            "terminated" => MachineState::Terminated,
-            "stopping" => MachineState::Stopping,
-            "stopped" => MachineState::Stopped,
-            _ => MachineState::Unknown,
-        }
-    }
-
-    /// Terminated, or on its way there.
-    pub fn ending(self) -> bool {
-        matches!(self, MachineState::ShuttingDown | MachineState::Terminated)
-    }
 }
 
 /// An EFS file system. `dns_name` is built from the id and region (the API does not return it).

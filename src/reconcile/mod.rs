@@ -11,6 +11,8 @@ mod addresses;
 pub mod filesystems;
 pub mod instances;
 pub mod networks;
+#[cfg(test)]
+mod outcomes;
 pub mod resources;
 mod snapshots;
 pub mod usage;

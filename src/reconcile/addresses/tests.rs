@@ -1,10 +1,10 @@
 //! The address decisions, phase by phase, for every way a provider call can end: answered,
 //! refused, rate-limited, and unknown (the answer lost: a timeout, a 5xx, a dropped connection).
-use std::time::Duration;
 
+use super::super::outcomes::{backed_off, outcomes};
 use super::super::{ACTION_POLL_MS, ERROR_RETRY_MS, Next, RETRY_LATER_MS};
 use super::decide::*;
-use crate::provider::{ActionStatus, ProviderError, ProviderResult, ReservedAddress};
+use crate::provider::{ActionStatus, ProviderResult, ReservedAddress};
 use crate::store::entity::provider_address as address;
 use crate::store::state::{AddressFamily, Assignment, Desired, State};
 
@@ -79,23 +79,6 @@ fn address_events_name_what_changed() {
     let pending = address::Model { assignment_state: Assignment::Pending, ..row(None) };
     assert_eq!(event_type(&pending, &Observed::of(&pending).assignment(Assignment::Ready, None)), "assigned");
     assert_eq!(event_type(&before, &Observed { message: Some("busy".into()), ..now }), "updated");
-}
-
-/// The four ways a call can end, with `made` as the answer when it was answered.
-fn outcomes<T: Clone>(made: T) -> [(&'static str, ProviderResult<T>); 4] {
-    [
-        ("answered", Ok(made)),
-        ("refused", Err(ProviderError::Refused { status: 422, message: "the provider said no".into() })),
-        (
-            "rate-limited",
-            Err(ProviderError::RetryLater { message: "slow down".into(), after: Duration::from_secs(30) }),
-        ),
-        ("unknown", Err(ProviderError::Unknown { message: "no answer within 30 s".into() })),
-    ]
-}
-
-fn backed_off(next: Next) -> bool {
-    matches!(next, Next::Backoff(_))
 }
 
 fn free_at(region: &str) -> ReservedAddress {

@@ -1,10 +1,10 @@
 //! The snapshot decisions, phase by phase, for every way a provider call can end: answered,
 //! refused, rate-limited, and unknown (the answer lost: a timeout, a 5xx, a dropped connection).
-use std::time::Duration;
 
+use super::super::outcomes::{backed_off, outcomes};
 use super::super::{ACTION_POLL_MS, ERROR_RETRY_MS, Next};
 use super::decide::*;
-use crate::provider::{ProviderError, ProviderResult, Snapshot};
+use crate::provider::{ProviderError, Snapshot};
 use crate::store::entity::provider_snapshot as snapshot;
 use crate::store::state::{Desired, State, VolumeKind};
 
@@ -41,22 +41,6 @@ fn taking() -> snapshot::Model {
 
 fn made(ready: bool, min_disk_size: Option<i64>) -> Snapshot {
     Snapshot { id: "snap-9".into(), name: "vpsg-psnap-1".into(), size_gib: 2.5, min_disk_size, ready, failed: false }
-}
-
-fn outcomes<T: Clone>(made: T) -> [(&'static str, ProviderResult<T>); 4] {
-    [
-        ("answered", Ok(made)),
-        ("refused", Err(ProviderError::Refused { status: 422, message: "the provider said no".into() })),
-        (
-            "rate-limited",
-            Err(ProviderError::RetryLater { message: "slow down".into(), after: Duration::from_secs(30) }),
-        ),
-        ("unknown", Err(ProviderError::Unknown { message: "no answer within 30 s".into() })),
-    ]
-}
-
-fn backed_off(next: Next) -> bool {
-    matches!(next, Next::Backoff(_))
 }
 
 #[test]

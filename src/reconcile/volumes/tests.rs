@@ -1,8 +1,12 @@
 //! The volume and attachment decisions, phase by phase, for every way a provider call can end:
 //! answered, refused, rate-limited, and unknown (the answer lost: a timeout, a 5xx, a dropped
 //! connection).
-use super::attachments::decide::vpc_to_take_off;
+use super::super::outcomes::{backed_off, outcomes};
+use super::super::{ACTION_POLL_MS, ERROR_RETRY_MS};
+use super::attachments::decide::{self as attach, ASKED, AttachmentObserved, vpc_to_take_off};
 use super::*;
+use crate::provider::{ActionStatus, BlockVolume, ProviderError, Share, ShareStatus};
+use crate::store::state::VolumeFilesystem;
 
 fn ids(names: &[&str]) -> Vec<String> {
     names.iter().map(|n| n.to_string()).collect()
@@ -27,13 +31,6 @@ fn a_vpc_no_tagged_droplet_is_left_in_comes_off_the_share_but_the_last_stays() {
 fn a_block_volume_is_seen_at_the_path_the_guest_sees() {
     assert_eq!(device_path("bc-pvol-01"), "/dev/disk/by-id/scsi-0DO_Volume_bc-pvol-01");
 }
-
-use std::time::Duration;
-
-use super::super::{ACTION_POLL_MS, ERROR_RETRY_MS};
-use super::attachments::decide::{self as attach, ASKED, AttachmentObserved};
-use crate::provider::{ActionStatus, BlockVolume, ProviderError, Share, ShareStatus};
-use crate::store::state::VolumeFilesystem;
 
 fn row() -> volume::Model {
     let t = chrono::Utc::now();
@@ -113,23 +110,6 @@ fn share(status: ShareStatus, size_gib: i64, vpcs: &[&str]) -> Share {
         host: active.then(|| "10.0.0.5".into()),
         mount_path: active.then(|| "/share-1".into()),
     }
-}
-
-/// The four ways a call can end, with `made` as the answer when it was answered.
-fn outcomes<T: Clone>(made: T) -> [(&'static str, ProviderResult<T>); 4] {
-    [
-        ("answered", Ok(made)),
-        ("refused", Err(ProviderError::Refused { status: 422, message: "the provider said no".into() })),
-        (
-            "rate-limited",
-            Err(ProviderError::RetryLater { message: "slow down".into(), after: Duration::from_secs(30) }),
-        ),
-        ("unknown", Err(ProviderError::Unknown { message: "no answer within 30 s".into() })),
-    ]
-}
-
-fn backed_off(next: Next) -> bool {
-    matches!(next, Next::Backoff(_))
 }
 
 const MARKER: &str = "vps-graph test pvol_1";
