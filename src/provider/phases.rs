@@ -109,6 +109,19 @@ impl MachineState {
         }
     }
 
+    /// EC2's word for it.
+    pub fn word(self) -> &'static str {
+        match self {
+            MachineState::Pending => "pending",
+            MachineState::Running => "running",
+            MachineState::ShuttingDown => "shutting-down",
+            MachineState::Terminated => "terminated",
+            MachineState::Stopping => "stopping",
+            MachineState::Stopped => "stopped",
+            MachineState::Unknown => "unknown",
+        }
+    }
+
     /// Terminated, or on its way there.
     pub fn ending(self) -> bool {
         matches!(self, MachineState::ShuttingDown | MachineState::Terminated)

@@ -121,7 +121,7 @@ pub async fn mark_assign(
         a,
         |u| {
             u.col_expr(address::Column::InstanceId, Expr::value(instance_id))
-                .col_expr(address::Column::AssignmentState, Expr::value(State::Pending))
+                .col_expr(address::Column::AssignmentState, Expr::value(Assignment::Pending))
                 .col_expr(address::Column::AssignmentMessage, Expr::value(Option::<String>::None))
         },
         now,
@@ -157,7 +157,7 @@ pub async fn mark_unassign(
         conn,
         a,
         |u| {
-            u.col_expr(address::Column::AssignmentState, Expr::value(State::Deleting))
+            u.col_expr(address::Column::AssignmentState, Expr::value(Assignment::Deleting))
                 .col_expr(address::Column::AssignmentMessage, Expr::value(Option::<String>::None))
         },
         now,

@@ -38,7 +38,7 @@ pub(super) fn settle(current: &instance::Model, seen: Option<&AwsInstance>) -> (
         Some(MachineState::Running) => (now.state(State::Ready, None), Next::Drift),
         Some(MachineState::Pending) => (now, Next::After(ACTION_POLL_MS)),
         Some(other @ (MachineState::Stopping | MachineState::Stopped)) => {
-            let message = format!("the machine is {}: start it at the provider", format!("{other:?}").to_lowercase());
+            let message = format!("the machine is {}: start it at the provider", other.word());
             (now.state(State::Error, Some(message)), Next::After(ERROR_RETRY_MS))
         }
         _ => {

@@ -99,39 +99,12 @@ fn a_made_snapshot_is_read_until_ready_and_one_gone_outside_is_lost() {
 #[test]
 fn a_snapshot_waits_for_its_volume_and_one_whose_volume_went_first_is_lost() {
     use crate::store::entity::provider_volume as volume;
-    let t = chrono::Utc::now();
+    // Not made yet.
     let v = volume::Model {
-        id: "pvol_1".into(),
-        tenant_id: "acme".into(),
-        project_id: None,
-        pool_id: "pool_1".into(),
-        provider_account_id: "pacct_1".into(),
-        name: "data".into(),
-        description: None,
-        region: "nyc3".into(),
-        kind: VolumeKind::Block,
-        network_id: None,
-        filesystem: None,
-        delete_with_instance: false,
-        source_snapshot_id: None,
-        size_gib: 10,
-        observed_size_gib: None,
         state: State::Pending,
-        desired_state: Desired::Present,
         provider_id: None,
-        provider_name: "vpsg-pvol-1".into(),
-        device: None,
-        mount_source: None,
-        create_attempts: 1,
-        lost: false,
-        action_id: None,
-        message: None,
-        version: 1,
-        generation: 1,
-        created_at: t,
-        updated_at: t,
-        ready_at: None,
-        deleted_at: None,
+        observed_size_gib: None,
+        ..super::super::volumes::tests::row()
     };
     let s = taking();
     assert_eq!(before_take(&s, Some(&v)).unwrap_err().1, Next::After(ERROR_RETRY_MS));

@@ -8,7 +8,7 @@ mod create;
 mod decide;
 mod resize;
 #[cfg(test)]
-mod tests;
+pub(super) mod tests;
 
 use super::{Next, RETRY_LATER_MS, Run, again_if_changed};
 use crate::error::{Error, Result};

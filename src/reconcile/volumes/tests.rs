@@ -32,7 +32,8 @@ fn a_block_volume_is_seen_at_the_path_the_guest_sees() {
     assert_eq!(device_path("bc-pvol-01"), "/dev/disk/by-id/scsi-0DO_Volume_bc-pvol-01");
 }
 
-fn row() -> volume::Model {
+/// A ready 10 GiB block volume (the snapshot tests start from it too).
+pub(in crate::reconcile) fn row() -> volume::Model {
     let t = chrono::Utc::now();
     volume::Model {
         id: "pvol_1".into(),

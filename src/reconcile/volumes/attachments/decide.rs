@@ -48,7 +48,7 @@ impl AttachmentObserved {
     }
 }
 
-type Step = Decided<AttachmentObserved>;
+pub(super) type Step = Decided<AttachmentObserved>;
 
 /// The message of an attachment whose detach was sent.
 pub const ASKED: &str = "detach asked";
@@ -259,7 +259,7 @@ pub fn share_to_detach(now: &AttachmentObserved, found: ProviderResult<Option<Sh
 }
 
 /// Whether a share action asked at `asked_ms` has had its time to show.
-pub fn stale(asked_ms: i64, now_ms: i64) -> bool {
+fn stale(asked_ms: i64, now_ms: i64) -> bool {
     now_ms - asked_ms > SHARE_ACTION_PATIENCE_MS
 }
 

@@ -5,9 +5,7 @@
 pub(super) mod decide;
 
 use super::*;
-use decide::{AttachmentObserved, polled};
-
-type Step = super::decide::Decided<AttachmentObserved>;
+use decide::{AttachmentObserved, Step, polled};
 
 /// Reads `read`, or ends the run's step with what a failed read decides.
 macro_rules! step {
