@@ -224,7 +224,9 @@ impl Seen {
             _ => Phase::Creating,
         };
         let failure = (phase == Phase::Failed).then(|| {
-            let why = f.failure_message.clone().unwrap_or_else(|| format!("{:?}", f.lifecycle).to_uppercase());
+            // FSx's own word, when it gave no message.
+            let word = if f.lifecycle == Lifecycle::Misconfigured { "MISCONFIGURED" } else { "FAILED" };
+            let why = f.failure_message.clone().unwrap_or_else(|| word.to_owned());
             format!("FSx for Lustre file system {} failed: {why}", f.id)
         });
         Seen {
