@@ -55,6 +55,10 @@ pub fn min_share_gib(kind: ProviderKind) -> i64 {
     if kind == ProviderKind::Digitalocean { 50 } else { 1 }
 }
 
+/// The Lustre size FSx makes when none is asked, and the step of the sizes above it.
+pub const LUSTRE_DEFAULT_GIB: i64 = 1200;
+pub const LUSTRE_STEP_GIB: i64 = 2400;
+
 /// What the registry needs to know of an account.
 pub struct AccountRef<'a> {
     pub id: &'a str,

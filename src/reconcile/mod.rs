@@ -220,7 +220,7 @@ pub fn start(
         wake: wake.clone(),
         stop,
     });
-    if shared.services.db.get_database_backend() == sea_orm::DbBackend::Postgres {
+    if crate::store::is_postgres(&shared.services.db) {
         let woken = wake.clone();
         tokio::spawn(notify::listen(shared.services.db.clone(), queue::WAKE_CHANNEL, shared.stop.clone(), move || {
             woken.notify_one()

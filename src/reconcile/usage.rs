@@ -21,24 +21,13 @@
 //! showed (`observed_size_gib`, else `size_gib`); a snapshot the GiB the provider reports, and
 //! no window while that is unknown (they are written, from its ready hour, once it is known);
 //! an address one per hour.
-use std::collections::HashMap;
-
 use chrono::{DateTime, Utc};
-use sea_orm::sea_query::{Expr, OnConflict};
-use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryResult, QuerySelect, Set, Value};
+use sea_orm::ConnectionTrait;
 
 use super::{Next, Reconciler, Run};
 use crate::error::Result;
-use crate::ids;
 use crate::service::Services;
-use crate::service::usage::{
-    ADDRESS_HOURS, SHARE_GIB_HOURS, SNAPSHOT_GIB_HOURS, SOURCE_ADDRESS, SOURCE_SNAPSHOT, SOURCE_VOLUME,
-    VOLUME_GIB_HOURS,
-};
-
-use crate::store::entity::usage_window as window;
-use crate::store::state::{Billing, VolumeKind};
-use crate::store::stmt;
+use crate::store::usage::{Billable, NewWindow, PAGE, Source, Written, billable_page, written_windows};
 
 pub const KIND: &str = "vps.ancillary-usage";
 /// The one work item of the pass.
@@ -48,11 +37,8 @@ pub const HOUR_MS: i64 = 3_600_000;
 pub const LOOKBACK_HOURS: i64 = 31 * 24;
 /// How long after an hour boundary the next pass runs.
 const AFTER_BOUNDARY_MS: i64 = 1_000;
-/// Resources read per page.
-const PAGE: usize = 500;
 /// Windows per insert (11 values each: well under SQLite's and PostgreSQL's parameter limits).
 const BATCH: usize = 500;
-const WINDOW_ID: &str = "uw";
 
 pub struct UsageReconciler;
 
@@ -118,156 +104,14 @@ pub fn billed_hours(ready_ms: i64, deleted_ms: Option<i64>, now_ms: i64, horizon
     (first <= last).then_some((first, last))
 }
 
-#[derive(Clone, Copy)]
-enum Source {
-    Volumes,
-    Snapshots,
-    Addresses,
-}
-
-impl Source {
-    fn table(self) -> &'static str {
-        match self {
-            Source::Volumes => "provider_volumes",
-            Source::Snapshots => "provider_snapshots",
-            Source::Addresses => "provider_addresses",
-        }
-    }
-
-    /// The columns beyond the common ones that say the meter and the quantity.
-    fn columns(self) -> &'static str {
-        match self {
-            Source::Volumes => ", kind, COALESCE(observed_size_gib, size_gib) AS gib",
-            Source::Snapshots => ", size_gib AS gib",
-            Source::Addresses => "",
-        }
-    }
-
-    /// The source kind, meter and quantity of a row; None for a row that does not bill (yet).
-    fn meter(self, row: &QueryResult) -> Result<Option<(&'static str, &'static str, f64)>> {
-        Ok(match self {
-            Source::Volumes => {
-                let kind: VolumeKind = row.try_get("", "kind")?;
-                let gib: i64 = row.try_get("", "gib")?;
-                match kind {
-                    VolumeKind::Block => Some((SOURCE_VOLUME, VOLUME_GIB_HOURS, gib as f64)),
-                    VolumeKind::Shared => Some((SOURCE_VOLUME, SHARE_GIB_HOURS, gib as f64)),
-                }
-            }
-            Source::Snapshots => {
-                let gib: Option<f64> = row.try_get("", "gib")?;
-                gib.map(|gib| (SOURCE_SNAPSHOT, SNAPSHOT_GIB_HOURS, gib))
-            }
-            Source::Addresses => Some((SOURCE_ADDRESS, ADDRESS_HOURS, 1.0)),
-        })
-    }
-}
-
-/// A resource that bills, as one page of the pass read it.
-struct Billable {
-    id: String,
-    tenant_id: String,
-    project_id: Option<String>,
-    pool_id: String,
-    /// None while it does not bill (a snapshot of unknown size).
-    meter: Option<(&'static str, &'static str, f64)>,
-    ready_ms: i64,
-    deleted_ms: Option<i64>,
-}
-
-/// One page (by id, after `after`) of the ready resources of `source` on metered pools: the live
-/// ones, or those deleted after `horizon`.
-async fn billable_page(
-    conn: &impl ConnectionTrait,
-    source: Source,
-    live: bool,
-    horizon: i64,
-    after: &str,
-) -> Result<Vec<Billable>> {
-    let backend = conn.get_database_backend();
-    let mut values: Vec<Value> = vec![after.into(), Billing::Metered.into()];
-    let deleted = if live {
-        "deleted_at IS NULL"
+/// Where to go on from, for a resource that bills from `first`: after the last window when
+/// every hour from `first` to it is there, else `first` again (what exists is skipped).
+fn resume_at(written: Written, first: i64) -> i64 {
+    if written.first == first && written.count == (written.last - written.first) / HOUR_MS + 1 {
+        written.last + HOUR_MS
     } else {
-        values.push(millis(horizon).into());
-        "deleted_at > $3"
-    };
-    let sql = format!(
-        "SELECT id, tenant_id, project_id, pool_id, ready_at, deleted_at{} FROM {} \
-         WHERE ready_at IS NOT NULL AND {deleted} AND id > $1 \
-         AND pool_id IN (SELECT id FROM pools WHERE billing = $2) ORDER BY id LIMIT {PAGE}",
-        source.columns(),
-        source.table(),
-    );
-    let rows = conn.query_all_raw(stmt(backend, &sql, values)).await?;
-    rows.iter()
-        .map(|row| {
-            let ready_at: DateTime<Utc> = row.try_get("", "ready_at")?;
-            let deleted_at: Option<DateTime<Utc>> = row.try_get("", "deleted_at")?;
-            Ok(Billable {
-                id: row.try_get("", "id")?,
-                tenant_id: row.try_get("", "tenant_id")?,
-                project_id: row.try_get("", "project_id")?,
-                pool_id: row.try_get("", "pool_id")?,
-                meter: source.meter(row)?,
-                ready_ms: ready_at.timestamp_millis(),
-                deleted_ms: deleted_at.map(|d| d.timestamp_millis()),
-            })
-        })
-        .collect()
-}
-
-/// The windows one resource has on one meter since the horizon.
-#[derive(Clone, Copy)]
-struct Written {
-    first: i64,
-    last: i64,
-    count: i64,
-}
-
-impl Written {
-    /// Where to go on from, for a resource that bills from `first`: after the last window when
-    /// every hour from `first` to it is there, else `first` again (what exists is skipped).
-    fn resume_at(self, first: i64) -> i64 {
-        if self.first == first && self.count == (self.last - self.first) / HOUR_MS + 1 {
-            self.last + HOUR_MS
-        } else {
-            first
-        }
+        first
     }
-}
-
-/// (resource_id, meter, first window start, last window start, windows)
-type WrittenRow = (String, String, DateTime<Utc>, DateTime<Utc>, i64);
-
-/// The windows since `horizon` of each resource of `ids`, per (resource, meter), in one query.
-async fn written_windows(
-    conn: &impl ConnectionTrait,
-    ids: Vec<String>,
-    horizon: i64,
-) -> Result<HashMap<(String, String), Written>> {
-    use sea_orm::sea_query::ExprTrait;
-    let rows: Vec<WrittenRow> = window::Entity::find()
-        .select_only()
-        .column(window::Column::ResourceId)
-        .column(window::Column::Meter)
-        .column_as(Expr::col(window::Column::WindowStart).min(), "first")
-        .column_as(Expr::col(window::Column::WindowStart).max(), "last")
-        .column_as(Expr::col(window::Column::Id).count(), "windows")
-        .filter(window::Column::ResourceId.is_in(ids))
-        .filter(window::Column::WindowStart.gte(millis(horizon)))
-        .group_by(window::Column::ResourceId)
-        .group_by(window::Column::Meter)
-        .into_tuple()
-        .all(conn)
-        .await?;
-    Ok(rows
-        .into_iter()
-        .map(|(id, meter, first, last, count)| {
-            let written = Written { first: first.timestamp_millis(), last: last.timestamp_millis(), count };
-            ((id, meter), written)
-        })
-        .collect())
 }
 
 /// Writes the windows the resources of `page` still miss; returns how many rows were inserted.
@@ -281,49 +125,22 @@ async fn write_page(conn: &impl ConnectionTrait, page: &[Billable], now: DateTim
     let mut inserted = 0;
     let mut batch = Vec::with_capacity(BATCH);
     for resource in page {
-        let Some((source_kind, meter, quantity)) = resource.meter else { continue };
+        let Some((_, meter, _)) = resource.meter else { continue };
         let Some((first, last)) = billed_hours(resource.ready_ms, resource.deleted_ms, now_ms, horizon) else {
             continue;
         };
-        let start = written.get(&(resource.id.clone(), meter.to_owned())).map_or(first, |w| w.resume_at(first));
+        let start = written.get(&(resource.id.clone(), meter.to_owned())).map_or(first, |w| resume_at(*w, first));
         let mut hour = start;
         while hour <= last {
-            batch.push(window::ActiveModel {
-                id: Set(ids::new_id(WINDOW_ID)),
-                tenant_id: Set(resource.tenant_id.clone()),
-                project_id: Set(resource.project_id.clone()),
-                pool_id: Set(resource.pool_id.clone()),
-                source_kind: Set(source_kind.to_owned()),
-                resource_id: Set(resource.id.clone()),
-                meter: Set(meter.to_owned()),
-                window_start: Set(millis(hour)),
-                window_end: Set(millis(hour + HOUR_MS)),
-                quantity: Set(quantity),
-                created_at: Set(now),
-            });
+            batch.push(NewWindow { resource, hour_ms: hour });
             if batch.len() == BATCH {
-                inserted += insert(conn, std::mem::take(&mut batch)).await?;
+                inserted += crate::store::usage::insert(conn, &std::mem::take(&mut batch), now).await?;
             }
             hour += HOUR_MS;
         }
     }
-    inserted += insert(conn, batch).await?;
+    inserted += crate::store::usage::insert(conn, &batch, now).await?;
     Ok(inserted)
-}
-
-/// Inserts `windows` in one statement, skipping any already written.
-async fn insert(conn: &impl ConnectionTrait, windows: Vec<window::ActiveModel>) -> Result<u64> {
-    if windows.is_empty() {
-        return Ok(0);
-    }
-    let once = OnConflict::columns([window::Column::ResourceId, window::Column::Meter, window::Column::WindowStart])
-        .do_nothing()
-        .to_owned();
-    Ok(window::Entity::insert_many(windows).on_conflict(once).exec_without_returning(conn).await?)
-}
-
-fn millis(ms: i64) -> DateTime<Utc> {
-    DateTime::from_timestamp_millis(ms).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -358,11 +175,11 @@ mod tests {
     #[test]
     fn usage_resumes_after_the_last_window_unless_there_is_a_gap() {
         let whole = Written { first: T0, last: T0 + 2 * H, count: 3 };
-        assert_eq!(whole.resume_at(T0), T0 + 3 * H);
+        assert_eq!(resume_at(whole, T0), T0 + 3 * H);
         let gap = Written { first: T0, last: T0 + 2 * H, count: 2 };
-        assert_eq!(gap.resume_at(T0), T0, "a gap: from the first hour again");
+        assert_eq!(resume_at(gap, T0), T0, "a gap: from the first hour again");
         let late = Written { first: T0 + H, last: T0 + 2 * H, count: 2 };
-        assert_eq!(late.resume_at(T0), T0, "the first hours missing");
+        assert_eq!(resume_at(late, T0), T0, "the first hours missing");
     }
 
     #[test]

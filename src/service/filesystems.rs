@@ -4,8 +4,7 @@
 //! events are the network's (`network.filesystem.*`, subject the network, with `networkId` and
 //! `filesystemId`). Calls record what the tenant wants and wake `vps.filesystems`.
 use chrono::{DateTime, Utc};
-use sea_orm::sea_query::{Expr, ExprTrait};
-use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, Set};
+use sea_orm::ConnectionTrait;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -17,8 +16,9 @@ pub use crate::boot::{Mount, mount};
 use crate::error::{Code, Error, Result};
 use crate::ids;
 use crate::provider;
-use crate::store::entity::{filesystem, instance, instance_filesystem, network};
-use crate::store::filesystems::live_of;
+use crate::store;
+use crate::store::entity::{filesystem, network};
+use crate::store::filesystems::{live_of, mounted_by, name_taken};
 use crate::store::idempotency::{self, Claim};
 use crate::store::outbox::NewEvent;
 use crate::store::queue;
@@ -28,9 +28,7 @@ pub use crate::store::filesystems::RECONCILER;
 pub const KIND: &str = "filesystem";
 /// Filesystems a network holds that are not deleted.
 pub const MAX_PER_NETWORK: u64 = 8;
-/// The Lustre size FSx makes when none is asked, and the step above it.
-pub const LUSTRE_DEFAULT_GIB: i64 = 1200;
-const LUSTRE_STEP_GIB: i64 = 2400;
+pub use crate::provider::{LUSTRE_DEFAULT_GIB, LUSTRE_STEP_GIB};
 const MAX_GIB: i64 = 1_000_000;
 
 #[derive(Serialize)]
@@ -167,43 +165,22 @@ impl Services {
             .with_details(json!({ "limit": MAX_PER_NETWORK, "used": live.len() })));
         }
         let now = self.clock.now();
-        let created = filesystem::ActiveModel {
-            id: Set(id.clone()),
-            tenant_id: Set(input.tenant_id.clone()),
-            project_id: Set(network.project_id.clone()),
-            network_id: Set(network.id.clone()),
-            pool_id: Set(network.pool_id.clone()),
-            provider_account_id: Set(network.provider_account_id.clone()),
-            name: Set(input.name.clone()),
-            kind: Set(input.kind),
-            size_gib: Set(size_gib),
-            deployment: Set(deployment),
-            zone: Set(zone),
-            region: Set(network.region.clone().unwrap_or_default()),
-            state: Set(State::Pending),
-            desired_state: Set(Desired::Present),
-            message: Set(None),
-            provider_name: Set(provider_name(&id)),
-            security_group_id: Set(None),
-            group_attempts: Set(0),
-            provider_id: Set(None),
-            create_attempts: Set(0),
-            dns_name: Set(None),
-            mount_name: Set(None),
-            lost: Set(false),
-            version: Set(1),
-            generation: Set(1),
-            created_at: Set(now),
-            updated_at: Set(now),
-            ready_at: Set(None),
-            deleted_at: Set(None),
-        }
-        .insert(&txn)
-        .await
-        .map_err(|err| match crate::store::is_unique_violation(&err) {
-            true => name_taken(&input.name),
-            false => err.into(),
-        })?;
+        let new = store::filesystems::NewFilesystem {
+            id: &id,
+            tenant_id: &input.tenant_id,
+            project_id: network.project_id.as_deref(),
+            network_id: &network.id,
+            pool_id: &network.pool_id,
+            provider_account_id: &network.provider_account_id,
+            name: &input.name,
+            kind: input.kind,
+            size_gib,
+            deployment,
+            zone,
+            region: network.region.as_deref().unwrap_or_default(),
+            provider_name: provider_name(&id),
+        };
+        let created = store::filesystems::insert(&txn, new, now).await?;
         queue::wake(&txn, RECONCILER, &id, self.clock.now_ms()).await?;
         self.commit_and_wake(txn, vec![event("created", &created)]).await?;
         Ok(view(&created))
@@ -233,16 +210,7 @@ impl Services {
                 .with_details(json!({ "reason": "inUse", "instanceIds": mounting })));
         }
         let now = self.clock.now();
-        filesystem::Entity::update_many()
-            .col_expr(filesystem::Column::DesiredState, Expr::value(Desired::Absent))
-            .col_expr(filesystem::Column::State, Expr::value(State::Deleting))
-            .col_expr(filesystem::Column::Version, Expr::col(filesystem::Column::Version).add(1))
-            .col_expr(filesystem::Column::Generation, Expr::col(filesystem::Column::Generation).add(1))
-            .col_expr(filesystem::Column::UpdatedAt, Expr::value(now))
-            .filter(filesystem::Column::Id.eq(filesystem_id))
-            .exec(&txn)
-            .await?;
-        let updated = load(&txn, tenant_id, network_id, filesystem_id).await?;
+        let updated = store::filesystems::mark_deleting(&txn, filesystem_id, now).await?;
         queue::wake(&txn, RECONCILER, filesystem_id, self.clock.now_ms()).await?;
         self.commit_and_wake(txn, vec![event("deleting", &updated)]).await?;
         Ok(view(&updated))
@@ -367,39 +335,7 @@ pub(crate) async fn load(
     network_id: &str,
     filesystem_id: &str,
 ) -> Result<filesystem::Model> {
-    filesystem::Entity::find_by_id(filesystem_id.to_owned())
-        .filter(filesystem::Column::TenantId.eq(tenant_id))
-        .filter(filesystem::Column::NetworkId.eq(network_id))
-        .one(conn)
+    store::filesystems::find_on_network(conn, tenant_id, network_id, filesystem_id)
         .await?
         .ok_or_else(|| Error::not_found(KIND, filesystem_id))
-}
-
-/// The instances (not deleted) that mount any of `filesystem_ids`, by id.
-pub(crate) async fn mounted_by(conn: &impl ConnectionTrait, filesystem_ids: &[String]) -> Result<Vec<String>> {
-    let instance_ids: Vec<String> = instance_filesystem::Entity::find()
-        .filter(instance_filesystem::Column::FilesystemId.is_in(filesystem_ids.to_vec()))
-        .all(conn)
-        .await?
-        .into_iter()
-        .map(|m| m.instance_id)
-        .collect();
-    if instance_ids.is_empty() {
-        return Ok(Vec::new());
-    }
-    let mut live: Vec<String> = instance::Entity::find()
-        .filter(instance::Column::Id.is_in(instance_ids))
-        .filter(instance::Column::State.ne(State::Deleted))
-        .order_by_asc(instance::Column::Id)
-        .all(conn)
-        .await?
-        .into_iter()
-        .map(|i| i.id)
-        .collect();
-    live.dedup();
-    Ok(live)
-}
-
-fn name_taken(name: &str) -> Error {
-    Error::conflict(format!("a filesystem named {name} exists on the network")).with_details(json!({ "field": "name" }))
 }

@@ -4,8 +4,7 @@
 //! `provider-snapshot/{id}` (`compute:volumes:read` / `…:manage`); taking one is decided on its
 //! volume.
 use chrono::{DateTime, Utc};
-use sea_orm::sea_query::{Expr, ExprTrait};
-use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, Set};
+use sea_orm::ConnectionTrait;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -15,6 +14,7 @@ use super::volumes::{self, MANAGE, READ, VolumeCreate, VolumeView, invalid_state
 use super::{Services, validate};
 use crate::error::{Code, Error, Result};
 use crate::ids;
+use crate::store;
 use crate::store::entity::provider_snapshot as snapshot;
 use crate::store::idempotency::{self, Claim};
 use crate::store::outbox::NewEvent;
@@ -145,7 +145,7 @@ impl Services {
         if current.desired_state == Desired::Absent {
             return Err(invalid_state(format!("volume {} is being deleted", current.id), "deleting"));
         }
-        let live = volumes::live_snapshot_count(&txn, &current.id).await?;
+        let live = store::snapshots::live_count_of_volume(&txn, &current.id).await?;
         if live >= volumes::MAX_SNAPSHOTS {
             return Err(Error::new(
                 Code::QuotaExceeded,
@@ -154,39 +154,20 @@ impl Services {
             .with_details(json!({ "limit": volumes::MAX_SNAPSHOTS, "resource": "snapshots" })));
         }
         let now = self.clock.now();
-        let created = snapshot::ActiveModel {
-            id: Set(id.clone()),
-            tenant_id: Set(current.tenant_id.clone()),
-            project_id: Set(current.project_id.clone()),
-            pool_id: Set(current.pool_id.clone()),
-            provider_account_id: Set(current.provider_account_id.clone()),
-            volume_id: Set(current.id.clone()),
-            volume_kind: Set(current.kind),
-            region: Set(current.region.clone()),
-            name: Set(input.name.clone()),
-            state: Set(State::Pending),
-            desired_state: Set(Desired::Present),
-            provider_id: Set(None),
-            provider_name: Set(provider_name(&id, current.kind)),
-            size_gib: Set(None),
-            min_disk_size: Set(current.size_gib),
-            create_attempts: Set(0),
-            lost: Set(false),
-            message: Set(None),
-            version: Set(1),
-            generation: Set(1),
-            created_at: Set(now),
-            updated_at: Set(now),
-            ready_at: Set(None),
-            deleted_at: Set(None),
-        }
-        .insert(&txn)
-        .await
-        .map_err(|err| match crate::store::is_unique_violation(&err) {
-            true => Error::conflict(format!("the volume has a snapshot named {}", input.name))
-                .with_details(json!({ "field": "name" })),
-            false => err.into(),
-        })?;
+        let new = store::snapshots::NewSnapshot {
+            id: &id,
+            tenant_id: &current.tenant_id,
+            project_id: current.project_id.as_deref(),
+            pool_id: &current.pool_id,
+            provider_account_id: &current.provider_account_id,
+            volume_id: &current.id,
+            volume_kind: current.kind,
+            region: &current.region,
+            name: &input.name,
+            provider_name: provider_name(&id, current.kind),
+            min_disk_size: current.size_gib,
+        };
+        let created = store::snapshots::insert(&txn, new, now).await?;
         queue::wake(&txn, volumes::RECONCILER, &id, self.clock.now_ms()).await?;
         self.commit_and_wake(txn, vec![event("created", &created)]).await?;
         Ok(view(&created))
@@ -209,12 +190,10 @@ impl Services {
     ) -> Result<rows::Page<SnapshotView>> {
         actor.decide_list(READ, tenant_id)?;
         rows::check_list(tenant_id, &filter.list, ids::SNAPSHOT)?;
-        let mut query = crate::store::list::query::<snapshot::Entity>(tenant_id, &filter.list);
         if let Some(volume_id) = &filter.volume_id {
             validate::id("volumeId", ids::VOLUME, volume_id)?;
-            query = query.filter(snapshot::Column::VolumeId.eq(volume_id.clone()));
         }
-        let found = query.all(&self.db).await?;
+        let found = store::snapshots::page(&self.db, tenant_id, &filter.list, filter.volume_id.as_deref()).await?;
         Ok(rows::page(found, filter.list.first, |s| &s.id, |s| readable(actor, s).then(|| view(s))))
     }
 
@@ -224,12 +203,7 @@ impl Services {
         actor: &Actor,
         volume_ids: &[String],
     ) -> Result<std::collections::HashMap<String, Vec<SnapshotView>>> {
-        let found = snapshot::Entity::find()
-            .filter(snapshot::Column::VolumeId.is_in(volume_ids.to_vec()))
-            .filter(snapshot::Column::State.ne(State::Deleted))
-            .order_by_asc(snapshot::Column::Id)
-            .all(&self.db)
-            .await?;
+        let found = store::snapshots::live_of_volumes(&self.db, volume_ids).await?;
         let mut by_volume: std::collections::HashMap<String, Vec<SnapshotView>> = Default::default();
         for s in found.iter().filter(|s| readable(actor, s)) {
             by_volume.entry(s.volume_id.clone()).or_default().push(view(s));
@@ -251,16 +225,7 @@ impl Services {
         if current.desired_state == Desired::Absent {
             return Ok(view(&current));
         }
-        snapshot::Entity::update_many()
-            .col_expr(snapshot::Column::DesiredState, Expr::value(Desired::Absent))
-            .col_expr(snapshot::Column::State, Expr::value(State::Deleting))
-            .col_expr(snapshot::Column::Version, Expr::col(snapshot::Column::Version).add(1))
-            .col_expr(snapshot::Column::Generation, Expr::col(snapshot::Column::Generation).add(1))
-            .col_expr(snapshot::Column::UpdatedAt, Expr::value(self.clock.now()))
-            .filter(snapshot::Column::Id.eq(snapshot_id))
-            .exec(&txn)
-            .await?;
-        let updated = find_snapshot(&txn, tenant_id, snapshot_id).await?;
+        let updated = store::snapshots::mark_deleting(&txn, snapshot_id, self.clock.now()).await?;
         queue::wake(&txn, volumes::RECONCILER, snapshot_id, self.clock.now_ms()).await?;
         self.commit_and_wake(txn, vec![event("deleting", &updated)]).await?;
         Ok(view(&updated))
@@ -334,8 +299,7 @@ impl Services {
         };
         let now = self.clock.now();
         let created =
-            volumes::insert_volume(&txn, &id, &create, &source.provider_account_id, Some(source.id.clone()), now)
-                .await?;
+            volumes::insert_volume(&txn, &id, &create, &source.provider_account_id, Some(&source.id), now).await?;
         volumes::book(&txn, &created, size_gib).await?;
         queue::wake(&txn, volumes::RECONCILER, &id, self.clock.now_ms()).await?;
         self.commit_and_wake(txn, vec![volumes::event("created", &created, &[])]).await?;
@@ -362,9 +326,7 @@ pub(crate) async fn find_snapshot(
     tenant_id: &str,
     snapshot_id: &str,
 ) -> Result<snapshot::Model> {
-    snapshot::Entity::find_by_id(snapshot_id.to_owned())
-        .filter(snapshot::Column::TenantId.eq(tenant_id))
-        .one(conn)
+    store::snapshots::find_in_tenant(conn, tenant_id, snapshot_id)
         .await?
         .ok_or_else(|| Error::not_found(KIND, snapshot_id))
 }

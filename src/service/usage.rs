@@ -2,27 +2,16 @@
 //! windows themselves are written by the `vps.ancillary-usage` pass (`reconcile::usage`); this
 //! module only reads them. Decided on the tenant with `compute:usage:read`.
 use chrono::{DateTime, Duration, Utc};
-use sea_orm::sea_query::{Expr, ExprTrait};
-use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
 
 use super::authz::Actor;
 use super::{Services, rows, validate};
 use crate::error::{Error, Result};
-use crate::store::entity::usage_window as window;
 
 pub const READ: &str = "compute:usage:read";
-/// A block volume's GiB, per hour.
-pub const VOLUME_GIB_HOURS: &str = "vps.volume.gib.hours";
-/// A shared volume's GiB, per hour.
-pub const SHARE_GIB_HOURS: &str = "vps.share.gib.hours";
-/// A snapshot's GiB as the provider reports them, per hour.
-pub const SNAPSHOT_GIB_HOURS: &str = "vps.snapshot.gib.hours";
-/// One per hour an address is held.
-pub const ADDRESS_HOURS: &str = "vps.address.hours";
-/// The usage source kinds.
-pub const SOURCE_VOLUME: &str = "volume";
-pub const SOURCE_SNAPSHOT: &str = "snapshot";
-pub const SOURCE_ADDRESS: &str = "address";
+pub use crate::store::usage::{
+    ADDRESS_HOURS, SHARE_GIB_HOURS, SNAPSHOT_GIB_HOURS, SOURCE_ADDRESS, SOURCE_SNAPSHOT, SOURCE_VOLUME,
+    VOLUME_GIB_HOURS,
+};
 /// The longest range one `usage` call totals.
 pub const MAX_RANGE_DAYS: i64 = 366;
 
@@ -60,22 +49,7 @@ impl Services {
         check_range(from, to)?;
         actor.decide_list(READ, tenant_id)?;
         rows::offered_pool(&self.db, tenant_id, pool_id).await?;
-        let totals: Vec<(String, String, f64, i64)> = window::Entity::find()
-            .select_only()
-            .column(window::Column::Meter)
-            .column(window::Column::SourceKind)
-            .column_as(Expr::col(window::Column::Quantity).sum(), "quantity")
-            .column_as(Expr::col(window::Column::Id).count(), "windows")
-            .filter(window::Column::TenantId.eq(tenant_id))
-            .filter(window::Column::PoolId.eq(pool_id))
-            .filter(window::Column::WindowStart.gte(from))
-            .filter(window::Column::WindowStart.lt(to))
-            .group_by(window::Column::Meter)
-            .group_by(window::Column::SourceKind)
-            .order_by_asc(window::Column::Meter)
-            .into_tuple()
-            .all(&self.db)
-            .await?;
+        let totals = crate::store::usage::totals(&self.db, tenant_id, pool_id, from, to).await?;
         let meters = totals
             .into_iter()
             .map(|(meter, source_kind, quantity, windows)| MeterTotal { meter, source_kind, quantity, windows })

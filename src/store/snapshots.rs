@@ -1,14 +1,65 @@
-//! Provider snapshot rows: the reads of the snapshot reconciler and of the volume reconciler that
-//! wakes them.
-use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter};
+//! Provider snapshot rows: the reads, the insert and the delete of the snapshot calls, and the
+//! reads of the snapshot reconciler and of the volume reconciler that wakes them.
+use chrono::{DateTime, Utc};
+use sea_orm::sea_query::{Expr, ExprTrait};
+use sea_orm::{
+    ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, Set,
+};
+use serde_json::json;
 
 use super::entity::provider_snapshot as snapshot;
-use crate::error::Result;
-use crate::store::state::Desired;
+use super::list::ListFilter;
+use crate::error::{Error, Result};
+use crate::store::state::{Desired, State, VolumeKind};
 
 /// The snapshot by id, whatever its tenant or state.
 pub async fn find(conn: &impl ConnectionTrait, snapshot_id: &str) -> Result<Option<snapshot::Model>> {
     Ok(snapshot::Entity::find_by_id(snapshot_id.to_owned()).one(conn).await?)
+}
+
+/// The snapshot, if it is the tenant's (whatever its state).
+pub async fn find_in_tenant(
+    conn: &impl ConnectionTrait,
+    tenant_id: &str,
+    snapshot_id: &str,
+) -> Result<Option<snapshot::Model>> {
+    Ok(snapshot::Entity::find_by_id(snapshot_id.to_owned())
+        .filter(snapshot::Column::TenantId.eq(tenant_id))
+        .one(conn)
+        .await?)
+}
+
+/// A page of the tenant's snapshots (of one volume, if given), as `store::list` reads pages.
+pub async fn page(
+    conn: &impl ConnectionTrait,
+    tenant_id: &str,
+    filter: &ListFilter,
+    volume_id: Option<&str>,
+) -> Result<Vec<snapshot::Model>> {
+    let mut query = super::list::query::<snapshot::Entity>(tenant_id, filter);
+    if let Some(volume_id) = volume_id {
+        query = query.filter(snapshot::Column::VolumeId.eq(volume_id));
+    }
+    Ok(query.all(conn).await?)
+}
+
+/// The snapshots (not deleted) of each of `volume_ids`, oldest first.
+pub async fn live_of_volumes(conn: &impl ConnectionTrait, volume_ids: &[String]) -> Result<Vec<snapshot::Model>> {
+    Ok(snapshot::Entity::find()
+        .filter(snapshot::Column::VolumeId.is_in(volume_ids.to_vec()))
+        .filter(snapshot::Column::State.ne(State::Deleted))
+        .order_by_asc(snapshot::Column::Id)
+        .all(conn)
+        .await?)
+}
+
+/// How many snapshots of the volume are not deleted (a volume keeps a bounded number).
+pub async fn live_count_of_volume(conn: &impl ConnectionTrait, volume_id: &str) -> Result<u64> {
+    Ok(snapshot::Entity::find()
+        .filter(snapshot::Column::VolumeId.eq(volume_id))
+        .filter(snapshot::Column::State.ne(State::Deleted))
+        .count(conn)
+        .await?)
 }
 
 /// The snapshots of the volume asked before it was made: they wait for it.
@@ -19,4 +70,77 @@ pub async fn waiting_for_volume(conn: &impl ConnectionTrait, volume_id: &str) ->
         .filter(snapshot::Column::DesiredState.eq(Desired::Present))
         .all(conn)
         .await?)
+}
+
+/// What a new snapshot row holds besides what every new row starts with; its tenant, project,
+/// pool, account and region are its volume's.
+pub struct NewSnapshot<'a> {
+    pub id: &'a str,
+    pub tenant_id: &'a str,
+    pub project_id: Option<&'a str>,
+    pub pool_id: &'a str,
+    pub provider_account_id: &'a str,
+    pub volume_id: &'a str,
+    pub volume_kind: VolumeKind,
+    pub region: &'a str,
+    pub name: &'a str,
+    pub provider_name: String,
+    /// The volume's asked size when the snapshot is asked; the provider's figure replaces it.
+    pub min_disk_size: i64,
+}
+
+/// Inserts the snapshot, pending; a name the volume's snapshots already use is CONFLICT.
+pub async fn insert(conn: &impl ConnectionTrait, new: NewSnapshot<'_>, now: DateTime<Utc>) -> Result<snapshot::Model> {
+    snapshot::ActiveModel {
+        id: Set(new.id.to_owned()),
+        tenant_id: Set(new.tenant_id.to_owned()),
+        project_id: Set(new.project_id.map(str::to_owned)),
+        pool_id: Set(new.pool_id.to_owned()),
+        provider_account_id: Set(new.provider_account_id.to_owned()),
+        volume_id: Set(new.volume_id.to_owned()),
+        volume_kind: Set(new.volume_kind),
+        region: Set(new.region.to_owned()),
+        name: Set(new.name.to_owned()),
+        state: Set(State::Pending),
+        desired_state: Set(Desired::Present),
+        provider_id: Set(None),
+        provider_name: Set(new.provider_name),
+        size_gib: Set(None),
+        min_disk_size: Set(new.min_disk_size),
+        create_attempts: Set(0),
+        lost: Set(false),
+        message: Set(None),
+        version: Set(1),
+        generation: Set(1),
+        created_at: Set(now),
+        updated_at: Set(now),
+        ready_at: Set(None),
+        deleted_at: Set(None),
+    }
+    .insert(conn)
+    .await
+    .map_err(|err| match super::is_unique_violation(&err) {
+        true => Error::conflict(format!("the volume has a snapshot named {}", new.name))
+            .with_details(json!({ "field": "name" })),
+        false => err.into(),
+    })
+}
+
+/// Marks the snapshot for deletion (deleting, no longer wanted), its version and generation
+/// bumped; returns the row written.
+pub async fn mark_deleting(
+    conn: &impl ConnectionTrait,
+    snapshot_id: &str,
+    now: DateTime<Utc>,
+) -> Result<snapshot::Model> {
+    snapshot::Entity::update_many()
+        .col_expr(snapshot::Column::DesiredState, Expr::value(Desired::Absent))
+        .col_expr(snapshot::Column::State, Expr::value(State::Deleting))
+        .col_expr(snapshot::Column::Version, Expr::col(snapshot::Column::Version).add(1))
+        .col_expr(snapshot::Column::Generation, Expr::col(snapshot::Column::Generation).add(1))
+        .col_expr(snapshot::Column::UpdatedAt, Expr::value(now))
+        .filter(snapshot::Column::Id.eq(snapshot_id))
+        .exec(conn)
+        .await?;
+    find(conn, snapshot_id).await?.ok_or_else(|| Error::internal("snapshot vanished"))
 }

@@ -16,15 +16,28 @@ pub fn share_tag(volume_id: &str) -> String {
 
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait};
-use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, UpdateMany};
+use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, Set, UpdateMany};
+use serde_json::json;
 
 use super::entity::{provider_volume as volume, volume_attachment as attachment};
 use crate::error::{Error, Result};
-use crate::store::state::{Desired, State, VolumeKind};
+use crate::store::state::{Desired, State, VolumeFilesystem, VolumeKind};
 
 /// The volume by id, whatever its tenant or state.
 pub async fn find(conn: &impl ConnectionTrait, volume_id: &str) -> Result<Option<volume::Model>> {
     Ok(volume::Entity::find_by_id(volume_id.to_owned()).one(conn).await?)
+}
+
+/// The volume, if it is the tenant's (whatever its state).
+pub async fn find_in_tenant(
+    conn: &impl ConnectionTrait,
+    tenant_id: &str,
+    volume_id: &str,
+) -> Result<Option<volume::Model>> {
+    Ok(volume::Entity::find_by_id(volume_id.to_owned())
+        .filter(volume::Column::TenantId.eq(tenant_id))
+        .one(conn)
+        .await?)
 }
 
 /// The block volumes of `volume_ids` that are deleted with their instance.
@@ -62,6 +75,126 @@ pub async fn live_attachments(conn: &impl ConnectionTrait, volume_id: &str) -> R
         .await?)
 }
 
+/// The attachments (not finished) of each of `volume_ids`, oldest first.
+pub async fn live_attachments_of(conn: &impl ConnectionTrait, volume_ids: &[String]) -> Result<Vec<attachment::Model>> {
+    Ok(attachment::Entity::find()
+        .filter(attachment::Column::VolumeId.is_in(volume_ids.to_vec()))
+        .filter(attachment::Column::State.ne(State::Deleted))
+        .order_by_asc(attachment::Column::Id)
+        .all(conn)
+        .await?)
+}
+
+/// What a new volume row holds besides what every new row starts with.
+pub struct NewVolume<'a> {
+    pub id: &'a str,
+    pub tenant_id: &'a str,
+    pub project_id: Option<&'a str>,
+    pub pool_id: &'a str,
+    pub provider_account_id: &'a str,
+    pub name: &'a str,
+    pub description: Option<&'a str>,
+    pub region: &'a str,
+    pub kind: VolumeKind,
+    pub network_id: Option<&'a str>,
+    pub filesystem: Option<VolumeFilesystem>,
+    pub delete_with_instance: bool,
+    pub source_snapshot_id: Option<&'a str>,
+    pub size_gib: i64,
+    pub provider_name: String,
+}
+
+/// Inserts the volume, pending; a name the tenant already uses is CONFLICT.
+pub async fn insert(conn: &impl ConnectionTrait, new: NewVolume<'_>, now: DateTime<Utc>) -> Result<volume::Model> {
+    volume::ActiveModel {
+        id: Set(new.id.to_owned()),
+        tenant_id: Set(new.tenant_id.to_owned()),
+        project_id: Set(new.project_id.map(str::to_owned)),
+        pool_id: Set(new.pool_id.to_owned()),
+        provider_account_id: Set(new.provider_account_id.to_owned()),
+        name: Set(new.name.to_owned()),
+        description: Set(new.description.map(str::to_owned)),
+        region: Set(new.region.to_owned()),
+        kind: Set(new.kind),
+        network_id: Set(new.network_id.map(str::to_owned)),
+        filesystem: Set(new.filesystem),
+        delete_with_instance: Set(new.delete_with_instance),
+        source_snapshot_id: Set(new.source_snapshot_id.map(str::to_owned)),
+        size_gib: Set(new.size_gib),
+        observed_size_gib: Set(None),
+        state: Set(State::Pending),
+        desired_state: Set(Desired::Present),
+        provider_id: Set(None),
+        provider_name: Set(new.provider_name),
+        device: Set(None),
+        mount_source: Set(None),
+        create_attempts: Set(0),
+        lost: Set(false),
+        action_id: Set(None),
+        message: Set(None),
+        version: Set(1),
+        generation: Set(1),
+        created_at: Set(now),
+        updated_at: Set(now),
+        ready_at: Set(None),
+        deleted_at: Set(None),
+    }
+    .insert(conn)
+    .await
+    .map_err(|err| match super::is_unique_violation(&err) {
+        true => Error::conflict(format!("a volume named {} exists in the tenant", new.name))
+            .with_details(json!({ "field": "name" })),
+        false => err.into(),
+    })
+}
+
+/// Inserts an attachment of the volume on the instance, pending.
+pub async fn insert_attachment(
+    conn: &impl ConnectionTrait,
+    attachment_id: &str,
+    volume_id: &str,
+    instance_id: &str,
+    now: DateTime<Utc>,
+) -> Result<attachment::Model> {
+    Ok(attachment::ActiveModel {
+        id: Set(attachment_id.to_owned()),
+        volume_id: Set(volume_id.to_owned()),
+        instance_id: Set(instance_id.to_owned()),
+        state: Set(State::Pending),
+        desired_state: Set(Desired::Present),
+        action_id: Set(None),
+        message: Set(None),
+        version: Set(1),
+        generation: Set(1),
+        created_at: Set(now),
+        updated_at: Set(now),
+        ready_at: Set(None),
+        deleted_at: Set(None),
+    }
+    .insert(conn)
+    .await?)
+}
+
+/// Records a change of the volume's attachments on the volume: its version and generation move,
+/// so watchers and the reconciler see a new spec.
+pub async fn mark_attachments_changed(
+    conn: &impl ConnectionTrait,
+    v: &volume::Model,
+    now: DateTime<Utc>,
+) -> Result<volume::Model> {
+    bump(conn, v, |u| u, now).await
+}
+
+/// Records the size the tenant asked for.
+pub async fn mark_resized(
+    conn: &impl ConnectionTrait,
+    v: &volume::Model,
+    size_gib: i64,
+    now: DateTime<Utc>,
+) -> Result<volume::Model> {
+    bump(conn, v, |u| u.col_expr(volume::Column::SizeGib, Expr::value(size_gib)), now).await
+}
+
 /// Marks the volume for deletion: deleting, no longer wanted.
 pub async fn mark_deleting(
     conn: &impl ConnectionTrait,
@@ -82,7 +215,7 @@ pub async fn mark_deleting(
 
 /// Writes a user change of the volume row, its version and generation bumped in SQL; returns
 /// the row written.
-pub async fn bump(
+async fn bump(
     conn: &impl ConnectionTrait,
     current: &volume::Model,
     change: impl FnOnce(UpdateMany<volume::Entity>) -> UpdateMany<volume::Entity>,

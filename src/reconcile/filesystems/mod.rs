@@ -20,8 +20,6 @@ mod tests;
 
 pub use decide::*;
 
-use sea_orm::EntityTrait;
-
 use super::{
     ACTION_POLL_MS, ERROR_RETRY_MS, Next, RETRY_LATER_MS, Reconciler, Run, again_if_changed, is_failure, wait_for,
 };
@@ -30,9 +28,9 @@ use crate::provider::{
     Filesystems, LustreCreate, LustreDeployment, ProviderError, ProviderResult, SecurityGroup, SecurityGroups, Tag,
     aws_owned, aws_tags,
 };
-use crate::service::filesystems::{self as svc, RECONCILER};
-use crate::service::rows;
+use crate::service::filesystems as svc;
 use crate::store::entity::{filesystem, network};
+use crate::store::filesystems::RECONCILER;
 use crate::store::networks::subnets_of;
 use crate::store::state::{Deployment, Desired, FilesystemKind, State};
 use crate::store::status::StatusWrite;
@@ -62,13 +60,13 @@ struct Ctx<'a> {
 
 async fn reconcile(run: &Run<'_>) -> Result<Next> {
     let db = &run.services.db;
-    let Some(f) = filesystem::Entity::find_by_id(run.resource_id().to_owned()).one(db).await? else {
+    let Some(f) = crate::store::filesystems::find(db, run.resource_id()).await? else {
         return Ok(Next::Done);
     };
     if f.state == State::Deleted {
         return Ok(Next::Done);
     }
-    let network = network::Entity::find_by_id(f.network_id.clone()).one(db).await?;
+    let network = crate::store::networks::find(db, &f.network_id).await?;
     let provider = run.provider(&f.provider_account_id).await?;
     let (Some(groups), Some(api)) = (provider.security_groups.as_ref(), provider.filesystems.as_ref()) else {
         return Err(Error::internal(format!("account {} offers no filesystems", f.provider_account_id)));
@@ -260,7 +258,7 @@ async fn make_lustre(ctx: &Ctx<'_>, f: &filesystem::Model, network: &network::Mo
     let groups = [group.to_owned()];
     let request = LustreCreate {
         client_request_token: &f.provider_name,
-        storage_capacity_gib: f.size_gib.unwrap_or(svc::LUSTRE_DEFAULT_GIB) as i32,
+        storage_capacity_gib: f.size_gib.unwrap_or(crate::provider::LUSTRE_DEFAULT_GIB) as i32,
         deployment,
         subnet_id: &subnet_id,
         security_group_ids: &groups,
@@ -426,8 +424,8 @@ async fn mark_attempt(
 /// The row locks on PostgreSQL, in the mutations' order: the network's, then the filesystem's
 /// (the work item's comes last, with the fence).
 async fn lock(txn: &sea_orm::DatabaseTransaction, f: &filesystem::Model) -> Result<()> {
-    rows::lock(txn, "networks", &f.network_id).await?;
-    rows::lock(txn, "filesystems", &f.id).await
+    crate::store::lock(txn, "networks", &f.network_id).await?;
+    crate::store::lock(txn, "filesystems", &f.id).await
 }
 
 /// Writes what was observed with its event, if this run still holds its lease

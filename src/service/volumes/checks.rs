@@ -58,10 +58,7 @@ pub(super) async fn check_shared(
             .with_details(json!({ "field": "sizeGiB", "reason": "size", "min": min })));
     }
     let network_id = input.network_id.as_deref().unwrap_or_default();
-    let found = network::Entity::find_by_id(network_id.to_owned())
-        .filter(network::Column::TenantId.eq(input.tenant_id.clone()))
-        .filter(network::Column::State.ne(State::Deleted))
-        .one(conn)
+    let found = store::networks::find_live_in_tenant(conn, &input.tenant_id, network_id)
         .await?
         .ok_or_else(|| Error::invalid_input("networkId", format!("{network_id} is not a network of the tenant")))?;
     if found.provider_account_id != account_id {
@@ -70,16 +67,13 @@ pub(super) async fn check_shared(
     if found.desired_state == Desired::Absent {
         return Err(invalid_state(format!("network {network_id} is being deleted"), "networkDeleting"));
     }
-    let subnet = network_subnet::Entity::find()
-        .filter(network_subnet::Column::NetworkId.eq(network_id))
-        .filter(network_subnet::Column::Region.eq(input.region.clone()))
-        .filter(network_subnet::Column::DesiredState.eq(Desired::Present))
-        .one(conn)
-        .await?
-        .ok_or_else(|| {
-            Error::invalid_input("networkId", format!("the network has no subnet in {}", input.region))
-                .with_details(json!({ "field": "networkId", "region": input.region }))
-        })?;
+    let subnet =
+        store::networks::wanted_subnets_in(conn, network_id, &input.region).await?.into_iter().next().ok_or_else(
+            || {
+                Error::invalid_input("networkId", format!("the network has no subnet in {}", input.region))
+                    .with_details(json!({ "field": "networkId", "region": input.region }))
+            },
+        )?;
     if subnet.state != State::Ready || subnet.provider_id.is_none() {
         return Err(invalid_state(
             format!("the network's subnet in {} is not ready yet", input.region),

@@ -10,10 +10,7 @@ mod views;
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
-use sea_orm::sea_query::Expr;
-use sea_orm::{
-    ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, Set,
-};
+use sea_orm::ConnectionTrait;
 use serde::Serialize;
 use serde_json::json;
 
@@ -24,13 +21,11 @@ use super::{Services, instances, validate};
 use crate::error::{Code, Error, Result};
 use crate::ids;
 use crate::provider;
+use crate::store;
 use crate::store::attachments::mark_detach;
-use crate::store::entity::{
-    instance, network, network_subnet, provider_snapshot, provider_volume as volume, volume_attachment as attachment,
-};
+use crate::store::entity::{instance, provider_volume as volume, volume_attachment as attachment};
 use crate::store::idempotency::{self, Claim};
 use crate::store::state::{Desired, State, VolumeFilesystem, VolumeKind};
-use crate::store::volumes::bump;
 use crate::store::{queue, quota};
 pub(crate) use checks::attachable_instance;
 use checks::*;
@@ -163,7 +158,7 @@ impl Services {
         let now = self.clock.now();
         let mut attached = attached;
         attached.push(insert_attachment(&txn, volume_id, instance_id, now).await?);
-        let updated = bump(&txn, &current, |u| u, now).await?;
+        let updated = store::volumes::mark_attachments_changed(&txn, &current, now).await?;
         queue::wake(&txn, RECONCILER, volume_id, self.clock.now_ms()).await?;
         self.commit_and_wake(txn, vec![event("updated", &updated, &attached)]).await?;
         Ok(view(&updated, &attached))
@@ -205,7 +200,7 @@ impl Services {
         }
         let now = self.clock.now();
         attached[position] = mark_detach(&txn, &attached[position], now).await?;
-        let updated = bump(&txn, &current, |u| u, now).await?;
+        let updated = store::volumes::mark_attachments_changed(&txn, &current, now).await?;
         queue::wake(&txn, RECONCILER, volume_id, self.clock.now_ms()).await?;
         self.commit_and_wake(txn, vec![event("updated", &updated, &attached)]).await?;
         Ok(view(&updated, &attached))
@@ -231,7 +226,7 @@ impl Services {
         }
         book(&txn, &current, size_gib).await?;
         let now = self.clock.now();
-        let updated = bump(&txn, &current, |u| u.col_expr(volume::Column::SizeGib, Expr::value(size_gib)), now).await?;
+        let updated = store::volumes::mark_resized(&txn, &current, size_gib, now).await?;
         queue::wake(&txn, RECONCILER, volume_id, self.clock.now_ms()).await?;
         self.commit_and_wake(txn, vec![event("updated", &updated, &attached)]).await?;
         Ok(view(&updated, &attached))
@@ -251,16 +246,7 @@ impl Services {
                 .with_details(json!({ "reason": "attached", "instanceIds": instance_ids })));
         }
         let now = self.clock.now();
-        let updated = bump(
-            &txn,
-            &current,
-            |u| {
-                u.col_expr(volume::Column::DesiredState, Expr::value(Desired::Absent))
-                    .col_expr(volume::Column::State, Expr::value(State::Deleting))
-            },
-            now,
-        )
-        .await?;
+        let updated = store::volumes::mark_deleting(&txn, &current, now).await?;
         queue::wake(&txn, RECONCILER, volume_id, self.clock.now_ms()).await?;
         self.commit_and_wake(txn, vec![event("deleting", &updated, &attached)]).await?;
         Ok(view(&updated, &attached))
@@ -299,12 +285,7 @@ impl Services {
 
     /// The attachments (not finished) of each volume, in one statement.
     pub async fn attachments_of(&self, volume_ids: &[String]) -> Result<HashMap<String, Vec<AttachmentView>>> {
-        let found = attachment::Entity::find()
-            .filter(attachment::Column::VolumeId.is_in(volume_ids.to_vec()))
-            .filter(attachment::Column::State.ne(State::Deleted))
-            .order_by_asc(attachment::Column::Id)
-            .all(&self.db)
-            .await?;
+        let found = store::volumes::live_attachments_of(&self.db, volume_ids).await?;
         let mut by_volume: HashMap<String, Vec<AttachmentView>> = HashMap::new();
         for a in &found {
             by_volume.entry(a.volume_id.clone()).or_default().push(attachment_view(a));
@@ -389,20 +370,7 @@ pub(crate) async fn find_volume(
     tenant_id: &str,
     volume_id: &str,
 ) -> Result<volume::Model> {
-    volume::Entity::find_by_id(volume_id.to_owned())
-        .filter(volume::Column::TenantId.eq(tenant_id))
-        .one(conn)
-        .await?
-        .ok_or_else(|| Error::not_found(KIND, volume_id))
-}
-
-/// Snapshots of the volume that are not deleted.
-pub(crate) async fn live_snapshot_count(conn: &impl ConnectionTrait, volume_id: &str) -> Result<u64> {
-    Ok(provider_snapshot::Entity::find()
-        .filter(provider_snapshot::Column::VolumeId.eq(volume_id))
-        .filter(provider_snapshot::Column::State.ne(State::Deleted))
-        .count(conn)
-        .await?)
+    store::volumes::find_in_tenant(conn, tenant_id, volume_id).await?.ok_or_else(|| Error::not_found(KIND, volume_id))
 }
 
 pub(crate) fn invalid_state(message: String, reason: &str) -> Error {
@@ -420,53 +388,31 @@ pub(crate) async fn insert_volume(
     id: &str,
     input: &VolumeCreate,
     account_id: &str,
-    source_snapshot_id: Option<String>,
+    source_snapshot_id: Option<&str>,
     now: DateTime<Utc>,
 ) -> Result<volume::Model> {
     let filesystem = match input.kind {
         VolumeKind::Shared => None,
         _ => input.filesystem.filter(|f| *f != VolumeFilesystem::None),
     };
-    volume::ActiveModel {
-        id: Set(id.to_owned()),
-        tenant_id: Set(input.tenant_id.clone()),
-        project_id: Set(input.project_id.clone()),
-        pool_id: Set(input.pool_id.clone()),
-        provider_account_id: Set(account_id.to_owned()),
-        name: Set(input.name.clone()),
-        description: Set(input.description.clone()),
-        region: Set(input.region.clone()),
-        kind: Set(input.kind),
-        network_id: Set(input.network_id.clone()),
-        filesystem: Set(filesystem),
-        delete_with_instance: Set(input.delete_with_instance),
-        source_snapshot_id: Set(source_snapshot_id),
-        size_gib: Set(input.size_gib),
-        observed_size_gib: Set(None),
-        state: Set(State::Pending),
-        desired_state: Set(Desired::Present),
-        provider_id: Set(None),
-        provider_name: Set(provider_name(id)),
-        device: Set(None),
-        mount_source: Set(None),
-        create_attempts: Set(0),
-        lost: Set(false),
-        action_id: Set(None),
-        message: Set(None),
-        version: Set(1),
-        generation: Set(1),
-        created_at: Set(now),
-        updated_at: Set(now),
-        ready_at: Set(None),
-        deleted_at: Set(None),
-    }
-    .insert(conn)
-    .await
-    .map_err(|err| match crate::store::is_unique_violation(&err) {
-        true => Error::conflict(format!("a volume named {} exists in the tenant", input.name))
-            .with_details(json!({ "field": "name" })),
-        false => err.into(),
-    })
+    let new = store::volumes::NewVolume {
+        id,
+        tenant_id: &input.tenant_id,
+        project_id: input.project_id.as_deref(),
+        pool_id: &input.pool_id,
+        provider_account_id: account_id,
+        name: &input.name,
+        description: input.description.as_deref(),
+        region: &input.region,
+        kind: input.kind,
+        network_id: input.network_id.as_deref(),
+        filesystem,
+        delete_with_instance: input.delete_with_instance,
+        source_snapshot_id,
+        size_gib: input.size_gib,
+        provider_name: provider_name(id),
+    };
+    store::volumes::insert(conn, new, now).await
 }
 
 async fn insert_attachment(
@@ -475,21 +421,5 @@ async fn insert_attachment(
     instance_id: &str,
     now: DateTime<Utc>,
 ) -> Result<attachment::Model> {
-    Ok(attachment::ActiveModel {
-        id: Set(ids::new_id(ids::ATTACHMENT)),
-        volume_id: Set(volume_id.to_owned()),
-        instance_id: Set(instance_id.to_owned()),
-        state: Set(State::Pending),
-        desired_state: Set(Desired::Present),
-        action_id: Set(None),
-        message: Set(None),
-        version: Set(1),
-        generation: Set(1),
-        created_at: Set(now),
-        updated_at: Set(now),
-        ready_at: Set(None),
-        deleted_at: Set(None),
-    }
-    .insert(conn)
-    .await?)
+    store::volumes::insert_attachment(conn, &ids::new_id(ids::ATTACHMENT), volume_id, instance_id, now).await
 }
