@@ -128,17 +128,21 @@ pub struct NewNetwork<'a> {
     pub name: &'a str,
     pub description: Option<&'a str>,
     pub region: Option<String>,
+    /// The range asked of a network vps-graph makes.
+    pub ip_range: Option<String>,
+    /// The VPC an adopted network is: recorded at once, and never made or deleted.
+    pub adopted_vpc: Option<String>,
 }
 
-/// Inserts the network, pending, with what `finish` adds (creating and adopting differ). The
-/// database's own error is returned, so the caller can tell which unique index refused it.
+/// Inserts the network, pending. The database's own error is returned, so the caller can tell
+/// which unique index refused it.
 pub async fn insert(
     conn: &impl ConnectionTrait,
     new: NewNetwork<'_>,
     now: DateTime<Utc>,
-    finish: impl FnOnce(network::ActiveModel) -> network::ActiveModel,
 ) -> std::result::Result<network::Model, DbErr> {
-    let row = network::ActiveModel {
+    let adopted = new.adopted_vpc.is_some();
+    network::ActiveModel {
         id: Set(new.id.to_owned()),
         tenant_id: Set(new.tenant_id.to_owned()),
         project_id: Set(new.project_id.map(str::to_owned)),
@@ -156,13 +160,14 @@ pub async fn insert(
         ready_at: Set(None),
         deleted_at: Set(None),
         region: Set(new.region),
-        ip_range: Set(None),
-        provider_id: Set(None),
+        ip_range: Set(new.ip_range),
+        provider_id: Set(new.adopted_vpc),
         create_attempts: Set(0),
         lost: Set(false),
-        adopted: Set(false),
-    };
-    finish(row).insert(conn).await
+        adopted: Set(adopted),
+    }
+    .insert(conn)
+    .await
 }
 
 /// What a new subnet row holds besides what every new row starts with.
@@ -250,8 +255,44 @@ pub async fn ready_subnet_vpc(conn: &impl ConnectionTrait, network_id: &str, reg
     Ok(subnet.and_then(|s| s.provider_id))
 }
 
+/// Records a subnet added: the network is pending until its new subnet is made.
+pub async fn mark_pending(
+    conn: &impl ConnectionTrait,
+    current: network::Model,
+    now: DateTime<Utc>,
+) -> Result<network::Model> {
+    bump(conn, current, |u| u.col_expr(network::Column::State, Expr::value(State::Pending)), now).await
+}
+
+/// Records a subnet removed on the network row: its version and generation move.
+pub async fn mark_subnets_changed(
+    conn: &impl ConnectionTrait,
+    current: network::Model,
+    now: DateTime<Utc>,
+) -> Result<network::Model> {
+    bump(conn, current, |u| u, now).await
+}
+
+/// Marks the network for deletion: deleting, no longer wanted.
+pub async fn mark_deleting(
+    conn: &impl ConnectionTrait,
+    current: network::Model,
+    now: DateTime<Utc>,
+) -> Result<network::Model> {
+    bump(
+        conn,
+        current,
+        |u| {
+            u.col_expr(network::Column::DesiredState, Expr::value(Desired::Absent))
+                .col_expr(network::Column::State, Expr::value(State::Deleting))
+        },
+        now,
+    )
+    .await
+}
+
 /// Writes a user change of the network row, its version and generation bumped in SQL.
-pub async fn bump(
+async fn bump(
     conn: &impl ConnectionTrait,
     current: network::Model,
     change: impl FnOnce(UpdateMany<network::Entity>) -> UpdateMany<network::Entity>,

@@ -7,8 +7,7 @@ mod views;
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
-use sea_orm::sea_query::Expr;
-use sea_orm::{ConnectionTrait, Set};
+use sea_orm::ConnectionTrait;
 use serde::Serialize;
 use serde_json::json;
 
@@ -21,7 +20,7 @@ use crate::ids;
 use crate::provider;
 use crate::store::entity::{network, network_subnet};
 use crate::store::idempotency::{self, Claim};
-use crate::store::networks::{self as store, bump, mark_removed};
+use crate::store::networks::{self as store, mark_removed};
 use crate::store::queue;
 use crate::store::state::{Desired, FilesystemKind, ProviderKind, State};
 use placement::*;
@@ -126,9 +125,10 @@ impl Services {
             name: &input.name,
             description: input.description.as_deref(),
             region: place.vpc_region(&subnets),
+            ip_range: input.ip_range.clone(),
+            adopted_vpc: None,
         };
-        let created =
-            row.insert(&txn, now, |row| network::ActiveModel { ip_range: Set(input.ip_range.clone()), ..row }).await?;
+        let created = row.insert(&txn, now).await?;
         let mut rows = Vec::new();
         for subnet in &subnets {
             rows.push(insert_subnet(&txn, &id, subnet, now).await?);
@@ -182,15 +182,11 @@ impl Services {
             name: &input.name,
             description: input.description.as_deref(),
             region: Some(region),
+            ip_range: None,
+            adopted_vpc: Some(input.vpc_id.clone()),
         };
         // Two adopts of one VPC racing past the check above: the live-VPC index refuses one.
-        let created = row
-            .insert(&txn, now, |row| network::ActiveModel {
-                provider_id: Set(Some(input.vpc_id.clone())),
-                adopted: Set(true),
-                ..row
-            })
-            .await?;
+        let created = row.insert(&txn, now).await?;
         let view = view(&created, &[]);
         queue::wake(&txn, RECONCILER, &id, self.clock.now_ms()).await?;
         self.commit_and_wake(txn, vec![event("created", &view)]).await?;
@@ -221,8 +217,7 @@ impl Services {
         }
         let now = self.clock.now();
         let added = insert_subnet(&txn, network_id, &placed[0], now).await?;
-        let updated =
-            bump(&txn, current, |u| u.col_expr(network::Column::State, Expr::value(State::Pending)), now).await?;
+        let updated = store::mark_pending(&txn, current, now).await?;
         let mut all = subnets;
         all.push(added);
         let view = view(&updated, &all);
@@ -262,7 +257,7 @@ impl Services {
         refuse_if_used(&txn, network_id, Some(&subnets[position])).await?;
         let now = self.clock.now();
         subnets[position] = mark_removed(&txn, &subnets[position], now).await?;
-        let updated = bump(&txn, current, |u| u, now).await?;
+        let updated = store::mark_subnets_changed(&txn, current, now).await?;
         let view = view(&updated, &subnets);
         queue::wake(&txn, RECONCILER, network_id, self.clock.now_ms()).await?;
         self.commit_and_wake(txn, vec![event("updated", &view)]).await?;
@@ -287,16 +282,7 @@ impl Services {
                 mark_removed(&txn, &subnet, now).await?
             });
         }
-        let updated = bump(
-            &txn,
-            current,
-            |u| {
-                u.col_expr(network::Column::DesiredState, Expr::value(Desired::Absent))
-                    .col_expr(network::Column::State, Expr::value(State::Deleting))
-            },
-            now,
-        )
-        .await?;
+        let updated = store::mark_deleting(&txn, current, now).await?;
         let view = view(&updated, &marked);
         queue::wake(&txn, RECONCILER, network_id, self.clock.now_ms()).await?;
         self.commit_and_wake(txn, vec![event("deleting", &view)]).await?;
@@ -405,15 +391,12 @@ struct NewNetwork<'a> {
     name: &'a str,
     description: Option<&'a str>,
     region: Option<String>,
+    ip_range: Option<String>,
+    adopted_vpc: Option<String>,
 }
 
 impl NewNetwork<'_> {
-    async fn insert(
-        self,
-        conn: &impl ConnectionTrait,
-        now: DateTime<Utc>,
-        finish: impl FnOnce(network::ActiveModel) -> network::ActiveModel,
-    ) -> Result<network::Model> {
+    async fn insert(self, conn: &impl ConnectionTrait, now: DateTime<Utc>) -> Result<network::Model> {
         let new = store::NewNetwork {
             id: self.id,
             tenant_id: self.tenant_id,
@@ -423,8 +406,10 @@ impl NewNetwork<'_> {
             name: self.name,
             description: self.description,
             region: self.region,
+            ip_range: self.ip_range,
+            adopted_vpc: self.adopted_vpc,
         };
-        store::insert(conn, new, now, finish).await.map_err(|err| match crate::store::unique_violation(&err) {
+        store::insert(conn, new, now).await.map_err(|err| match crate::store::unique_violation(&err) {
             // PostgreSQL names the index, SQLite its columns.
             Some(text) if text.contains("live_vpc") || text.contains("provider_id") => {
                 Error::conflict("the VPC is recorded as a network already").with_details(json!({ "field": "vpcId" }))
