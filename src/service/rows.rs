@@ -1,11 +1,12 @@
 //! Small helpers every resource group's calls share: row locks, the pool a tenant was offered,
 //! the project a resource goes in, and pages in the order resources were made.
-use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter};
+use sea_orm::{ConnectionTrait, EntityTrait};
 
 use super::pools::{PoolView, find_pool};
 use super::validate;
 use crate::error::{Error, Result};
-use crate::store::entity::{pool_offer, project};
+use crate::store::entity::pool_offer;
+use crate::store::tenants;
 
 pub const MAX_PAGE: u64 = 1000;
 
@@ -33,11 +34,7 @@ pub fn check_region(pool: &PoolView, region: &str) -> Result<()> {
 /// The project must be the tenant's.
 pub async fn check_project(conn: &impl ConnectionTrait, tenant_id: &str, project_id: Option<&str>) -> Result<()> {
     let Some(project_id) = project_id else { return Ok(()) };
-    project::Entity::find_by_id(project_id.to_owned())
-        .filter(project::Column::TenantId.eq(tenant_id))
-        .one(conn)
-        .await?
-        .ok_or_else(|| Error::not_found("project", project_id))?;
+    tenants::find_project(conn, tenant_id, project_id).await?.ok_or_else(|| Error::not_found("project", project_id))?;
     Ok(())
 }
 

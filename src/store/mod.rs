@@ -20,6 +20,7 @@ pub mod quota;
 pub mod snapshots;
 pub mod state;
 pub mod status;
+pub mod tenants;
 pub mod volumes;
 
 use std::time::Duration;
