@@ -21,6 +21,7 @@ pub mod snapshots;
 pub mod state;
 pub mod status;
 pub mod tenants;
+pub mod tokens;
 pub mod volumes;
 
 use std::time::Duration;
