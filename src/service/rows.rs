@@ -1,12 +1,11 @@
 //! Small helpers every resource group's calls share: row locks, the pool a tenant was offered,
 //! the project a resource goes in, and pages in the order resources were made.
-use sea_orm::{ConnectionTrait, EntityTrait};
+use sea_orm::ConnectionTrait;
 
 use super::pools::{PoolView, find_pool};
 use super::validate;
 use crate::error::{Error, Result};
-use crate::store::entity::pool_offer;
-use crate::store::tenants;
+use crate::store::{pools, tenants};
 
 pub const MAX_PAGE: u64 = 1000;
 
@@ -14,7 +13,7 @@ pub use crate::store::lock;
 
 /// The pool, if it was offered to the tenant (NOT_FOUND otherwise).
 pub async fn offered_pool(conn: &impl ConnectionTrait, tenant_id: &str, pool_id: &str) -> Result<PoolView> {
-    let offered = pool_offer::Entity::find_by_id((tenant_id.to_owned(), pool_id.to_owned())).one(conn).await?;
+    let offered = pools::find_offer(conn, tenant_id, pool_id).await?;
     if offered.is_none() {
         return Err(Error::not_found("pool", pool_id));
     }
