@@ -12,6 +12,7 @@ pub mod instances;
 pub mod list;
 pub mod meta;
 pub mod networks;
+pub mod nodes;
 pub mod notify;
 pub mod outbox;
 pub mod pools;
