@@ -1,18 +1,14 @@
 //! Relay's object identification: which tenant (and parent) an id belongs to, so that
 //! `node(id:)` can hand it to that type's own read, which decides it. An id of another tenant is
 //! then NOT_FOUND there, as its own read says; an id of no known kind is NOT_FOUND here.
-use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QuerySelect};
-
 use super::Services;
 use super::authz::Actor;
 use super::pools::PoolView;
 use super::tokens::Token;
 use crate::error::{Error, Result};
 use crate::ids;
-use crate::store::entity::{
-    api_token, filesystem, instance, network, network_subnet, pool, pool_offer, project, provider_account,
-    provider_address, provider_snapshot, provider_volume, volume_attachment,
-};
+use crate::store::entity::provider_account;
+use crate::store::{nodes as store, pools, tokens};
 
 /// The kinds of object `node(id:)` resolves, told apart by the id's prefix. A tenant's id is
 /// the one without a prefix: the tenant id pattern has no `_`.
@@ -74,35 +70,24 @@ impl Services {
         let (tenant_id, parent_id): (String, Option<String>) = match kind {
             NodeKind::Tenant => (id.to_owned(), None),
             NodeKind::ProviderAccount | NodeKind::Pool | NodeKind::Token => (String::new(), None),
-            NodeKind::Project => owned::<project::Entity>(db, id, project::Column::TenantId).await?,
-            NodeKind::Network => owned::<network::Entity>(db, id, network::Column::TenantId).await?,
-            NodeKind::Instance => owned::<instance::Entity>(db, id, instance::Column::TenantId).await?,
-            NodeKind::ProviderVolume => {
-                owned::<provider_volume::Entity>(db, id, provider_volume::Column::TenantId).await?
-            }
-            NodeKind::ProviderSnapshot => {
-                owned::<provider_snapshot::Entity>(db, id, provider_snapshot::Column::TenantId).await?
-            }
-            NodeKind::ProviderAddress => {
-                owned::<provider_address::Entity>(db, id, provider_address::Column::TenantId).await?
-            }
+            NodeKind::Project => owned(store::project_tenant(db, id).await?, id)?,
+            NodeKind::Network => owned(store::network_tenant(db, id).await?, id)?,
+            NodeKind::Instance => owned(store::instance_tenant(db, id).await?, id)?,
+            NodeKind::ProviderVolume => owned(store::volume_tenant(db, id).await?, id)?,
+            NodeKind::ProviderSnapshot => owned(store::snapshot_tenant(db, id).await?, id)?,
+            NodeKind::ProviderAddress => owned(store::address_tenant(db, id).await?, id)?,
             NodeKind::Filesystem => {
-                let found =
-                    pair::<filesystem::Entity>(db, id, filesystem::Column::TenantId, filesystem::Column::NetworkId);
-                found.await?.ok_or_else(missing)?
+                let found = store::filesystem_tenant_and_network(db, id).await?;
+                found.map(|(tenant, network)| (tenant, Some(network))).ok_or_else(missing)?
             }
             NodeKind::Subnet => {
-                let network_id = parent::<network_subnet::Entity>(db, id, network_subnet::Column::NetworkId).await?;
-                let network_id = network_id.ok_or_else(missing)?;
-                let (tenant, _) = owned::<network::Entity>(db, &network_id, network::Column::TenantId).await?;
+                let network_id = store::subnet_network(db, id).await?.ok_or_else(missing)?;
+                let (tenant, _) = owned(store::network_tenant(db, &network_id).await?, &network_id)?;
                 (tenant, Some(network_id))
             }
             NodeKind::Attachment => {
-                let volume_id =
-                    parent::<volume_attachment::Entity>(db, id, volume_attachment::Column::VolumeId).await?;
-                let volume_id = volume_id.ok_or_else(missing)?;
-                let (tenant, _) =
-                    owned::<provider_volume::Entity>(db, &volume_id, provider_volume::Column::TenantId).await?;
+                let volume_id = store::attachment_volume(db, id).await?.ok_or_else(missing)?;
+                let (tenant, _) = owned(store::volume_tenant(db, &volume_id).await?, &volume_id)?;
                 (tenant, Some(volume_id))
             }
         };
@@ -115,11 +100,7 @@ impl Services {
         let missing = || Error::not_found("pool", pool_id);
         if !actor.is_operator() {
             let tenant_id = actor.tenant_id.as_deref().ok_or_else(missing)?;
-            let offer = pool_offer::Entity::find()
-                .filter(pool_offer::Column::TenantId.eq(tenant_id))
-                .filter(pool_offer::Column::PoolId.eq(pool_id))
-                .one(&self.db)
-                .await?;
+            let offer = pools::find_offer(&self.db, tenant_id, pool_id).await?;
             offer.ok_or_else(missing)?;
             return self
                 .pool_list(actor, tenant_id)
@@ -128,7 +109,7 @@ impl Services {
                 .find(|p| p.pool.id == pool_id)
                 .ok_or_else(missing);
         }
-        let pool = pool::Entity::find_by_id(pool_id.to_owned()).one(&self.db).await?.ok_or_else(missing)?;
+        let pool = pools::find(&self.db, pool_id).await?.ok_or_else(missing)?;
         let account = self.provider_account_get(actor, &pool.provider_account_id).await?;
         Ok(PoolView { pool, account })
     }
@@ -137,7 +118,7 @@ impl Services {
     /// account that is not their tenant's own is NOT_FOUND, as every other tenant's object is.
     pub async fn provider_account_get(&self, actor: &Actor, account_id: &str) -> Result<provider_account::Model> {
         let missing = || Error::not_found("provider account", account_id);
-        let found = provider_account::Entity::find_by_id(account_id.to_owned()).one(&self.db).await?;
+        let found = pools::find_account(&self.db, account_id).await?;
         let account = found.ok_or_else(missing)?;
         if !actor.is_operator() && (account.tenant_id.is_none() || account.tenant_id != actor.tenant_id) {
             return Err(missing());
@@ -150,13 +131,7 @@ impl Services {
     /// token asked by a tenant, is NOT_FOUND as every other tenant's object is.
     pub async fn token_get(&self, actor: &Actor, token_id: &str) -> Result<Token> {
         let missing = || Error::not_found("token", token_id);
-        let owner = api_token::Entity::find_by_id(token_id.to_owned())
-            .select_only()
-            .column(api_token::Column::TenantId)
-            .into_tuple::<Option<String>>()
-            .one(&self.db)
-            .await?
-            .ok_or_else(missing)?;
+        let owner = tokens::tenant_of(&self.db, token_id).await?.ok_or_else(missing)?;
         if !actor.is_operator() && (owner.is_none() || owner != actor.tenant_id) {
             return Err(missing());
         }
@@ -165,35 +140,8 @@ impl Services {
     }
 }
 
-async fn owned<E>(db: &sea_orm::DatabaseConnection, id: &str, tenant: E::Column) -> Result<(String, Option<String>)>
-where
-    E: EntityTrait,
-    <E::PrimaryKey as sea_orm::PrimaryKeyTrait>::ValueType: From<String>,
-{
-    let found = parent::<E>(db, id, tenant).await?;
+/// The tenant a row's tenant column read (`store::nodes`) names; NOT_FOUND, naming `id`, when
+/// there was no row.
+fn owned(found: Option<String>, id: &str) -> Result<(String, Option<String>)> {
     found.map(|tenant| (tenant, None)).ok_or_else(|| Error::not_found("node", id))
-}
-
-/// One string column of the row `id`, None when there is no such row.
-async fn parent<E>(db: &sea_orm::DatabaseConnection, id: &str, column: E::Column) -> Result<Option<String>>
-where
-    E: EntityTrait,
-    <E::PrimaryKey as sea_orm::PrimaryKeyTrait>::ValueType: From<String>,
-{
-    Ok(E::find_by_id(id.to_owned()).select_only().column(column).into_tuple::<String>().one(db).await?)
-}
-
-async fn pair<E>(
-    db: &sea_orm::DatabaseConnection,
-    id: &str,
-    first: E::Column,
-    second: E::Column,
-) -> Result<Option<(String, Option<String>)>>
-where
-    E: EntityTrait,
-    <E::PrimaryKey as sea_orm::PrimaryKeyTrait>::ValueType: From<String>,
-{
-    let found =
-        E::find_by_id(id.to_owned()).select_only().column(first).column(second).into_tuple::<(String, String)>();
-    Ok(found.one(db).await?.map(|(a, b)| (a, Some(b))))
 }

@@ -5,8 +5,7 @@
 use std::collections::HashMap;
 
 use chrono::Utc;
-use sea_orm::sea_query::{Expr, ExprTrait};
-use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, Set};
+use sea_orm::ConnectionTrait;
 use serde_json::json;
 
 use super::authz::{Actor, Target};
@@ -14,9 +13,11 @@ use super::tenants::find_tenant;
 use super::{Services, validate};
 use crate::error::{Code, Error, Result};
 use crate::ids;
-use crate::store::entity::{pool, pool_offer, provider_account, quota};
+use crate::store::entity::{pool, provider_account, quota};
 use crate::store::is_unique_violation;
 use crate::store::outbox::NewEvent;
+use crate::store::pools::{self as store, NewAccount, NewPool};
+use crate::store::quota as quota_rows;
 use crate::store::state::{Billing, ProviderKind};
 
 const MAX_REGIONS: usize = 32;
@@ -133,23 +134,20 @@ impl Services {
             find_tenant(&txn, tenant_id).await?;
         }
         let now = Utc::now();
-        let created = provider_account::ActiveModel {
-            id: Set(ids::new_id(ids::PROVIDER_ACCOUNT)),
-            tenant_id: Set(input.tenant_id.clone()),
-            name: Set(input.name.clone()),
-            kind: Set(input.kind),
-            api_url: Set(api_url),
-            credential_ref: Set(credential_ref),
-            regions: Set(json!(input.regions)),
-            zones: Set(json!(input.zones)),
-            sim: Set(input.sim),
-            version: Set(1),
-            created_at: Set(now),
-            updated_at: Set(now),
-        }
-        .insert(&txn)
-        .await
-        .map_err(|err| unique_name(err, "provider account", &input.name))?;
+        let new = NewAccount {
+            id: ids::new_id(ids::PROVIDER_ACCOUNT),
+            tenant_id: input.tenant_id.as_deref(),
+            name: &input.name,
+            kind: input.kind,
+            api_url,
+            credential_ref,
+            regions: &input.regions,
+            zones: &input.zones,
+            sim: input.sim,
+        };
+        let created = store::insert_account(&txn, new, now)
+            .await
+            .map_err(|err| unique_name(err, "provider account", &input.name))?;
         let event = NewEvent {
             event_type: "providerAccount.created".into(),
             subject_kind: "provider-account",
@@ -174,7 +172,7 @@ impl Services {
 
     pub async fn provider_account_list(&self, actor: &Actor) -> Result<Vec<provider_account::Model>> {
         actor.require_operator()?;
-        Ok(provider_account::Entity::find().order_by_asc(provider_account::Column::Id).all(&self.db).await?)
+        store::all_accounts(&self.db).await
     }
 
     pub async fn pool_create(&self, actor: &Actor, input: PoolCreate) -> Result<PoolView> {
@@ -182,8 +180,7 @@ impl Services {
         validate::name("name", &input.name)?;
         validate::id("providerAccountId", ids::PROVIDER_ACCOUNT, &input.provider_account_id)?;
         let txn = self.begin().await?;
-        let account = provider_account::Entity::find_by_id(input.provider_account_id.clone())
-            .one(&txn)
+        let account = store::find_account(&txn, &input.provider_account_id)
             .await?
             .ok_or_else(|| Error::not_found("provider-account", &input.provider_account_id))?;
         let expected = if account.tenant_id.is_some() { Billing::Byo } else { Billing::Metered };
@@ -198,18 +195,13 @@ impl Services {
             ));
         }
         let now = Utc::now();
-        let created = pool::ActiveModel {
-            id: Set(ids::new_id(ids::POOL)),
-            name: Set(input.name.clone()),
-            provider_account_id: Set(account.id.clone()),
-            billing: Set(input.billing),
-            version: Set(1),
-            created_at: Set(now),
-            updated_at: Set(now),
-        }
-        .insert(&txn)
-        .await
-        .map_err(|err| unique_name(err, "pool", &input.name))?;
+        let new = NewPool {
+            id: ids::new_id(ids::POOL),
+            name: &input.name,
+            provider_account_id: &account.id,
+            billing: input.billing,
+        };
+        let created = store::insert(&txn, new, now).await.map_err(|err| unique_name(err, "pool", &input.name))?;
         let event = NewEvent {
             event_type: "pool.created".into(),
             subject_kind: "pool",
@@ -248,21 +240,9 @@ impl Services {
             ));
         }
         let now = Utc::now();
-        pool_offer::Entity::insert(pool_offer::ActiveModel {
-            tenant_id: Set(input.tenant_id.clone()),
-            pool_id: Set(input.pool_id.clone()),
-            created_at: Set(now),
-        })
-        .on_conflict_do_nothing()
-        .exec(&txn)
-        .await?;
+        store::offer(&txn, &input.tenant_id, &input.pool_id, now).await?;
         // Its offers are part of the pool: the event carries a new version.
-        pool::Entity::update_many()
-            .col_expr(pool::Column::Version, Expr::col(pool::Column::Version).add(1))
-            .col_expr(pool::Column::UpdatedAt, Expr::value(now))
-            .filter(pool::Column::Id.eq(input.pool_id.clone()))
-            .exec(&txn)
-            .await?;
+        store::bump(&txn, &input.pool_id, now).await?;
         let offered_pool = find_pool(&txn, &input.pool_id).await?.pool;
         let mut quotas = Vec::new();
         let mut events = vec![NewEvent {
@@ -275,7 +255,9 @@ impl Services {
             data: json!({ "pool": pool_view(&offered_pool), "tenantId": input.tenant_id }),
         }];
         for limit in input.quotas {
-            let row = set_quota(&txn, &input.tenant_id, &input.pool_id, &limit.resource, limit.max).await?;
+            let row =
+                quota_rows::set_max(&txn, &input.tenant_id, &input.pool_id, &limit.resource, limit.max, Utc::now())
+                    .await?;
             events.push(quota_event(&row));
             quotas.push(row);
         }
@@ -292,8 +274,7 @@ impl Services {
         let txn = self.begin().await?;
         find_tenant(&txn, &input.tenant_id).await?;
         find_pool(&txn, &input.pool_id).await?;
-        let offered =
-            pool_offer::Entity::find_by_id((input.tenant_id.clone(), input.pool_id.clone())).one(&txn).await?;
+        let offered = store::find_offer(&txn, &input.tenant_id, &input.pool_id).await?;
         if offered.is_none() {
             return Err(Error::new(
                 Code::InvalidState,
@@ -301,7 +282,8 @@ impl Services {
             )
             .with_details(json!({ "reason": "notOffered" })));
         }
-        let row = set_quota(&txn, &input.tenant_id, &input.pool_id, &input.resource, input.max).await?;
+        let row =
+            quota_rows::set_max(&txn, &input.tenant_id, &input.pool_id, &input.resource, input.max, Utc::now()).await?;
         self.commit(txn, vec![quota_event(&row)]).await?;
         Ok(row)
     }
@@ -309,22 +291,12 @@ impl Services {
     /// The pools offered to the tenant.
     pub async fn pool_list(&self, actor: &Actor, tenant_id: &str) -> Result<Vec<PoolView>> {
         actor.decide("compute:pools:read", &Target::tenant(tenant_id))?;
-        let offers =
-            pool_offer::Entity::find().filter(pool_offer::Column::TenantId.eq(tenant_id)).all(&self.db).await?;
+        let offers = store::offers_to(&self.db, tenant_id).await?;
         let pool_ids: Vec<String> = offers.into_iter().map(|o| o.pool_id).collect();
-        let pools = pool::Entity::find()
-            .filter(pool::Column::Id.is_in(pool_ids))
-            .order_by_asc(pool::Column::Id)
-            .all(&self.db)
-            .await?;
+        let pools = store::find_many(&self.db, pool_ids).await?;
         let account_ids: Vec<String> = pools.iter().map(|p| p.provider_account_id.clone()).collect();
-        let accounts: HashMap<String, provider_account::Model> = provider_account::Entity::find()
-            .filter(provider_account::Column::Id.is_in(account_ids))
-            .all(&self.db)
-            .await?
-            .into_iter()
-            .map(|a| (a.id.clone(), a))
-            .collect();
+        let accounts: HashMap<String, provider_account::Model> =
+            store::find_accounts(&self.db, account_ids).await?.into_iter().map(|a| (a.id.clone(), a)).collect();
         Ok(pools
             .into_iter()
             .filter_map(|pool| {
@@ -339,11 +311,7 @@ impl Services {
             validate::id("poolId", ids::POOL, pool_id)?;
         }
         actor.decide("compute:quotas:read", &Target::tenant(tenant_id))?;
-        let mut query = quota::Entity::find().filter(quota::Column::TenantId.eq(tenant_id));
-        if let Some(pool_id) = pool_id {
-            query = query.filter(quota::Column::PoolId.eq(pool_id));
-        }
-        Ok(query.order_by_asc(quota::Column::PoolId).order_by_asc(quota::Column::Resource).all(&self.db).await?)
+        quota_rows::list(&self.db, tenant_id, pool_id).await
     }
 }
 
@@ -372,55 +340,11 @@ fn unique_name(err: sea_orm::DbErr, kind: &str, name: &str) -> Error {
 }
 
 pub(crate) async fn find_pool(conn: &impl ConnectionTrait, pool_id: &str) -> Result<PoolView> {
-    let pool = pool::Entity::find_by_id(pool_id.to_owned())
-        .one(conn)
-        .await?
-        .ok_or_else(|| Error::not_found("pool", pool_id))?;
-    let account = provider_account::Entity::find_by_id(pool.provider_account_id.clone())
-        .one(conn)
+    let pool = store::find(conn, pool_id).await?.ok_or_else(|| Error::not_found("pool", pool_id))?;
+    let account = store::find_account(conn, &pool.provider_account_id)
         .await?
         .ok_or_else(|| Error::internal(format!("pool {pool_id} has no account")))?;
     Ok(PoolView { pool, account })
-}
-
-async fn set_quota(
-    conn: &impl ConnectionTrait,
-    tenant_id: &str,
-    pool_id: &str,
-    resource: &str,
-    max: i64,
-) -> Result<quota::Model> {
-    let key = (tenant_id.to_owned(), pool_id.to_owned(), resource.to_owned());
-    let now = Utc::now();
-    let row = match quota::Entity::find_by_id(key.clone()).one(conn).await? {
-        Some(_) => {
-            // `version + 1` in SQL: a booking may bump it concurrently.
-            quota::Entity::update_many()
-                .col_expr(quota::Column::Max, Expr::value(max))
-                .col_expr(quota::Column::Version, Expr::col(quota::Column::Version).add(1))
-                .col_expr(quota::Column::UpdatedAt, Expr::value(now))
-                .filter(quota::Column::TenantId.eq(tenant_id))
-                .filter(quota::Column::PoolId.eq(pool_id))
-                .filter(quota::Column::Resource.eq(resource))
-                .exec(conn)
-                .await?;
-            quota::Entity::find_by_id(key).one(conn).await?.ok_or_else(|| Error::internal("quota row vanished"))?
-        }
-        None => {
-            quota::ActiveModel {
-                tenant_id: Set(tenant_id.to_owned()),
-                pool_id: Set(pool_id.to_owned()),
-                resource: Set(resource.to_owned()),
-                max: Set(max),
-                used: Set(0),
-                version: Set(1),
-                updated_at: Set(now),
-            }
-            .insert(conn)
-            .await?
-        }
-    };
-    Ok(row)
 }
 
 fn quota_event(q: &quota::Model) -> NewEvent {

@@ -1,11 +1,11 @@
 //! Small helpers every resource group's calls share: row locks, the pool a tenant was offered,
 //! the project a resource goes in, and pages in the order resources were made.
-use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter};
+use sea_orm::ConnectionTrait;
 
 use super::pools::{PoolView, find_pool};
 use super::validate;
 use crate::error::{Error, Result};
-use crate::store::entity::{pool_offer, project};
+use crate::store::{pools, tenants};
 
 pub const MAX_PAGE: u64 = 1000;
 
@@ -13,7 +13,7 @@ pub use crate::store::lock;
 
 /// The pool, if it was offered to the tenant (NOT_FOUND otherwise).
 pub async fn offered_pool(conn: &impl ConnectionTrait, tenant_id: &str, pool_id: &str) -> Result<PoolView> {
-    let offered = pool_offer::Entity::find_by_id((tenant_id.to_owned(), pool_id.to_owned())).one(conn).await?;
+    let offered = pools::find_offer(conn, tenant_id, pool_id).await?;
     if offered.is_none() {
         return Err(Error::not_found("pool", pool_id));
     }
@@ -33,11 +33,7 @@ pub fn check_region(pool: &PoolView, region: &str) -> Result<()> {
 /// The project must be the tenant's.
 pub async fn check_project(conn: &impl ConnectionTrait, tenant_id: &str, project_id: Option<&str>) -> Result<()> {
     let Some(project_id) = project_id else { return Ok(()) };
-    project::Entity::find_by_id(project_id.to_owned())
-        .filter(project::Column::TenantId.eq(tenant_id))
-        .one(conn)
-        .await?
-        .ok_or_else(|| Error::not_found("project", project_id))?;
+    tenants::find_project(conn, tenant_id, project_id).await?.ok_or_else(|| Error::not_found("project", project_id))?;
     Ok(())
 }
 

@@ -1,7 +1,7 @@
 //! Tenants and their projects. Tenants are made by operators; a project groups a tenant's
 //! resources and is a scope grants can name.
 use chrono::Utc;
-use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, Set};
+use sea_orm::ConnectionTrait;
 use serde::Serialize;
 use serde_json::json;
 
@@ -13,6 +13,7 @@ use crate::store::entity::{project, tenant};
 use crate::store::idempotency::{self, Claim};
 use crate::store::is_unique_violation;
 use crate::store::outbox::NewEvent;
+use crate::store::tenants::{self as store, NewProject};
 
 pub struct TenantCreate {
     pub id: String,
@@ -46,16 +47,8 @@ impl Services {
         }
         let now = Utc::now();
         let txn = self.begin().await?;
-        let created = tenant::ActiveModel {
-            id: Set(input.id.clone()),
-            name: Set(input.name),
-            version: Set(1),
-            created_at: Set(now),
-            updated_at: Set(now),
-        }
-        .insert(&txn)
-        .await
-        .map_err(|err| match is_unique_violation(&err) {
+        let created = store::insert(&txn, &input.id, input.name, now).await;
+        let created = created.map_err(|err| match is_unique_violation(&err) {
             true => Error::conflict(format!("tenant {} exists", input.id)).with_details(json!({ "field": "id" })),
             false => err.into(),
         })?;
@@ -71,7 +64,7 @@ impl Services {
 
     pub async fn tenant_list(&self, actor: &Actor) -> Result<Vec<tenant::Model>> {
         actor.require_operator()?;
-        Ok(tenant::Entity::find().order_by_asc(tenant::Column::Id).all(&self.db).await?)
+        store::all(&self.db).await
     }
 
     pub async fn project_create(&self, actor: &Actor, input: ProjectCreate) -> Result<project::Model> {
@@ -97,18 +90,13 @@ impl Services {
             }
         }
         let now = Utc::now();
-        let created = project::ActiveModel {
-            id: Set(id),
-            tenant_id: Set(input.tenant_id.clone()),
-            name: Set(input.name.clone()),
-            description: Set(input.description.clone()),
-            version: Set(1),
-            created_at: Set(now),
-            updated_at: Set(now),
-        }
-        .insert(&txn)
-        .await
-        .map_err(|err| match is_unique_violation(&err) {
+        let new = NewProject {
+            id,
+            tenant_id: &input.tenant_id,
+            name: &input.name,
+            description: input.description.as_deref(),
+        };
+        let created = store::insert_project(&txn, new, now).await.map_err(|err| match is_unique_violation(&err) {
             true => Error::conflict(format!("project {} exists in tenant {}", input.name, input.tenant_id))
                 .with_details(json!({ "field": "name" })),
             false => err.into(),
@@ -135,11 +123,7 @@ impl Services {
     /// The tenant's projects the caller may read, oldest first.
     pub async fn project_list(&self, actor: &Actor, tenant_id: &str) -> Result<Vec<project::Model>> {
         actor.decide_list("compute:projects:read", tenant_id)?;
-        let projects = project::Entity::find()
-            .filter(project::Column::TenantId.eq(tenant_id))
-            .order_by_asc(project::Column::Id)
-            .all(&self.db)
-            .await?;
+        let projects = store::projects_of(&self.db, tenant_id).await?;
         Ok(projects
             .into_iter()
             .filter(|p| {
@@ -162,16 +146,9 @@ pub(crate) fn tenant_event(event_type: &str, t: &tenant::Model) -> NewEvent {
 }
 
 pub(crate) async fn find_tenant(conn: &impl ConnectionTrait, tenant_id: &str) -> Result<tenant::Model> {
-    tenant::Entity::find_by_id(tenant_id.to_owned())
-        .one(conn)
-        .await?
-        .ok_or_else(|| Error::not_found("tenant", tenant_id))
+    store::find(conn, tenant_id).await?.ok_or_else(|| Error::not_found("tenant", tenant_id))
 }
 
 async fn find_project(conn: &impl ConnectionTrait, tenant_id: &str, project_id: &str) -> Result<project::Model> {
-    project::Entity::find_by_id(project_id.to_owned())
-        .filter(project::Column::TenantId.eq(tenant_id))
-        .one(conn)
-        .await?
-        .ok_or_else(|| Error::not_found("project", project_id))
+    store::find_project(conn, tenant_id, project_id).await?.ok_or_else(|| Error::not_found("project", project_id))
 }

@@ -1,7 +1,7 @@
 //! API tokens: issued by operators with grants, returned once, stored as a SHA-256 hash, and
 //! revoked by id. `authenticate` turns a bearer secret into the request's `Actor`.
 use chrono::Utc;
-use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, Set};
+use sea_orm::ConnectionTrait;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
@@ -10,9 +10,10 @@ use super::tenants::find_tenant;
 use super::{Services, validate};
 use crate::error::{Code, Error, Result};
 use crate::ids;
-use crate::store::entity::{api_token, project, token_grant};
+use crate::store::entity::api_token;
 use crate::store::idempotency::hex;
 use crate::store::outbox::NewEvent;
+use crate::store::tokens::{self as store, NewToken};
 
 const SECRET_PREFIX: &str = "vpsg_";
 const MAX_GRANTS: usize = 64;
@@ -65,28 +66,19 @@ impl Services {
             check_grant(&txn, input.tenant_id.as_deref(), grant).await?;
         }
         let secret = new_secret()?;
-        let token = api_token::ActiveModel {
-            id: Set(ids::new_id(ids::TOKEN)),
-            tenant_id: Set(input.tenant_id.clone()),
-            name: Set(name),
-            secret_hash: Set(hash_secret(&secret)),
-            created_at: Set(Utc::now()),
-            revoked_at: Set(None),
-        }
-        .insert(&txn)
-        .await?;
+        let new = NewToken {
+            id: ids::new_id(ids::TOKEN),
+            tenant_id: input.tenant_id.as_deref(),
+            name,
+            secret_hash: hash_secret(&secret),
+        };
+        let token = store::insert(&txn, new, Utc::now()).await?;
         let mut grants: Vec<Grant> = Vec::new();
         for grant in input.grants {
             if grants.contains(&grant) {
                 continue;
             }
-            token_grant::ActiveModel {
-                token_id: Set(token.id.clone()),
-                permission: Set(grant.permission.clone()),
-                scope: Set(grant.scope.clone()),
-            }
-            .insert(&txn)
-            .await?;
+            store::insert_grant(&txn, &token.id, &grant.permission, &grant.scope).await?;
             grants.push(grant);
         }
         let issued = Token { token, grants };
@@ -100,17 +92,8 @@ impl Services {
         validate::id("tokenId", ids::TOKEN, token_id)?;
         let txn = self.begin().await?;
         // Conditional, so two revokes racing publish one event.
-        let changed = api_token::Entity::update_many()
-            .col_expr(api_token::Column::RevokedAt, sea_orm::sea_query::Expr::value(Utc::now()))
-            .filter(api_token::Column::Id.eq(token_id))
-            .filter(api_token::Column::RevokedAt.is_null())
-            .exec(&txn)
-            .await?
-            .rows_affected;
-        let token = api_token::Entity::find_by_id(token_id.to_owned())
-            .one(&txn)
-            .await?
-            .ok_or_else(|| Error::not_found("token", token_id))?;
+        let changed = store::revoke(&txn, token_id, Utc::now()).await?;
+        let token = store::find(&txn, token_id).await?.ok_or_else(|| Error::not_found("token", token_id))?;
         let revoked = load_grants(&txn, token).await?;
         if changed == 0 {
             drop(txn);
@@ -124,13 +107,9 @@ impl Services {
     /// Tokens (never their secrets), of one tenant or, with None, the operator tokens.
     pub async fn token_list(&self, actor: &Actor, tenant_id: Option<&str>) -> Result<Vec<Token>> {
         actor.require_operator()?;
-        let query = match tenant_id {
-            Some(t) => api_token::Entity::find().filter(api_token::Column::TenantId.eq(t)),
-            None => api_token::Entity::find().filter(api_token::Column::TenantId.is_null()),
-        };
-        let tokens = query.order_by_asc(api_token::Column::Id).all(&self.db).await?;
+        let tokens = store::list(&self.db, tenant_id).await?;
         let ids: Vec<String> = tokens.iter().map(|t| t.id.clone()).collect();
-        let grants = token_grant::Entity::find().filter(token_grant::Column::TokenId.is_in(ids)).all(&self.db).await?;
+        let grants = store::grants_of_many(&self.db, ids).await?;
         Ok(tokens
             .into_iter()
             .map(|token| {
@@ -148,10 +127,7 @@ impl Services {
     /// WebSocket connections check this for every new subscription).
     pub async fn ensure_active(&self, actor: &Actor) -> Result<()> {
         let Some(token_id) = &actor.token_id else { return Ok(()) };
-        let active = api_token::Entity::find_by_id(token_id.clone())
-            .filter(api_token::Column::RevokedAt.is_null())
-            .one(&self.db)
-            .await?;
+        let active = store::find_active(&self.db, token_id).await?;
         active.map(|_| ()).ok_or_else(|| Error::new(Code::Unauthenticated, "the bearer token was revoked"))
     }
 
@@ -161,10 +137,7 @@ impl Services {
         if self.admin_token_hash.as_deref() == Some(hash.as_str()) {
             return Ok(Actor::system());
         }
-        let token = api_token::Entity::find()
-            .filter(api_token::Column::SecretHash.eq(hash))
-            .filter(api_token::Column::RevokedAt.is_null())
-            .one(&self.db)
+        let token = store::find_active_by_hash(&self.db, &hash)
             .await?
             .ok_or_else(|| Error::new(Code::Unauthenticated, "the bearer token is unknown or revoked"))?;
         let token = load_grants(&self.db, token).await?;
@@ -193,10 +166,7 @@ async fn check_grant(conn: &impl ConnectionTrait, tenant_id: Option<&str>, grant
         "tenant" if id == tenant_id => Ok(()),
         "tenant" => Err(invalid("names another tenant")),
         "project" => {
-            let found = project::Entity::find_by_id(id.to_owned())
-                .filter(project::Column::TenantId.eq(tenant_id))
-                .one(conn)
-                .await?;
+            let found = crate::store::tenants::find_project(conn, tenant_id, id).await?;
             found.map(|_| ()).ok_or_else(|| invalid("names no project of the tenant"))
         }
         _ if RESOURCE_KINDS.contains(&kind) && !id.is_empty() && id.len() <= 64 => Ok(()),
@@ -205,13 +175,8 @@ async fn check_grant(conn: &impl ConnectionTrait, tenant_id: Option<&str>, grant
 }
 
 async fn load_grants(conn: &impl ConnectionTrait, token: api_token::Model) -> Result<Token> {
-    let grants = token_grant::Entity::find()
-        .filter(token_grant::Column::TokenId.eq(token.id.clone()))
-        .all(conn)
-        .await?
-        .into_iter()
-        .map(|g| Grant::new(&g.permission, &g.scope))
-        .collect();
+    let grants =
+        store::grants_of(conn, &token.id).await?.into_iter().map(|g| Grant::new(&g.permission, &g.scope)).collect();
     Ok(Token { token, grants })
 }
 

@@ -12,6 +12,7 @@ pub mod instances;
 pub mod list;
 pub mod meta;
 pub mod networks;
+pub mod nodes;
 pub mod notify;
 pub mod outbox;
 pub mod pools;
@@ -20,6 +21,8 @@ pub mod quota;
 pub mod snapshots;
 pub mod state;
 pub mod status;
+pub mod tenants;
+pub mod tokens;
 pub mod usage;
 pub mod volumes;
 

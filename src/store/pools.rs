@@ -1,10 +1,143 @@
-//! Pool and provider account rows.
-use sea_orm::{ConnectionTrait, EntityTrait};
+//! Pool, pool offer and provider account rows: the reads and inserts of the account and pool
+//! calls, offering a pool to a tenant, and the account a reconciler's run reaches the provider
+//! with.
+use chrono::{DateTime, Utc};
+use sea_orm::sea_query::{Expr, ExprTrait};
+use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, Set};
+use serde_json::json;
 
-use super::entity::provider_account;
+use super::entity::{pool, pool_offer, provider_account};
 use crate::error::Result;
+use crate::store::state::{Billing, ProviderKind};
 
 /// The provider account by id (a reconciler's run reads it to reach the provider).
 pub async fn find_account(conn: &impl ConnectionTrait, account_id: &str) -> Result<Option<provider_account::Model>> {
     Ok(provider_account::Entity::find_by_id(account_id.to_owned()).one(conn).await?)
+}
+
+/// Every provider account, by id.
+pub async fn all_accounts(conn: &impl ConnectionTrait) -> Result<Vec<provider_account::Model>> {
+    Ok(provider_account::Entity::find().order_by_asc(provider_account::Column::Id).all(conn).await?)
+}
+
+/// The provider accounts of `account_ids`, in no order.
+pub async fn find_accounts(
+    conn: &impl ConnectionTrait,
+    account_ids: Vec<String>,
+) -> Result<Vec<provider_account::Model>> {
+    Ok(provider_account::Entity::find().filter(provider_account::Column::Id.is_in(account_ids)).all(conn).await?)
+}
+
+/// What a new provider account row holds besides what every new row starts with.
+pub struct NewAccount<'a> {
+    pub id: String,
+    pub tenant_id: Option<&'a str>,
+    pub name: &'a str,
+    pub kind: ProviderKind,
+    pub api_url: String,
+    pub credential_ref: String,
+    pub regions: &'a [String],
+    pub zones: &'a [String],
+    pub sim: bool,
+}
+
+/// Inserts the provider account at version 1. The database's own error is returned, so the
+/// caller can tell a name in use (a unique violation) from any other failure.
+pub async fn insert_account(
+    conn: &impl ConnectionTrait,
+    new: NewAccount<'_>,
+    now: DateTime<Utc>,
+) -> std::result::Result<provider_account::Model, DbErr> {
+    provider_account::ActiveModel {
+        id: Set(new.id),
+        tenant_id: Set(new.tenant_id.map(str::to_owned)),
+        name: Set(new.name.to_owned()),
+        kind: Set(new.kind),
+        api_url: Set(new.api_url),
+        credential_ref: Set(new.credential_ref),
+        regions: Set(json!(new.regions)),
+        zones: Set(json!(new.zones)),
+        sim: Set(new.sim),
+        version: Set(1),
+        created_at: Set(now),
+        updated_at: Set(now),
+    }
+    .insert(conn)
+    .await
+}
+
+/// The pool by id.
+pub async fn find(conn: &impl ConnectionTrait, pool_id: &str) -> Result<Option<pool::Model>> {
+    Ok(pool::Entity::find_by_id(pool_id.to_owned()).one(conn).await?)
+}
+
+/// The pools of `pool_ids`, by id.
+pub async fn find_many(conn: &impl ConnectionTrait, pool_ids: Vec<String>) -> Result<Vec<pool::Model>> {
+    Ok(pool::Entity::find().filter(pool::Column::Id.is_in(pool_ids)).order_by_asc(pool::Column::Id).all(conn).await?)
+}
+
+/// What a new pool row holds besides what every new row starts with.
+pub struct NewPool<'a> {
+    pub id: String,
+    pub name: &'a str,
+    pub provider_account_id: &'a str,
+    pub billing: Billing,
+}
+
+/// Inserts the pool at version 1. The database's own error is returned, so the caller can tell
+/// a name in use (a unique violation) from any other failure.
+pub async fn insert(
+    conn: &impl ConnectionTrait,
+    new: NewPool<'_>,
+    now: DateTime<Utc>,
+) -> std::result::Result<pool::Model, DbErr> {
+    pool::ActiveModel {
+        id: Set(new.id),
+        name: Set(new.name.to_owned()),
+        provider_account_id: Set(new.provider_account_id.to_owned()),
+        billing: Set(new.billing),
+        version: Set(1),
+        created_at: Set(now),
+        updated_at: Set(now),
+    }
+    .insert(conn)
+    .await
+}
+
+/// Bumps the pool's version in SQL (its offers are part of it, so an offer makes a new version).
+pub async fn bump(conn: &impl ConnectionTrait, pool_id: &str, now: DateTime<Utc>) -> Result<()> {
+    pool::Entity::update_many()
+        .col_expr(pool::Column::Version, Expr::col(pool::Column::Version).add(1))
+        .col_expr(pool::Column::UpdatedAt, Expr::value(now))
+        .filter(pool::Column::Id.eq(pool_id))
+        .exec(conn)
+        .await?;
+    Ok(())
+}
+
+/// The offer of the pool to the tenant, if it was offered.
+pub async fn find_offer(
+    conn: &impl ConnectionTrait,
+    tenant_id: &str,
+    pool_id: &str,
+) -> Result<Option<pool_offer::Model>> {
+    Ok(pool_offer::Entity::find_by_id((tenant_id.to_owned(), pool_id.to_owned())).one(conn).await?)
+}
+
+/// The offers made to the tenant, in no order.
+pub async fn offers_to(conn: &impl ConnectionTrait, tenant_id: &str) -> Result<Vec<pool_offer::Model>> {
+    Ok(pool_offer::Entity::find().filter(pool_offer::Column::TenantId.eq(tenant_id)).all(conn).await?)
+}
+
+/// Records the offer of the pool to the tenant; an offer made before is kept as it was.
+pub async fn offer(conn: &impl ConnectionTrait, tenant_id: &str, pool_id: &str, now: DateTime<Utc>) -> Result<()> {
+    pool_offer::Entity::insert(pool_offer::ActiveModel {
+        tenant_id: Set(tenant_id.to_owned()),
+        pool_id: Set(pool_id.to_owned()),
+        created_at: Set(now),
+    })
+    .on_conflict_do_nothing()
+    .exec(conn)
+    .await?;
+    Ok(())
 }

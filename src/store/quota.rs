@@ -2,10 +2,14 @@
 //! (tenant, pool). `hold` sets that amount: the difference is charged with one conditional
 //! UPDATE (`used + delta <= max`), and the ledger row keyed by the resource id remembers it, so
 //! booking, growing and refunding are all idempotent. Call it inside the mutation's transaction.
-use chrono::Utc;
-use sea_orm::{ConnectionTrait, DbBackend};
+//! The quota rows themselves (their max, set when a pool is offered or by an operator, and the
+//! lists) are read and written here too.
+use chrono::{DateTime, Utc};
+use sea_orm::sea_query::Expr;
+use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, DbBackend, EntityTrait, QueryFilter, QueryOrder, Set};
 use serde_json::json;
 
+use super::entity::quota;
 use super::stmt;
 use crate::error::{Code, Error, Result};
 
@@ -115,4 +119,57 @@ async fn exceeded(conn: &impl ConnectionTrait, holding: &Holding<'_>, requested:
         format!("quota {} of pool {} has room for {} more, {requested} asked", holding.quota, holding.pool_id, (limit - used).max(0)),
     )
     .with_details(json!({ "resource": holding.quota, "poolId": holding.pool_id, "limit": limit, "used": used, "requested": requested }))
+}
+
+/// Sets the max of the tenant's quota `resource` on the pool, making the row (nothing used) when
+/// there is none; the row as it is now.
+pub async fn set_max(
+    conn: &impl ConnectionTrait,
+    tenant_id: &str,
+    pool_id: &str,
+    resource: &str,
+    max: i64,
+    now: DateTime<Utc>,
+) -> Result<quota::Model> {
+    // Imported here only: module-wide, ExprTrait's `max` makes `exceeded`'s `i64::max` ambiguous.
+    use sea_orm::sea_query::ExprTrait;
+    let key = (tenant_id.to_owned(), pool_id.to_owned(), resource.to_owned());
+    let row = match quota::Entity::find_by_id(key.clone()).one(conn).await? {
+        Some(_) => {
+            // `version + 1` in SQL: a booking may bump it concurrently.
+            quota::Entity::update_many()
+                .col_expr(quota::Column::Max, Expr::value(max))
+                .col_expr(quota::Column::Version, Expr::col(quota::Column::Version).add(1))
+                .col_expr(quota::Column::UpdatedAt, Expr::value(now))
+                .filter(quota::Column::TenantId.eq(tenant_id))
+                .filter(quota::Column::PoolId.eq(pool_id))
+                .filter(quota::Column::Resource.eq(resource))
+                .exec(conn)
+                .await?;
+            quota::Entity::find_by_id(key).one(conn).await?.ok_or_else(|| Error::internal("quota row vanished"))?
+        }
+        None => {
+            quota::ActiveModel {
+                tenant_id: Set(tenant_id.to_owned()),
+                pool_id: Set(pool_id.to_owned()),
+                resource: Set(resource.to_owned()),
+                max: Set(max),
+                used: Set(0),
+                version: Set(1),
+                updated_at: Set(now),
+            }
+            .insert(conn)
+            .await?
+        }
+    };
+    Ok(row)
+}
+
+/// The tenant's quota rows, on one pool or on all, by pool and then resource.
+pub async fn list(conn: &impl ConnectionTrait, tenant_id: &str, pool_id: Option<&str>) -> Result<Vec<quota::Model>> {
+    let mut query = quota::Entity::find().filter(quota::Column::TenantId.eq(tenant_id));
+    if let Some(pool_id) = pool_id {
+        query = query.filter(quota::Column::PoolId.eq(pool_id));
+    }
+    Ok(query.order_by_asc(quota::Column::PoolId).order_by_asc(quota::Column::Resource).all(conn).await?)
 }
