@@ -26,6 +26,30 @@ impl ShareStatus {
     }
 }
 
+/// Where a share's snapshot is in its life, as DigitalOcean says it (a block volume's snapshot
+/// says nothing: it is made by the time its create answers).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SnapshotStatus {
+    Unknown,
+    Creating,
+    Active,
+    Failed,
+    Deleted,
+}
+
+impl SnapshotStatus {
+    pub fn parse(word: &str) -> Option<SnapshotStatus> {
+        Some(match word {
+            "UNKNOWN" => SnapshotStatus::Unknown,
+            "CREATING" => SnapshotStatus::Creating,
+            "ACTIVE" => SnapshotStatus::Active,
+            "FAILED" => SnapshotStatus::Failed,
+            "DELETED" => SnapshotStatus::Deleted,
+            _ => return None,
+        })
+    }
+}
+
 /// A Droplet's status: `new` while it is made, then `active`; `off`; `archive`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DropletStatus {

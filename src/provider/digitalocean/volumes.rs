@@ -5,8 +5,8 @@ use serde_json::{Value, json};
 
 use super::{DigitalOcean, id_text, required, strings, unreadable};
 use crate::provider::{
-    BlockVolume, ProviderError, ProviderResult, Share, ShareAction, ShareStatus, Snapshot, Snapshots, VolumeAction,
-    VolumeActionKind, VolumeCreate, Volumes,
+    BlockVolume, ProviderError, ProviderResult, Share, ShareAction, ShareStatus, Snapshot, SnapshotStatus, Snapshots,
+    VolumeAction, VolumeActionKind, VolumeCreate, Volumes,
 };
 
 fn volume_from(body: &Value) -> ProviderResult<BlockVolume> {
@@ -41,7 +41,10 @@ fn share_from(body: &Value) -> ProviderResult<Share> {
 /// A volume snapshot is ready once made (its create is synchronous); a share snapshot once ACTIVE.
 fn snapshot_from(body: &Value) -> ProviderResult<Snapshot> {
     let Some(id) = body.get("id").filter(|v| !v.is_null()) else { return Err(unreadable("snapshot")) };
-    let status = body["status"].as_str();
+    let status = match body["status"].as_str() {
+        None => None,
+        Some(word) => Some(SnapshotStatus::parse(word).ok_or_else(|| unreadable(&format!("snapshot status {word}")))?),
+    };
     Ok(Snapshot {
         id: id_text(id),
         name: required(body, "name", "snapshot")?,
@@ -50,8 +53,8 @@ fn snapshot_from(body: &Value) -> ProviderResult<Snapshot> {
             .or_else(|| body["size_gib"].as_f64())
             .ok_or_else(|| unreadable("snapshot size"))?,
         min_disk_size: body["min_disk_size"].as_i64(),
-        ready: status.is_none_or(|s| s == "ACTIVE"),
-        failed: status == Some("FAILED"),
+        ready: status.is_none_or(|s| s == SnapshotStatus::Active),
+        failed: status == Some(SnapshotStatus::Failed),
     })
 }
 
@@ -152,7 +155,13 @@ impl Volumes for DigitalOcean {
     async fn share_find_by_name(&self, name: &str, region: &str) -> ProviderResult<Option<Share>> {
         let shares = self.list_all("nfs.list", &format!("/v2/nfs?region={region}"), "shares").await?;
         // A deleted share may still be listed for a while: it is not the one asked for.
-        shares.iter().find(|s| s["name"] == name && s["status"] != "DELETED").map(share_from).transpose()
+        for share in shares.iter().filter(|s| s["name"] == name) {
+            let share = share_from(share)?;
+            if share.status != ShareStatus::Deleted {
+                return Ok(Some(share));
+            }
+        }
+        Ok(None)
     }
 
     async fn share_delete(&self, id: &str, region: &str) -> ProviderResult<bool> {
