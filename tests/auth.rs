@@ -294,3 +294,40 @@ db_test!(byo_pool_rules, |backend: Backend| async move {
     assert_eq!(server.code(Some(ADMIN), offer, json!({ "p": pool_id, "t": "other" })).await, "INVALID_INPUT");
     server.ok(Some(ADMIN), offer, json!({ "p": pool_id, "t": "acme" })).await;
 });
+
+db_test!(a_taken_tenant_id_project_account_or_pool_name_is_a_conflict_on_that_field, |backend: Backend| async move {
+    let server = TestServer::start(backend).await;
+    server.tenant("acme").await;
+    server.project("acme", "web").await;
+    server.pool("shared").await;
+    let conflict = |body: serde_json::Value| {
+        let error = &body["errors"][0];
+        (error["extensions"]["code"].as_str().map(str::to_owned), error["extensions"]["details"]["field"].clone())
+    };
+    let tenant = server
+        .gql(Some(ADMIN), "mutation { tenantCreate(input: { id: \"acme\", name: \"again\" }) { id } }", json!({}))
+        .await;
+    assert_eq!(conflict(tenant), (Some("CONFLICT".into()), json!("id")), "tenant id");
+    let project = server
+        .gql(Some(ADMIN), "mutation { projectCreate(input: { tenantId: \"acme\", name: \"web\" }) { id } }", json!({}))
+        .await;
+    assert_eq!(conflict(project), (Some("CONFLICT".into()), json!("name")), "project name in the tenant");
+    let account = server
+        .gql(
+            Some(ADMIN),
+            "mutation { providerAccountCreate(input: { name: \"shared-account\", kind: DIGITALOCEAN, credentialRef: \"env:DO_TOKEN\", regions: [\"nyc3\"] }) { id } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(conflict(account), (Some("CONFLICT".into()), json!("name")), "account name");
+    let accounts = server.ok(Some(ADMIN), "{ providerAccounts { id name } }", json!({})).await;
+    let account_id = accounts["providerAccounts"][0]["id"].clone();
+    let pool = server
+        .gql(
+            Some(ADMIN),
+            "mutation($a: String!) { poolCreate(input: { name: \"shared\", providerAccountId: $a, billing: METERED }) { id } }",
+            json!({ "a": account_id }),
+        )
+        .await;
+    assert_eq!(conflict(pool), (Some("CONFLICT".into()), json!("name")), "pool name");
+});

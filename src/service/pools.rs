@@ -14,11 +14,11 @@ use super::{Services, validate};
 use crate::error::{Code, Error, Result};
 use crate::ids;
 use crate::store::entity::{pool, provider_account, quota};
-use crate::store::is_unique_violation;
 use crate::store::outbox::NewEvent;
 use crate::store::pools::{self as store, NewAccount, NewPool};
 use crate::store::quota as quota_rows;
 use crate::store::state::{Billing, ProviderKind};
+use crate::store::taken;
 
 const MAX_REGIONS: usize = 32;
 const MAX_QUOTAS_PER_OFFER: usize = 32;
@@ -147,7 +147,7 @@ impl Services {
         };
         let created = store::insert_account(&txn, new, now)
             .await
-            .map_err(|err| unique_name(err, "provider account", &input.name))?;
+            .map_err(taken("name", || format!("a provider account named {} exists", input.name)))?;
         let event = NewEvent {
             event_type: "providerAccount.created".into(),
             subject_kind: "provider-account",
@@ -201,7 +201,9 @@ impl Services {
             provider_account_id: &account.id,
             billing: input.billing,
         };
-        let created = store::insert(&txn, new, now).await.map_err(|err| unique_name(err, "pool", &input.name))?;
+        let created = store::insert(&txn, new, now)
+            .await
+            .map_err(taken("name", || format!("a pool named {} exists", input.name)))?;
         let event = NewEvent {
             event_type: "pool.created".into(),
             subject_kind: "pool",
@@ -329,14 +331,6 @@ fn check_places(field: &str, values: &[String], rule: fn(&str, &str) -> Result<(
         }
     }
     Ok(())
-}
-
-fn unique_name(err: sea_orm::DbErr, kind: &str, name: &str) -> Error {
-    if is_unique_violation(&err) {
-        Error::conflict(format!("a {kind} named {name} exists")).with_details(json!({ "field": "name" }))
-    } else {
-        err.into()
-    }
 }
 
 pub(crate) async fn find_pool(conn: &impl ConnectionTrait, pool_id: &str) -> Result<PoolView> {

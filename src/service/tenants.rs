@@ -11,8 +11,8 @@ use crate::error::{Error, Result};
 use crate::ids;
 use crate::store::entity::{project, tenant};
 use crate::store::idempotency::{self, Claim};
-use crate::store::is_unique_violation;
 use crate::store::outbox::NewEvent;
+use crate::store::taken;
 use crate::store::tenants::{self as store, NewProject};
 
 pub struct TenantCreate {
@@ -48,10 +48,7 @@ impl Services {
         let now = Utc::now();
         let txn = self.begin().await?;
         let created = store::insert(&txn, &input.id, input.name, now).await;
-        let created = created.map_err(|err| match is_unique_violation(&err) {
-            true => Error::conflict(format!("tenant {} exists", input.id)).with_details(json!({ "field": "id" })),
-            false => err.into(),
-        })?;
+        let created = created.map_err(taken("id", || format!("tenant {} exists", input.id)))?;
         let event = tenant_event("tenant.created", &created);
         self.commit(txn, vec![event]).await?;
         Ok(created)
@@ -96,11 +93,8 @@ impl Services {
             name: &input.name,
             description: input.description.as_deref(),
         };
-        let created = store::insert_project(&txn, new, now).await.map_err(|err| match is_unique_violation(&err) {
-            true => Error::conflict(format!("project {} exists in tenant {}", input.name, input.tenant_id))
-                .with_details(json!({ "field": "name" })),
-            false => err.into(),
-        })?;
+        let taken_name = taken("name", || format!("project {} exists in tenant {}", input.name, input.tenant_id));
+        let created = store::insert_project(&txn, new, now).await.map_err(taken_name)?;
         let event = NewEvent {
             event_type: "project.created".into(),
             subject_kind: "project",

@@ -4,7 +4,6 @@
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, Set, UpdateMany};
-use serde_json::json;
 
 use super::entity::provider_address as address;
 use crate::error::{Error, Result};
@@ -102,11 +101,7 @@ pub async fn insert(conn: &impl ConnectionTrait, new: NewAddress<'_>, now: DateT
     }
     .insert(conn)
     .await
-    .map_err(|err| match super::is_unique_violation(&err) {
-        true => Error::conflict(format!("an address named {} exists in the tenant", new.name))
-            .with_details(json!({ "field": "name" })),
-        false => err.into(),
-    })
+    .map_err(super::taken("name", || format!("an address named {} exists in the tenant", new.name)))
 }
 
 /// Puts the address on `instance_id`, the assignment pending (the reconciler assigns it).

@@ -3,7 +3,6 @@
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, Set};
-use serde_json::json;
 
 use super::entity::{instance, instance_filesystem};
 use crate::error::{Error, Result};
@@ -108,11 +107,7 @@ pub async fn insert(conn: &impl ConnectionTrait, new: NewInstance<'_>, now: Date
     }
     .insert(conn)
     .await
-    .map_err(|err| match super::is_unique_violation(&err) {
-        true => Error::conflict(format!("an instance named {} exists in the tenant", new.name))
-            .with_details(json!({ "field": "name" })),
-        false => err.into(),
-    })
+    .map_err(super::taken("name", || format!("an instance named {} exists in the tenant", new.name)))
 }
 
 /// Records the filesystems the instance mounts, `(filesystem id, path)` in the order asked.

@@ -113,6 +113,15 @@ pub fn is_unique_violation(err: &DbErr) -> bool {
     matches!(err.sql_err(), Some(sea_orm::SqlErr::UniqueConstraintViolation(_)))
 }
 
+/// What an insert's error means: a unique violation is CONFLICT on `field` (a name or id taken),
+/// saying `message`; any other error is the database's.
+pub fn taken(field: &'static str, message: impl FnOnce() -> String) -> impl FnOnce(DbErr) -> crate::error::Error {
+    move |err| match is_unique_violation(&err) {
+        true => crate::error::Error::conflict(message()).with_details(serde_json::json!({ "field": field })),
+        false => err.into(),
+    }
+}
+
 /// The database's words for a unique violation (they name the index or its columns), if it is one.
 pub fn unique_violation(err: &DbErr) -> Option<String> {
     match err.sql_err() {

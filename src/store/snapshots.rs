@@ -5,7 +5,6 @@ use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, Set,
 };
-use serde_json::json;
 
 use super::entity::provider_snapshot as snapshot;
 use super::list::ListFilter;
@@ -119,11 +118,7 @@ pub async fn insert(conn: &impl ConnectionTrait, new: NewSnapshot<'_>, now: Date
     }
     .insert(conn)
     .await
-    .map_err(|err| match super::is_unique_violation(&err) {
-        true => Error::conflict(format!("the volume has a snapshot named {}", new.name))
-            .with_details(json!({ "field": "name" })),
-        false => err.into(),
-    })
+    .map_err(super::taken("name", || format!("the volume has a snapshot named {}", new.name)))
 }
 
 /// Marks the snapshot for deletion (deleting, no longer wanted), its version and generation

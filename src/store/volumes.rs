@@ -17,7 +17,6 @@ pub fn share_tag(volume_id: &str) -> String {
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, Set, UpdateMany};
-use serde_json::json;
 
 use super::entity::{provider_volume as volume, volume_attachment as attachment};
 use crate::error::{Error, Result};
@@ -141,11 +140,7 @@ pub async fn insert(conn: &impl ConnectionTrait, new: NewVolume<'_>, now: DateTi
     }
     .insert(conn)
     .await
-    .map_err(|err| match super::is_unique_violation(&err) {
-        true => Error::conflict(format!("a volume named {} exists in the tenant", new.name))
-            .with_details(json!({ "field": "name" })),
-        false => err.into(),
-    })
+    .map_err(super::taken("name", || format!("a volume named {} exists in the tenant", new.name)))
 }
 
 /// Inserts an attachment of the volume on the instance, pending.

@@ -298,7 +298,6 @@ impl TestServer {
         body["data"].clone()
     }
 
-    /// `extensions.code` of the first error of a request that must fail.
     /// The body of a query and the SQL statements it cost (`x-sql-statements`).
     pub async fn counted(&self, token: &str, query: &str, variables: Value) -> (Value, u64) {
         let response = self
@@ -313,6 +312,7 @@ impl TestServer {
         (response.json().await.expect("json body"), statements)
     }
 
+    /// `extensions.code` of the first error of a request that must fail.
     pub async fn code(&self, token: Option<&str>, query: &str, variables: Value) -> String {
         let body = self.gql(token, query, variables).await;
         first_code(&body).unwrap_or_else(|| panic!("expected an error: {body}"))
