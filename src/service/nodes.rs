@@ -7,7 +7,9 @@ use super::pools::PoolView;
 use super::tokens::Token;
 use crate::error::{Error, Result};
 use crate::ids;
-use crate::store::entity::provider_account;
+use crate::store::entity::{
+    instance, network, project, provider_account, provider_address, provider_snapshot, provider_volume,
+};
 use crate::store::{nodes as store, pools, tokens};
 
 /// The kinds of object `node(id:)` resolves, told apart by the id's prefix. A tenant's id is
@@ -70,24 +72,25 @@ impl Services {
         let (tenant_id, parent_id): (String, Option<String>) = match kind {
             NodeKind::Tenant => (id.to_owned(), None),
             NodeKind::ProviderAccount | NodeKind::Pool | NodeKind::Token => (String::new(), None),
-            NodeKind::Project => owned(store::project_tenant(db, id).await?, id)?,
-            NodeKind::Network => owned(store::network_tenant(db, id).await?, id)?,
-            NodeKind::Instance => owned(store::instance_tenant(db, id).await?, id)?,
-            NodeKind::ProviderVolume => owned(store::volume_tenant(db, id).await?, id)?,
-            NodeKind::ProviderSnapshot => owned(store::snapshot_tenant(db, id).await?, id)?,
-            NodeKind::ProviderAddress => owned(store::address_tenant(db, id).await?, id)?,
+            NodeKind::Project => owned(store::tenant_of::<project::Entity>(db, id).await?, id)?,
+            NodeKind::Network => owned(store::tenant_of::<network::Entity>(db, id).await?, id)?,
+            NodeKind::Instance => owned(store::tenant_of::<instance::Entity>(db, id).await?, id)?,
+            NodeKind::ProviderVolume => owned(store::tenant_of::<provider_volume::Entity>(db, id).await?, id)?,
+            NodeKind::ProviderSnapshot => owned(store::tenant_of::<provider_snapshot::Entity>(db, id).await?, id)?,
+            NodeKind::ProviderAddress => owned(store::tenant_of::<provider_address::Entity>(db, id).await?, id)?,
             NodeKind::Filesystem => {
                 let found = store::filesystem_tenant_and_network(db, id).await?;
                 found.map(|(tenant, network)| (tenant, Some(network))).ok_or_else(missing)?
             }
             NodeKind::Subnet => {
                 let network_id = store::subnet_network(db, id).await?.ok_or_else(missing)?;
-                let (tenant, _) = owned(store::network_tenant(db, &network_id).await?, &network_id)?;
+                let (tenant, _) = owned(store::tenant_of::<network::Entity>(db, &network_id).await?, &network_id)?;
                 (tenant, Some(network_id))
             }
             NodeKind::Attachment => {
                 let volume_id = store::attachment_volume(db, id).await?.ok_or_else(missing)?;
-                let (tenant, _) = owned(store::volume_tenant(db, &volume_id).await?, &volume_id)?;
+                let (tenant, _) =
+                    owned(store::tenant_of::<provider_volume::Entity>(db, &volume_id).await?, &volume_id)?;
                 (tenant, Some(volume_id))
             }
         };

@@ -1,41 +1,20 @@
 //! The one or two columns `node(id:)` reads of a row to tell whose it is: its tenant, or the
 //! parent it is read through. Each read is by primary key and selects only those columns.
-use sea_orm::{ConnectionTrait, EntityTrait, PrimaryKeyTrait, QuerySelect};
+use sea_orm::sea_query::{Alias, Expr, ExprTrait};
+use sea_orm::{ConnectionTrait, EntityTrait, PrimaryKeyTrait, QueryFilter, QuerySelect};
 
-use super::entity::{
-    filesystem, instance, network, network_subnet, project, provider_address, provider_snapshot, provider_volume,
-    volume_attachment,
-};
+use super::entity::{filesystem, network_subnet, volume_attachment};
 use crate::error::Result;
 
-/// The tenant of the project `id`, None when there is no such project.
-pub async fn project_tenant(conn: &impl ConnectionTrait, id: &str) -> Result<Option<String>> {
-    column::<project::Entity>(conn, id, project::Column::TenantId).await
-}
-
-/// The tenant of the network `id`, None when there is no such network.
-pub async fn network_tenant(conn: &impl ConnectionTrait, id: &str) -> Result<Option<String>> {
-    column::<network::Entity>(conn, id, network::Column::TenantId).await
-}
-
-/// The tenant of the instance `id`, None when there is no such instance.
-pub async fn instance_tenant(conn: &impl ConnectionTrait, id: &str) -> Result<Option<String>> {
-    column::<instance::Entity>(conn, id, instance::Column::TenantId).await
-}
-
-/// The tenant of the volume `id`, None when there is no such volume.
-pub async fn volume_tenant(conn: &impl ConnectionTrait, id: &str) -> Result<Option<String>> {
-    column::<provider_volume::Entity>(conn, id, provider_volume::Column::TenantId).await
-}
-
-/// The tenant of the snapshot `id`, None when there is no such snapshot.
-pub async fn snapshot_tenant(conn: &impl ConnectionTrait, id: &str) -> Result<Option<String>> {
-    column::<provider_snapshot::Entity>(conn, id, provider_snapshot::Column::TenantId).await
-}
-
-/// The tenant of the address `id`, None when there is no such address.
-pub async fn address_tenant(conn: &impl ConnectionTrait, id: &str) -> Result<Option<String>> {
-    column::<provider_address::Entity>(conn, id, provider_address::Column::TenantId).await
+/// The tenant of the row `id` of `E` (a project or any tenant-owned resource: every such table
+/// has `tenant_id`), None when there is no such row.
+pub async fn tenant_of<E: EntityTrait>(conn: &impl ConnectionTrait, id: &str) -> Result<Option<String>> {
+    let found = E::find()
+        .filter(Expr::col(Alias::new("id")).eq(id))
+        .select_only()
+        .expr(Expr::col(Alias::new("tenant_id")))
+        .into_tuple::<String>();
+    Ok(found.one(conn).await?)
 }
 
 /// The tenant and the network of the filesystem `id`, None when there is no such filesystem.
