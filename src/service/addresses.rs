@@ -294,7 +294,9 @@ impl Services {
 }
 
 async fn find_address(conn: &impl ConnectionTrait, tenant_id: &str, address_id: &str) -> Result<address::Model> {
-    store::find_in_tenant(conn, tenant_id, address_id).await?.ok_or_else(|| Error::not_found(KIND, address_id))
+    crate::store::list::find_in_tenant::<address::Entity>(conn, tenant_id, address_id)
+        .await?
+        .ok_or_else(|| Error::not_found(KIND, address_id))
 }
 
 fn check_create(input: &AddressCreate) -> Result<()> {

@@ -282,7 +282,9 @@ impl Services {
         tenant_id: &str,
         instance_id: &str,
     ) -> Result<instance::Model> {
-        store::find_in_tenant(conn, tenant_id, instance_id).await?.ok_or_else(|| Error::not_found(KIND, instance_id))
+        crate::store::list::find_in_tenant::<instance::Entity>(conn, tenant_id, instance_id)
+            .await?
+            .ok_or_else(|| Error::not_found(KIND, instance_id))
     }
 }
 

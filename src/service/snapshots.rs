@@ -326,7 +326,7 @@ pub(crate) async fn find_snapshot(
     tenant_id: &str,
     snapshot_id: &str,
 ) -> Result<snapshot::Model> {
-    store::snapshots::find_in_tenant(conn, tenant_id, snapshot_id)
+    store::list::find_in_tenant::<snapshot::Entity>(conn, tenant_id, snapshot_id)
         .await?
         .ok_or_else(|| Error::not_found(KIND, snapshot_id))
 }

@@ -2,11 +2,11 @@
 //! what the address reconciler reads and locks. Row locks are the caller's (`store::lock`), except
 //! where a function says it takes them.
 use chrono::{DateTime, Utc};
-use sea_orm::sea_query::{Expr, ExprTrait};
-use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, Set, UpdateMany};
+use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, Set};
 
+use super::change::UserChange;
 use super::entity::provider_address as address;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::store::state::{AddressFamily, Assignment, Desired, State};
 
 /// The quota an address books, one per address.
@@ -15,18 +15,6 @@ pub const QUOTA: &str = "addresses";
 /// The address by id, whatever its tenant (the reconciler's read).
 pub async fn find(conn: &impl ConnectionTrait, address_id: &str) -> Result<Option<address::Model>> {
     Ok(address::Entity::find_by_id(address_id.to_owned()).one(conn).await?)
-}
-
-/// The address, if it is the tenant's.
-pub async fn find_in_tenant(
-    conn: &impl ConnectionTrait,
-    tenant_id: &str,
-    address_id: &str,
-) -> Result<Option<address::Model>> {
-    Ok(address::Entity::find_by_id(address_id.to_owned())
-        .filter(address::Column::TenantId.eq(tenant_id))
-        .one(conn)
-        .await?)
 }
 
 /// The addresses wanted on an instance (assigned, or on their way), oldest first.
@@ -111,17 +99,12 @@ pub async fn mark_assign(
     instance_id: &str,
     now: DateTime<Utc>,
 ) -> Result<address::Model> {
-    bump(
-        conn,
-        a,
-        |u| {
-            u.col_expr(address::Column::InstanceId, Expr::value(instance_id))
-                .col_expr(address::Column::AssignmentState, Expr::value(Assignment::Pending))
-                .col_expr(address::Column::AssignmentMessage, Expr::value(Option::<String>::None))
-        },
-        now,
-    )
-    .await
+    UserChange::of(&a.id)
+        .set(address::Column::InstanceId, instance_id)
+        .set(address::Column::AssignmentState, Assignment::Pending.as_str())
+        .set(address::Column::AssignmentMessage, Option::<String>::None)
+        .write::<address::Entity>(conn, now)
+        .await
 }
 
 /// Marks the address for release: deleting, no longer wanted.
@@ -130,16 +113,7 @@ pub async fn mark_deleting(
     a: &address::Model,
     now: DateTime<Utc>,
 ) -> Result<address::Model> {
-    bump(
-        conn,
-        a,
-        |u| {
-            u.col_expr(address::Column::DesiredState, Expr::value(Desired::Absent))
-                .col_expr(address::Column::State, Expr::value(State::Deleting))
-        },
-        now,
-    )
-    .await
+    UserChange::of(&a.id).deleting().write::<address::Entity>(conn, now).await
 }
 
 /// Marks the address's assignment unwanted: the reconciler unassigns it, and it stays reserved.
@@ -148,31 +122,9 @@ pub async fn mark_unassign(
     a: &address::Model,
     now: DateTime<Utc>,
 ) -> Result<address::Model> {
-    bump(
-        conn,
-        a,
-        |u| {
-            u.col_expr(address::Column::AssignmentState, Expr::value(Assignment::Deleting))
-                .col_expr(address::Column::AssignmentMessage, Expr::value(Option::<String>::None))
-        },
-        now,
-    )
-    .await
-}
-
-/// Writes a user change of the address row, its version and generation bumped in SQL; returns
-/// the row written.
-async fn bump(
-    conn: &impl ConnectionTrait,
-    current: &address::Model,
-    change: impl FnOnce(UpdateMany<address::Entity>) -> UpdateMany<address::Entity>,
-    now: DateTime<Utc>,
-) -> Result<address::Model> {
-    let update = address::Entity::update_many()
-        .col_expr(address::Column::Version, Expr::col(address::Column::Version).add(1))
-        .col_expr(address::Column::Generation, Expr::col(address::Column::Generation).add(1))
-        .col_expr(address::Column::UpdatedAt, Expr::value(now))
-        .filter(address::Column::Id.eq(current.id.clone()));
-    change(update).exec(conn).await?;
-    address::Entity::find_by_id(current.id.clone()).one(conn).await?.ok_or_else(|| Error::internal("address vanished"))
+    UserChange::of(&a.id)
+        .set(address::Column::AssignmentState, Assignment::Deleting.as_str())
+        .set(address::Column::AssignmentMessage, Option::<String>::None)
+        .write::<address::Entity>(conn, now)
+        .await
 }

@@ -1,11 +1,11 @@
 //! Volume attachment rows: which instance a volume is wanted on, read by instance (a volume's
 //! own are in `store::volumes`), and the change that lets one go.
 use chrono::{DateTime, Utc};
-use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder};
 
+use super::change::UserChange;
 use super::entity::volume_attachment as attachment;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::store::state::{Desired, State};
 
 /// The attachments still wanted on the instance (their detach not asked), in no order.
@@ -45,14 +45,5 @@ pub async fn mark_detach(
     a: &attachment::Model,
     now: DateTime<Utc>,
 ) -> Result<attachment::Model> {
-    attachment::Entity::update_many()
-        .col_expr(attachment::Column::DesiredState, Expr::value(Desired::Absent))
-        .col_expr(attachment::Column::State, Expr::value(State::Deleting))
-        .col_expr(attachment::Column::Version, Expr::col(attachment::Column::Version).add(1))
-        .col_expr(attachment::Column::Generation, Expr::col(attachment::Column::Generation).add(1))
-        .col_expr(attachment::Column::UpdatedAt, Expr::value(now))
-        .filter(attachment::Column::Id.eq(a.id.clone()))
-        .exec(conn)
-        .await?;
-    attachment::Entity::find_by_id(a.id.clone()).one(conn).await?.ok_or_else(|| Error::internal("attachment vanished"))
+    UserChange::of(&a.id).deleting().write::<attachment::Entity>(conn, now).await
 }

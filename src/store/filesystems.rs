@@ -1,10 +1,10 @@
 //! Filesystem rows: the reads, the insert and the delete of the filesystem calls, the reads of
 //! the filesystem reconciler, and the reads a network's delete and an instance's mounts need.
 use chrono::{DateTime, Utc};
-use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, Set};
 use serde_json::json;
 
+use super::change::UserChange;
 use super::entity::{filesystem, instance, instance_filesystem};
 use crate::error::{Error, Result};
 use crate::store::state::{Deployment, Desired, FilesystemKind, State};
@@ -160,14 +160,5 @@ pub async fn mark_deleting(
     filesystem_id: &str,
     now: DateTime<Utc>,
 ) -> Result<filesystem::Model> {
-    filesystem::Entity::update_many()
-        .col_expr(filesystem::Column::DesiredState, Expr::value(Desired::Absent))
-        .col_expr(filesystem::Column::State, Expr::value(State::Deleting))
-        .col_expr(filesystem::Column::Version, Expr::col(filesystem::Column::Version).add(1))
-        .col_expr(filesystem::Column::Generation, Expr::col(filesystem::Column::Generation).add(1))
-        .col_expr(filesystem::Column::UpdatedAt, Expr::value(now))
-        .filter(filesystem::Column::Id.eq(filesystem_id))
-        .exec(conn)
-        .await?;
-    find(conn, filesystem_id).await?.ok_or_else(|| Error::internal("filesystem vanished"))
+    UserChange::of(filesystem_id).deleting().write::<filesystem::Entity>(conn, now).await
 }

@@ -4,6 +4,7 @@ use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, Set};
 
+use super::change::UserChange;
 use super::entity::{instance, instance_filesystem};
 use crate::error::{Error, Result};
 use crate::store::state::{Desired, OnDelete, State};
@@ -14,18 +15,6 @@ pub const RECONCILER: &str = "vps.instances";
 /// The instance by id, whatever its tenant or state.
 pub async fn find(conn: &impl ConnectionTrait, instance_id: &str) -> Result<Option<instance::Model>> {
     Ok(instance::Entity::find_by_id(instance_id.to_owned()).one(conn).await?)
-}
-
-/// The instance, if it is the tenant's (whatever its state).
-pub async fn find_in_tenant(
-    conn: &impl ConnectionTrait,
-    tenant_id: &str,
-    instance_id: &str,
-) -> Result<Option<instance::Model>> {
-    Ok(instance::Entity::find_by_id(instance_id.to_owned())
-        .filter(instance::Column::TenantId.eq(tenant_id))
-        .one(conn)
-        .await?)
 }
 
 /// The instance, if it is the tenant's and not deleted.
@@ -128,15 +117,7 @@ pub async fn insert_mounts(conn: &impl ConnectionTrait, instance_id: &str, mount
 /// Marks the instance for deletion (the reconciler deletes its machine), its version and
 /// generation bumped in SQL.
 pub async fn mark_deleting(conn: &impl ConnectionTrait, instance_id: &str, now: DateTime<Utc>) -> Result<()> {
-    instance::Entity::update_many()
-        .col_expr(instance::Column::DesiredState, Expr::value(Desired::Absent))
-        .col_expr(instance::Column::State, Expr::value(State::Deleting))
-        .col_expr(instance::Column::Version, Expr::col(instance::Column::Version).add(1))
-        .col_expr(instance::Column::Generation, Expr::col(instance::Column::Generation).add(1))
-        .col_expr(instance::Column::UpdatedAt, Expr::value(now))
-        .filter(instance::Column::Id.eq(instance_id))
-        .exec(conn)
-        .await?;
+    UserChange::of(instance_id).deleting().write::<instance::Entity>(conn, now).await?;
     Ok(())
 }
 

@@ -1,4 +1,5 @@
-//! The one query behind every list of a tenant's resources: a page of rows in the order made.
+//! The queries every resource table shares: a page of the tenant's rows in the order made (the
+//! one query behind every list), and one row if it is the tenant's.
 //! The caller checks the filter first (`service::rows::list_query`); this only reads.
 use sea_orm::sea_query::{Alias, Expr, ExprTrait};
 use sea_orm::{ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect, Select};
@@ -43,4 +44,14 @@ pub async fn page<E: EntityTrait>(
     filter: &ListFilter,
 ) -> Result<Vec<E::Model>> {
     Ok(query::<E>(tenant_id, filter).all(conn).await?)
+}
+
+/// The row of `E` with `id`, if it is the tenant's (whatever its state).
+pub async fn find_in_tenant<E: EntityTrait>(
+    conn: &impl ConnectionTrait,
+    tenant_id: &str,
+    id: &str,
+) -> Result<Option<E::Model>> {
+    let col = |name: &str| Expr::col(Alias::new(name));
+    Ok(E::find().filter(col("id").eq(id)).filter(col("tenant_id").eq(tenant_id)).one(conn).await?)
 }

@@ -5,6 +5,7 @@
 pub mod addresses;
 pub mod admin;
 pub mod attachments;
+pub mod change;
 pub mod entity;
 pub mod filesystems;
 pub mod idempotency;

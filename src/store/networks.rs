@@ -1,14 +1,13 @@
 //! Network and subnet rows: the reads, inserts and user changes of the network calls, what the
 //! network reconciler reads and records, and the reads more than one resource group needs.
 use chrono::{DateTime, Utc};
-use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect, Set,
-    UpdateMany,
 };
 
+use super::change::UserChange;
 use super::entity::{network, network_subnet};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::store::state::{Desired, State};
 
 /// The work item kind of the network reconciler.
@@ -19,19 +18,7 @@ pub async fn find(conn: &impl ConnectionTrait, network_id: &str) -> Result<Optio
     Ok(network::Entity::find_by_id(network_id.to_owned()).one(conn).await?)
 }
 
-/// The network, if it is the tenant's (whatever its state).
-pub async fn find_in_tenant(
-    conn: &impl ConnectionTrait,
-    tenant_id: &str,
-    network_id: &str,
-) -> Result<Option<network::Model>> {
-    Ok(network::Entity::find_by_id(network_id.to_owned())
-        .filter(network::Column::TenantId.eq(tenant_id))
-        .one(conn)
-        .await?)
-}
-
-/// `find_in_tenant` for a change: the row read `FOR UPDATE` on PostgreSQL, so that changes of one
+/// `list::find_in_tenant` for a change: the row read `FOR UPDATE` on PostgreSQL, so that changes of one
 /// network take turns (the network's lock comes first in `store::lock`'s order).
 pub async fn find_in_tenant_for_update(
     conn: &impl ConnectionTrait,
@@ -261,7 +248,10 @@ pub async fn mark_pending(
     current: network::Model,
     now: DateTime<Utc>,
 ) -> Result<network::Model> {
-    bump(conn, current, |u| u.col_expr(network::Column::State, Expr::value(State::Pending)), now).await
+    UserChange::of(&current.id)
+        .set(network::Column::State, State::Pending.as_str())
+        .write::<network::Entity>(conn, now)
+        .await
 }
 
 /// Records a subnet removed on the network row: its version and generation move.
@@ -270,7 +260,7 @@ pub async fn mark_subnets_changed(
     current: network::Model,
     now: DateTime<Utc>,
 ) -> Result<network::Model> {
-    bump(conn, current, |u| u, now).await
+    UserChange::of(&current.id).write::<network::Entity>(conn, now).await
 }
 
 /// Marks the network for deletion: deleting, no longer wanted.
@@ -279,32 +269,7 @@ pub async fn mark_deleting(
     current: network::Model,
     now: DateTime<Utc>,
 ) -> Result<network::Model> {
-    bump(
-        conn,
-        current,
-        |u| {
-            u.col_expr(network::Column::DesiredState, Expr::value(Desired::Absent))
-                .col_expr(network::Column::State, Expr::value(State::Deleting))
-        },
-        now,
-    )
-    .await
-}
-
-/// Writes a user change of the network row, its version and generation bumped in SQL.
-async fn bump(
-    conn: &impl ConnectionTrait,
-    current: network::Model,
-    change: impl FnOnce(UpdateMany<network::Entity>) -> UpdateMany<network::Entity>,
-    now: DateTime<Utc>,
-) -> Result<network::Model> {
-    let update = network::Entity::update_many()
-        .col_expr(network::Column::Version, Expr::col(network::Column::Version).add(1))
-        .col_expr(network::Column::Generation, Expr::col(network::Column::Generation).add(1))
-        .col_expr(network::Column::UpdatedAt, Expr::value(now))
-        .filter(network::Column::Id.eq(current.id.clone()));
-    change(update).exec(conn).await?;
-    network::Entity::find_by_id(current.id.clone()).one(conn).await?.ok_or_else(|| Error::internal("network vanished"))
+    UserChange::of(&current.id).deleting().write::<network::Entity>(conn, now).await
 }
 
 /// Marks a subnet for removal (its VPC is deleted by the reconciler).
@@ -313,19 +278,7 @@ pub async fn mark_removed(
     subnet: &network_subnet::Model,
     now: DateTime<Utc>,
 ) -> Result<network_subnet::Model> {
-    network_subnet::Entity::update_many()
-        .col_expr(network_subnet::Column::DesiredState, Expr::value(Desired::Absent))
-        .col_expr(network_subnet::Column::State, Expr::value(State::Deleting))
-        .col_expr(network_subnet::Column::Version, Expr::col(network_subnet::Column::Version).add(1))
-        .col_expr(network_subnet::Column::Generation, Expr::col(network_subnet::Column::Generation).add(1))
-        .col_expr(network_subnet::Column::UpdatedAt, Expr::value(now))
-        .filter(network_subnet::Column::Id.eq(subnet.id.clone()))
-        .exec(conn)
-        .await?;
-    network_subnet::Entity::find_by_id(subnet.id.clone())
-        .one(conn)
-        .await?
-        .ok_or_else(|| Error::internal("subnet vanished"))
+    UserChange::of(&subnet.id).deleting().write::<network_subnet::Entity>(conn, now).await
 }
 
 /// The network, if it is the tenant's and not deleted.

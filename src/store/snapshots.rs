@@ -1,31 +1,19 @@
 //! Provider snapshot rows: the reads, the insert and the delete of the snapshot calls, and the
 //! reads of the snapshot reconciler and of the volume reconciler that wakes them.
 use chrono::{DateTime, Utc};
-use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, Set,
 };
 
+use super::change::UserChange;
 use super::entity::provider_snapshot as snapshot;
 use super::list::ListFilter;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::store::state::{Desired, State, VolumeKind};
 
 /// The snapshot by id, whatever its tenant or state.
 pub async fn find(conn: &impl ConnectionTrait, snapshot_id: &str) -> Result<Option<snapshot::Model>> {
     Ok(snapshot::Entity::find_by_id(snapshot_id.to_owned()).one(conn).await?)
-}
-
-/// The snapshot, if it is the tenant's (whatever its state).
-pub async fn find_in_tenant(
-    conn: &impl ConnectionTrait,
-    tenant_id: &str,
-    snapshot_id: &str,
-) -> Result<Option<snapshot::Model>> {
-    Ok(snapshot::Entity::find_by_id(snapshot_id.to_owned())
-        .filter(snapshot::Column::TenantId.eq(tenant_id))
-        .one(conn)
-        .await?)
 }
 
 /// A page of the tenant's snapshots (of one volume, if given), as `store::list` reads pages.
@@ -128,14 +116,5 @@ pub async fn mark_deleting(
     snapshot_id: &str,
     now: DateTime<Utc>,
 ) -> Result<snapshot::Model> {
-    snapshot::Entity::update_many()
-        .col_expr(snapshot::Column::DesiredState, Expr::value(Desired::Absent))
-        .col_expr(snapshot::Column::State, Expr::value(State::Deleting))
-        .col_expr(snapshot::Column::Version, Expr::col(snapshot::Column::Version).add(1))
-        .col_expr(snapshot::Column::Generation, Expr::col(snapshot::Column::Generation).add(1))
-        .col_expr(snapshot::Column::UpdatedAt, Expr::value(now))
-        .filter(snapshot::Column::Id.eq(snapshot_id))
-        .exec(conn)
-        .await?;
-    find(conn, snapshot_id).await?.ok_or_else(|| Error::internal("snapshot vanished"))
+    UserChange::of(snapshot_id).deleting().write::<snapshot::Entity>(conn, now).await
 }

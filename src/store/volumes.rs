@@ -15,28 +15,16 @@ pub fn share_tag(volume_id: &str) -> String {
 }
 
 use chrono::{DateTime, Utc};
-use sea_orm::sea_query::{Expr, ExprTrait};
-use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, Set, UpdateMany};
+use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, Set};
 
+use super::change::UserChange;
 use super::entity::{provider_volume as volume, volume_attachment as attachment};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::store::state::{Desired, State, VolumeFilesystem, VolumeKind};
 
 /// The volume by id, whatever its tenant or state.
 pub async fn find(conn: &impl ConnectionTrait, volume_id: &str) -> Result<Option<volume::Model>> {
     Ok(volume::Entity::find_by_id(volume_id.to_owned()).one(conn).await?)
-}
-
-/// The volume, if it is the tenant's (whatever its state).
-pub async fn find_in_tenant(
-    conn: &impl ConnectionTrait,
-    tenant_id: &str,
-    volume_id: &str,
-) -> Result<Option<volume::Model>> {
-    Ok(volume::Entity::find_by_id(volume_id.to_owned())
-        .filter(volume::Column::TenantId.eq(tenant_id))
-        .one(conn)
-        .await?)
 }
 
 /// The block volumes of `volume_ids` that are deleted with their instance.
@@ -177,7 +165,7 @@ pub async fn mark_attachments_changed(
     v: &volume::Model,
     now: DateTime<Utc>,
 ) -> Result<volume::Model> {
-    bump(conn, v, |u| u, now).await
+    UserChange::of(&v.id).write::<volume::Entity>(conn, now).await
 }
 
 /// Records the size the tenant asked for.
@@ -187,7 +175,7 @@ pub async fn mark_resized(
     size_gib: i64,
     now: DateTime<Utc>,
 ) -> Result<volume::Model> {
-    bump(conn, v, |u| u.col_expr(volume::Column::SizeGib, Expr::value(size_gib)), now).await
+    UserChange::of(&v.id).set(volume::Column::SizeGib, size_gib).write::<volume::Entity>(conn, now).await
 }
 
 /// Marks the volume for deletion: deleting, no longer wanted.
@@ -196,33 +184,7 @@ pub async fn mark_deleting(
     v: &volume::Model,
     now: DateTime<Utc>,
 ) -> Result<volume::Model> {
-    bump(
-        conn,
-        v,
-        |u| {
-            u.col_expr(volume::Column::DesiredState, Expr::value(Desired::Absent))
-                .col_expr(volume::Column::State, Expr::value(State::Deleting))
-        },
-        now,
-    )
-    .await
-}
-
-/// Writes a user change of the volume row, its version and generation bumped in SQL; returns
-/// the row written.
-async fn bump(
-    conn: &impl ConnectionTrait,
-    current: &volume::Model,
-    change: impl FnOnce(UpdateMany<volume::Entity>) -> UpdateMany<volume::Entity>,
-    now: DateTime<Utc>,
-) -> Result<volume::Model> {
-    let update = volume::Entity::update_many()
-        .col_expr(volume::Column::Version, Expr::col(volume::Column::Version).add(1))
-        .col_expr(volume::Column::Generation, Expr::col(volume::Column::Generation).add(1))
-        .col_expr(volume::Column::UpdatedAt, Expr::value(now))
-        .filter(volume::Column::Id.eq(current.id.clone()));
-    change(update).exec(conn).await?;
-    volume::Entity::find_by_id(current.id.clone()).one(conn).await?.ok_or_else(|| Error::internal("volume vanished"))
+    UserChange::of(&v.id).deleting().write::<volume::Entity>(conn, now).await
 }
 
 /// The volumes restored from the snapshot that are not made yet: they wait for it.

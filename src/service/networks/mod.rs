@@ -339,7 +339,7 @@ impl Services {
         tenant_id: &str,
         network_id: &str,
     ) -> Result<NetworkView> {
-        let found = store::find_in_tenant(conn, tenant_id, network_id)
+        let found = crate::store::list::find_in_tenant::<network::Entity>(conn, tenant_id, network_id)
             .await?
             .ok_or_else(|| Error::not_found(KIND, network_id))?;
         let subnets = subnets_of(conn, network_id).await?;

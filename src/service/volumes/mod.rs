@@ -370,7 +370,9 @@ pub(crate) async fn find_volume(
     tenant_id: &str,
     volume_id: &str,
 ) -> Result<volume::Model> {
-    store::volumes::find_in_tenant(conn, tenant_id, volume_id).await?.ok_or_else(|| Error::not_found(KIND, volume_id))
+    store::list::find_in_tenant::<volume::Entity>(conn, tenant_id, volume_id)
+        .await?
+        .ok_or_else(|| Error::not_found(KIND, volume_id))
 }
 
 pub(crate) fn invalid_state(message: String, reason: &str) -> Error {
