@@ -14,6 +14,7 @@ use crate::graphql::{self, AppSchema, Limits};
 use crate::http::{self, HttpState};
 use crate::metrics::Metrics;
 use crate::provider::Providers;
+use crate::reconcile::events::{self, EventRetentionReconciler};
 use crate::reconcile::filesystems::FilesystemReconciler;
 use crate::reconcile::instances::InstanceReconciler;
 use crate::reconcile::networks::NetworkReconciler;
@@ -119,10 +120,12 @@ impl App {
             Arc::new(ProviderResourceReconciler),
             Arc::new(FilesystemReconciler),
             Arc::new(UsageReconciler),
+            Arc::new(EventRetentionReconciler { retention: config.limits.event_retention }),
         ];
         // The usage pass's one work item: made on the first start, and due now on every start,
         // so a pass catches up on the hours that closed while no process ran.
         queue::wake(&services.db, usage::KIND, usage::ITEM, services.clock.now_ms()).await?;
+        queue::wake(&services.db, events::KIND, events::ITEM, services.clock.now_ms()).await?;
         let runtime = reconcile::start(services.clone(), reconcilers, config.runtime.clone(), work, stop.clone());
         let first_start = if config.demo { bootstrap::demo(&services).await? } else { None };
         let limits = Limits {

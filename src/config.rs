@@ -155,6 +155,26 @@ pub struct LimitArgs {
     /// How often the event tailer looks at the outbox when nothing woke it, in milliseconds.
     #[arg(long, env = "VPS_GRAPH_FEED_POLL_MS", default_value_t = 1000)]
     pub feed_poll_ms: u64,
+    /// How long events stay in the feed: older ones are removed by an hourly pass, and a cursor
+    /// from before them is refused (`30d`, `12h`, `90m`, `3600s`).
+    #[arg(long, env = "VPS_GRAPH_EVENT_RETENTION", default_value = "30d", value_parser = parse_duration)]
+    pub event_retention: std::time::Duration,
+}
+
+/// `<n>d`, `<n>h`, `<n>m` or `<n>s`.
+fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let unit = |secs: u64| text[..text.len() - 1].parse::<u64>().map(|n| n * secs);
+    let secs = match text.chars().last() {
+        Some('d') => unit(86_400),
+        Some('h') => unit(3_600),
+        Some('m') => unit(60),
+        Some('s') => unit(1),
+        _ => return Err(format!("{text:?}: write a whole number with d, h, m or s, as 30d")),
+    };
+    match secs {
+        Ok(secs) if secs > 0 => Ok(std::time::Duration::from_secs(secs)),
+        _ => Err(format!("{text:?}: write a whole number above zero with d, h, m or s, as 30d")),
+    }
 }
 
 impl Default for LimitArgs {
@@ -167,6 +187,7 @@ impl Default for LimitArgs {
             max_batch: 10,
             max_body_bytes: 256 * 1024,
             feed_poll_ms: 1000,
+            event_retention: std::time::Duration::from_secs(30 * 86_400),
             request_timeout_ms: 30_000,
             ws_init_timeout_ms: 10_000,
         }

@@ -4,19 +4,22 @@
 //! append-to-delivery latency, and resident memory per idle subscriber; networks and volumes
 //! converging against the simulated cloud; reading pages of volumes (`volumes`); and the usage
 //! pass metering many volumes (`usage`).
+mod feed;
+mod list;
+mod peers;
+mod start;
 mod usage;
 mod volumes;
+mod writes;
 use std::net::TcpListener;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use chrono::{DateTime, Utc};
 use clap::Args;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use tokio::process::{Child, Command};
-use tokio::sync::Mutex;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::HeaderValue;
@@ -36,11 +39,23 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 8)]
     pub concurrency: usize,
     /// Live subscribers for the delivery figure.
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = 10_000)]
     pub subscribers: usize,
-    /// Events published while they listen.
-    #[arg(long, default_value_t = 200)]
+    /// Subscribers following each tenant's events (the tenants are as many as it takes).
+    #[arg(long, default_value_t = 10)]
+    pub subscribers_per_tenant: usize,
+    /// Events published while they listen, in tenants taken in turn.
+    #[arg(long, default_value_t = 1000)]
     pub events: usize,
+    /// Events published per second.
+    #[arg(long, default_value_t = 100)]
+    pub event_rate: u64,
+    /// Events in the outbox for the feed's read cost (PostgreSQL; 0 skips it).
+    #[arg(long, default_value_t = 10_000_000)]
+    pub feed_events: u64,
+    /// Volume creates for the write figure (0 skips it).
+    #[arg(long, default_value_t = 2000)]
+    pub writes: usize,
     /// Idle subscriber counts for the memory figure.
     #[arg(long, value_delimiter = ',', default_values_t = [1000, 10000])]
     pub idle: Vec<usize>,
@@ -65,6 +80,20 @@ pub struct BenchArgs {
     /// `providerVolumes(first: 100)` requests to time.
     #[arg(long, default_value_t = 1000)]
     pub page_requests: usize,
+    /// Seconds of each wrk and pgbench load.
+    #[arg(long, default_value_t = 10)]
+    pub load_secs: u64,
+    /// A PostGraphile 5 installation (a folder holding `node_modules/postgraphile`) to measure
+    /// the list against on the same PostgreSQL tables.
+    #[arg(long, env = "VPS_GRAPH_BENCH_POSTGRAPHILE")]
+    pub postgraphile: Option<std::path::PathBuf>,
+    /// The Node.js that runs PostGraphile (version 22 or later).
+    #[arg(long, env = "VPS_GRAPH_BENCH_NODE", default_value = "node")]
+    pub node: std::path::PathBuf,
+    /// The `vps-graph` binary to measure (a build of another commit, for a before and after);
+    /// this one by default. The bench's clients and the sim are always this binary.
+    #[arg(long)]
+    pub server: Option<std::path::PathBuf>,
     /// Ready volumes (a day of closed hours each) the usage pass meters (0 skips it).
     #[arg(long, default_value_t = 10_000)]
     pub usage_volumes: usize,
@@ -72,8 +101,22 @@ pub struct BenchArgs {
 
 pub(crate) type BenchResult<T> = Result<T, String>;
 
+static SERVER: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+
+/// The server binary the figures are of.
+pub(crate) fn server_exe() -> BenchResult<std::path::PathBuf> {
+    match SERVER.get() {
+        Some(path) => Ok(path.clone()),
+        None => std::env::current_exe().map_err(|e| e.to_string()),
+    }
+}
+
 pub async fn run(args: BenchArgs) -> BenchResult<()> {
     crate::init_crypto();
+    if let Some(server) = &args.server {
+        let _ = SERVER.set(server.clone());
+        println!("vps-graph bench: measuring the server {}", server.display());
+    }
     raise_open_files();
     let dir = std::env::temp_dir().join(format!("vps-graph-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
@@ -113,11 +156,10 @@ pub async fn run(args: BenchArgs) -> BenchResult<()> {
             );
         }
         if args.page_volumes > 0 {
-            let figures = volumes::read_pages(url, &args).await?;
-            println!(
-                "[{label}] providerVolumes(first: 100) with attachments, their instances and snapshots over {} volumes (seeded in {:.0} s): {:.0} requests/s from 8 clients, p50 {:.1} ms, p99 {:.1} ms, {} SQL statements per request",
-                args.page_volumes, figures.seed_secs, figures.rate, figures.p50_ms, figures.p99_ms, figures.statements
-            );
+            list::figures(label, url, &args, &dir).await?;
+        }
+        if args.writes > 0 {
+            writes::figures(label, url, &args, &dir).await?;
         }
         if args.usage_volumes > 0 {
             let figures = usage::pass_figures(url, &args).await?;
@@ -136,29 +178,13 @@ pub async fn run(args: BenchArgs) -> BenchResult<()> {
         if args.only_networks {
             continue;
         }
-        let server = Server::start(url).await?;
-        let rate = mutations(&server.client, args.mutations, args.concurrency).await?;
-        println!(
-            "[{label}] operator mutations: {rate:.0}/s (projectCreate over HTTP, {} calls, {} concurrent)",
-            args.mutations, args.concurrency
-        );
-        let delivery = deliveries(&server.client, args.subscribers, args.events).await?;
-        println!(
-            "[{label}] events to {} WebSocket subscribers: {:.0} deliveries/s ({} events, {} deliveries), append-to-delivery p50 {:.1} ms, p99 {:.1} ms",
-            args.subscribers, delivery.rate, args.events, delivery.count, delivery.p50_ms, delivery.p99_ms
-        );
-        if *label == "sqlite" {
-            for &n in &args.idle {
-                let fresh = Server::start(url).await?;
-                let (base, grown) = idle_memory(&fresh, n).await?;
-                println!(
-                    "[{label}] idle subscribers: {n} → server RSS {:.1} MiB (from {:.1} MiB), {:.1} KiB per subscriber",
-                    grown as f64 / 1024.0,
-                    base as f64 / 1024.0,
-                    (grown - base) as f64 / n as f64
-                );
-            }
+        foundation(label, url, &args).await?;
+        if let (Some(base), true) = (&args.postgres_url, args.feed_events > 0 && *label == "postgres") {
+            feed::growth(label, base, &args).await?;
         }
+    }
+    if !args.only_networks {
+        start::figures(&dir).await?;
     }
     for (_, _, drop) in backends {
         if let Some((base, name)) = drop {
@@ -166,6 +192,46 @@ pub async fn run(args: BenchArgs) -> BenchResult<()> {
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+/// Operator mutations, deliveries to live subscribers, and (on SQLite) memory per idle one.
+async fn foundation(label: &str, url: &str, args: &BenchArgs) -> BenchResult<()> {
+    let server = Server::start(url).await?;
+    let rate = mutations(&server.client, args.mutations, args.concurrency).await?;
+    println!(
+        "[{label}] operator mutations: {rate:.0}/s (projectCreate over HTTP, {} calls, {} concurrent)",
+        args.mutations, args.concurrency
+    );
+    let delivery = feed::deliveries(&server.client, args).await?;
+    println!(
+        "[{label}] events to {} WebSocket subscribers, {} a tenant, {} events/s: {:.0} deliveries/s ({} events, {} deliveries of {}), append-to-delivery p50 {:.1} ms, p99 {:.1} ms (target ≤ 100) {}",
+        args.subscribers,
+        args.subscribers_per_tenant,
+        args.event_rate,
+        delivery.rate,
+        args.events,
+        delivery.count,
+        args.events * args.subscribers_per_tenant,
+        delivery.p50_ms,
+        delivery.p99_ms,
+        verdict(delivery.p99_ms <= 100.0 && delivery.count == args.events * args.subscribers_per_tenant)
+    );
+    drop(server);
+    if label != "sqlite" {
+        return Ok(());
+    }
+    for &n in &args.idle {
+        let fresh = Server::start(url).await?;
+        let (base, grown) = feed::idle_memory(&fresh, n).await?;
+        let per = (grown.saturating_sub(base)) as f64 / n as f64;
+        println!(
+            "[{label}] idle subscribers: {n} → server RSS {:.1} MiB (from {:.1} MiB), {per:.1} KiB per subscriber (target ≤ 16) {}",
+            grown as f64 / 1024.0,
+            base as f64 / 1024.0,
+            verdict(per <= 16.0)
+        );
+    }
     Ok(())
 }
 
@@ -188,17 +254,40 @@ impl Server {
     }
 
     pub(crate) async fn start_with(database_url: &str, extra: &[&str]) -> BenchResult<Server> {
+        Server::spawn(database_url, extra, false).await
+    }
+
+    /// A server whose SQL trace (every statement a request runs, values inlined) the bench reads.
+    pub(crate) async fn start_traced(database_url: &str, extra: &[&str]) -> BenchResult<(Server, Trace)> {
+        let mut server = Server::spawn(database_url, extra, true).await?;
+        let stdout = server.child.stdout.take().ok_or("no stdout")?;
+        let (lines, receiver) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            use tokio::io::AsyncBufReadExt;
+            let mut reader = tokio::io::BufReader::new(stdout).lines();
+            while let Ok(Some(line)) = reader.next_line().await {
+                if lines.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        Ok((server, Trace(receiver)))
+    }
+
+    async fn spawn(database_url: &str, extra: &[&str], traced: bool) -> BenchResult<Server> {
         let addr = free_addr()?;
-        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-        let child = Command::new(exe)
+        let mut command = Command::new(server_exe()?);
+        command
             .args(["serve", "--demo", "off", "--listen", &addr, "--database-url", database_url, "--admin-token", ADMIN])
             .args(extra)
             .env("VPS_GRAPH_BENCH_SIM_TOKEN", "bench")
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| format!("cannot start the server: {e}"))?;
+            .kill_on_drop(true);
+        if traced {
+            command.args(["--log-format", "json"]).env("RUST_LOG", "warn,vps_graph::sql=trace").stdout(Stdio::piped());
+        } else {
+            command.env("RUST_LOG", "warn").stdout(Stdio::null());
+        }
+        let child = command.spawn().map_err(|e| format!("cannot start the server: {e}"))?;
         let server = Server { child, client: Client { addr, http: reqwest::Client::new() } };
         for _ in 0..200 {
             if let Ok(r) = server.client.http.get(format!("http://{}/readyz", server.client.addr)).send().await
@@ -211,16 +300,51 @@ impl Server {
         Err("the server did not become ready".into())
     }
 
-    fn rss_kib(&self) -> BenchResult<u64> {
-        let pid = self.child.id().ok_or("the server exited")?;
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).map_err(|e| e.to_string())?;
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.split_whitespace().next())
-            .and_then(|v| v.parse().ok())
-            .ok_or_else(|| "no VmRSS".into())
+    pub(crate) fn pid(&self) -> BenchResult<u32> {
+        self.child.id().ok_or_else(|| "the server exited".into())
     }
+
+    fn rss_kib(&self) -> BenchResult<u64> {
+        rss_kib_of(self.pid()?)
+    }
+}
+
+/// The resident memory of process `pid`, in KiB.
+pub(crate) fn rss_kib_of(pid: u32) -> BenchResult<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).map_err(|e| e.to_string())?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| "no VmRSS".into())
+}
+
+/// The SQL trace of a server started with `Server::start_traced`.
+pub(crate) struct Trace(tokio::sync::mpsc::UnboundedReceiver<String>);
+
+impl Trace {
+    /// The statements the server ran while `request` was answered, in order.
+    pub(crate) async fn during<T>(&mut self, request: impl Future<Output = BenchResult<T>>) -> BenchResult<Vec<String>> {
+        while self.0.try_recv().is_ok() {}
+        request.await?;
+        let mut statements = Vec::new();
+        // The trace is written before the answer is sent; a quiet pipe means it is all here.
+        while let Ok(Some(line)) = tokio::time::timeout(Duration::from_millis(300), self.0.recv()).await {
+            let Ok(entry) = serde_json::from_str::<Value>(&line) else { continue };
+            if entry["target"] == "vps_graph::sql"
+                && let Some(sql) = entry["fields"]["message"].as_str()
+            {
+                statements.push(sql.to_owned());
+            }
+        }
+        Ok(statements)
+    }
+}
+
+/// How a figure stands against its target.
+pub(crate) fn verdict(met: bool) -> &'static str {
+    if met { "[met]" } else { "[MISSED]" }
 }
 
 impl Client {
@@ -254,7 +378,7 @@ impl Client {
         Ok(())
     }
 
-    async fn project(&self, tenant: &str, name: &str) -> BenchResult<()> {
+    pub(crate) async fn project(&self, tenant: &str, name: &str) -> BenchResult<()> {
         self.gql(
             "mutation($t: String!, $n: String!) { projectCreate(input: { tenantId: $t, name: $n }) { id } }",
             json!({ "t": tenant, "n": name }),
@@ -284,8 +408,8 @@ impl Client {
     }
 }
 
-struct Subscriber {
-    ws: tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
+pub(crate) struct Subscriber {
+    pub(crate) ws: tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
 }
 
 async fn mutations(client: &Client, total: usize, concurrency: usize) -> BenchResult<f64> {
@@ -311,78 +435,6 @@ async fn mutations(client: &Client, total: usize, concurrency: usize) -> BenchRe
         worker.await.map_err(|e| e.to_string())??;
     }
     Ok(total as f64 / started.elapsed().as_secs_f64())
-}
-
-struct Delivery {
-    rate: f64,
-    count: usize,
-    p50_ms: f64,
-    p99_ms: f64,
-}
-
-async fn deliveries(client: &Client, subscribers: usize, events: usize) -> BenchResult<Delivery> {
-    let tenant = format!("bench-feed-{subscribers}");
-    client.ensure_tenant(&tenant).await?;
-    let latencies = Arc::new(Mutex::new(Vec::with_capacity(subscribers * events)));
-    let last_arrival = Arc::new(Mutex::new(Instant::now()));
-    let mut readers = Vec::new();
-    for _ in 0..subscribers {
-        let mut subscriber = client.subscriber(&tenant).await?;
-        let latencies = latencies.clone();
-        let last_arrival = last_arrival.clone();
-        readers.push(tokio::spawn(async move {
-            let mut mine = Vec::with_capacity(events);
-            while mine.len() < events {
-                let Ok(Some(Ok(message))) = tokio::time::timeout(Duration::from_secs(30), subscriber.ws.next()).await
-                else {
-                    break;
-                };
-                let Ok(frame) = serde_json::from_str::<Value>(message.to_text().unwrap_or("{}")) else { continue };
-                if let Some(time) = frame["payload"]["data"]["events"]["time"].as_str()
-                    && let Ok(time) = time.parse::<DateTime<Utc>>()
-                {
-                    mine.push((Utc::now() - time).num_microseconds().unwrap_or(0) as f64 / 1000.0);
-                }
-            }
-            *last_arrival.lock().await = Instant::now();
-            latencies.lock().await.extend(mine);
-        }));
-    }
-    // No ack for `subscribe`: give the server a moment to register every subscription.
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let started = Instant::now();
-    for n in 0..events {
-        client.project(&tenant, &format!("e{n}")).await?;
-    }
-    for reader in readers {
-        reader.await.map_err(|e| e.to_string())?;
-    }
-    let elapsed = last_arrival.lock().await.duration_since(started).as_secs_f64();
-    let mut latencies = std::mem::take(&mut *latencies.lock().await);
-    latencies.sort_by(f64::total_cmp);
-    let at = |q: f64| latencies.get(((latencies.len() as f64 - 1.0) * q) as usize).copied().unwrap_or(f64::NAN);
-    Ok(Delivery { rate: latencies.len() as f64 / elapsed, count: latencies.len(), p50_ms: at(0.50), p99_ms: at(0.99) })
-}
-
-/// The server's RSS before and after `n` idle subscriptions (each its own WebSocket).
-async fn idle_memory(server: &Server, n: usize) -> BenchResult<(u64, u64)> {
-    let client = &server.client;
-    client.ensure_tenant("bench-idle").await?;
-    // Warm the allocator and the schema with a few subscribers first.
-    let warm: Vec<Subscriber> =
-        futures_util::future::try_join_all((0..10).map(|_| client.subscriber("bench-idle"))).await?;
-    drop(warm);
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let base = server.rss_kib()?;
-    let mut open = Vec::with_capacity(n);
-    for chunk in (0..n).collect::<Vec<_>>().chunks(200) {
-        let batch = futures_util::future::try_join_all(chunk.iter().map(|_| client.subscriber("bench-idle"))).await?;
-        open.extend(batch);
-    }
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    let grown = server.rss_kib()?;
-    drop(open);
-    Ok((base, grown))
 }
 
 fn raise_open_files() {

@@ -1,120 +1,11 @@
-//! Volume figures: reading `providerVolumes(first: 100)` with attachments, instances and
-//! snapshots over a tenant of many volumes (requests per second, latency, SQL statements per
-//! request), and volumes converging from create to READY against a separate sim process.
+//! Volume figures: volumes converging from create to READY against a separate sim process.
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::{BenchArgs, BenchResult, Client, Server, count_ready, sim_calls, spawn_sim};
-
-pub struct PageFigures {
-    pub rate: f64,
-    pub p50_ms: f64,
-    pub p99_ms: f64,
-    pub statements: u64,
-    pub seed_secs: f64,
-}
-
-const PAGE: &str = "query($t: String!, $a: String) { providerVolumes(tenantId: $t, first: 100, after: $a) { edges { node { id state sizeGiB attachments { instanceId state instance { id name state } } snapshots { id name state sizeGiB } } } pageInfo { endCursor hasNextPage } } }";
-
-/// Seeds `args.page_volumes` volumes (each attached to one of 100 instances, each with one
-/// snapshot) on a server that converges nothing, then reads pages of 100 from 8 clients.
-pub async fn read_pages(database_url: &str, args: &BenchArgs) -> BenchResult<PageFigures> {
-    let server = Server::start_with(database_url, &["--no-sim", "--reconcile-workers", "0"]).await?;
-    let client = &server.client;
-    let (tenant, pool) = tenant_with_pool(client, "http://127.0.0.1:9", "bench-read").await?;
-    let seeding = Instant::now();
-    let mut instances = Vec::new();
-    for i in 0..100 {
-        let input = json!({ "tenantId": tenant, "poolId": pool, "name": format!("host-{i}"), "region": "nyc3", "size": "s-1vcpu-1gb", "image": "ubuntu-24-04-x64", "idempotencyKey": format!("i{i}") });
-        let made = client
-            .gql("mutation($i: InstanceCreateInput!) { instanceCreate(input: $i) { id } }", json!({ "i": input }))
-            .await?;
-        instances.push(made["instanceCreate"]["id"].as_str().unwrap_or_default().to_owned());
-    }
-    let seed = Arc::new((client.clone(), tenant.clone(), pool.clone(), instances));
-    in_parallel(args.page_volumes, move |i| {
-        let seed = seed.clone();
-        async move {
-            let (client, tenant, pool, instances) = &*seed;
-            let input = json!({ "tenantId": tenant, "poolId": pool, "name": format!("v{i}"), "region": "nyc3", "sizeGiB": 1,
-                "instanceId": instances[i % instances.len()], "idempotencyKey": format!("v{i}") });
-            let made = client.gql("mutation($i: ProviderVolumeCreateInput!) { providerVolumeCreate(input: $i) { id } }", json!({ "i": input })).await?;
-            let snapshot = json!({ "tenantId": tenant, "volumeId": made["providerVolumeCreate"]["id"], "name": "daily", "idempotencyKey": format!("s{i}") });
-            client.gql("mutation($i: ProviderVolumeSnapshotInput!) { providerVolumeSnapshot(input: $i) { id } }", json!({ "i": snapshot })).await?;
-            Ok(())
-        }
-    })
-    .await?;
-    let seed_secs = seeding.elapsed().as_secs_f64();
-    // The cursors of every page, so the clients read all over the tenant.
-    let mut cursors: Vec<Option<String>> = vec![None];
-    loop {
-        let (page, _) = page(client, &tenant, cursors.last().cloned().flatten()).await?;
-        let info = &page["providerVolumes"]["pageInfo"];
-        if info["hasNextPage"] != true {
-            break;
-        }
-        cursors.push(info["endCursor"].as_str().map(str::to_owned));
-    }
-    let cursors = Arc::new(cursors);
-    let latencies = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let statements = Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let started = Instant::now();
-    let reader = Arc::new((client.clone(), tenant.clone(), cursors, latencies.clone(), statements.clone()));
-    in_parallel(args.page_requests, move |i| {
-        let reader = reader.clone();
-        async move {
-            let (client, tenant, cursors, latencies, statements) = &*reader;
-            let sent = Instant::now();
-            let (body, counted) = page(client, tenant, cursors[i % cursors.len()].clone()).await?;
-            let took = sent.elapsed().as_secs_f64() * 1000.0;
-            if body["providerVolumes"]["edges"].as_array().is_none_or(|e| e.len() != 100) {
-                return Err(format!("a page that is not 100 volumes: {body}"));
-            }
-            latencies.lock().unwrap_or_else(|e| e.into_inner()).push(took);
-            statements.fetch_max(counted, Ordering::Relaxed);
-            Ok(())
-        }
-    })
-    .await?;
-    let elapsed = started.elapsed().as_secs_f64();
-    let mut latencies = latencies.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    latencies.sort_by(f64::total_cmp);
-    let at = |q: f64| latencies[((latencies.len() as f64 * q) as usize).min(latencies.len() - 1)];
-    Ok(PageFigures {
-        rate: args.page_requests as f64 / elapsed,
-        p50_ms: at(0.50),
-        p99_ms: at(0.99),
-        statements: statements.load(Ordering::Relaxed),
-        seed_secs,
-    })
-}
-
-/// One page and the SQL statements it cost (the server's `x-sql-statements`).
-async fn page(client: &Client, tenant: &str, after: Option<String>) -> BenchResult<(Value, u64)> {
-    let response = client
-        .http
-        .post(format!("http://{}/graphql", client.addr))
-        .bearer_auth(super::ADMIN)
-        .json(&json!({ "query": PAGE, "variables": { "t": tenant, "a": after } }))
-        .send()
-        .await
-        .map_err(|e| e.to_string())?;
-    let statements = response
-        .headers()
-        .get("x-sql-statements")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
-    let body: Value = response.json().await.map_err(|e| e.to_string())?;
-    if let Some(errors) = body.get("errors") {
-        return Err(format!("GraphQL errors: {errors}"));
-    }
-    Ok((body["data"].clone(), statements))
-}
 
 pub struct Convergence {
     pub wall: f64,
@@ -214,7 +105,7 @@ pub(super) async fn tenant_with_pool(client: &Client, api_url: &str, prefix: &st
 }
 
 /// Runs `make(i)` for i in 0..total from 8 concurrent senders.
-async fn in_parallel<F, Fut>(total: usize, make: F) -> BenchResult<()>
+pub(super) async fn in_parallel<F, Fut>(total: usize, make: F) -> BenchResult<()>
 where
     F: Fn(usize) -> Fut + Send + Sync + 'static + Clone,
     Fut: std::future::Future<Output = BenchResult<()>> + Send + 'static,

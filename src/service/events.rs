@@ -7,7 +7,7 @@ use super::authz::Actor;
 use super::feed::Filter;
 use super::{Services, validate};
 use crate::error::{Error, Result};
-use crate::store::outbox::{self, Event, Position};
+use crate::store::outbox::{Event, Position};
 
 const MAX_PAGE: i32 = 1000;
 const MAX_TYPES: usize = 50;
@@ -29,10 +29,15 @@ impl Services {
     ) -> Result<EventPage> {
         validate::range("first", i64::from(first), 1, i64::from(MAX_PAGE))?;
         let filter = self.event_filter(actor, tenant_id, Vec::new())?;
-        let after = after.map(|c| self.feed.parse_cursor(c)).transpose()?.unwrap_or_default();
-        let rows = outbox::read_after(&self.db, after, filter.tenant_id.as_deref(), first as u64).await?;
+        let after = after.map(|c| self.feed.parse_cursor(c)).transpose()?;
+        let rows = self.feed.read_after(after, filter.tenant_id.as_deref(), first as u64).await?;
         let has_next_page = rows.len() == first as usize;
-        let end = rows.last().map(|e| e.position).unwrap_or(after);
+        // Nothing read from the start: go on from the oldest event kept, not from before it.
+        let end = match (rows.last(), after) {
+            (Some(last), _) => last.position,
+            (None, Some(after)) => after,
+            (None, None) => self.feed.horizon().await?,
+        };
         let events = rows.into_iter().filter(|e| filter.accepts(e)).map(Arc::new).collect();
         Ok(EventPage { events, end, has_next_page })
     }

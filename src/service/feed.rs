@@ -1,15 +1,18 @@
 //! The event feed of one process: a single tailer reads new outbox rows (woken in-process after a
 //! commit, by LISTEN/NOTIFY on PostgreSQL for other replicas' commits, and by a slow poll as a
-//! safety net) and fans them out to subscribers over a broadcast channel; subscribers never query
-//! per event. A subscriber that starts `after` a cursor, or falls behind the channel, reads from
-//! the outbox until it has caught up, then goes live: no gap, no duplicate.
-use std::collections::VecDeque;
+//! safety net) and hands each event to the subscribers routed to it (by subject, by tenant, or
+//! the whole feed), each over its own bounded queue: an event costs work for the subscribers it
+//! may concern, not for every open subscription, and it is decoded once and shared by all of them.
+//! Subscribers never query per event. A subscriber that starts `after` a cursor, or whose queue
+//! overflowed, reads from the outbox until it has caught up, then goes live: no gap, no duplicate.
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::Stream;
 use sea_orm::{DatabaseConnection, DbBackend};
-use tokio::sync::{Notify, broadcast};
+use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::{Code, Error, Result};
@@ -20,7 +23,8 @@ use crate::store::outbox::{self, Cursor, Event, Position};
 
 const TAIL_BATCH: u64 = 512;
 const REPLAY_PAGE: u64 = 256;
-const CHANNEL_CAPACITY: usize = 2048;
+/// Events a subscriber's queue holds before it overflows (it then reads from the outbox).
+const QUEUE_CAPACITY: usize = 256;
 const REPLAY_BACKOFF: Duration = Duration::from_secs(1);
 const RECHECK: Duration = Duration::from_millis(50);
 const RECHECK_FOR: Duration = Duration::from_secs(3);
@@ -35,14 +39,99 @@ struct Inner {
     epoch: String,
     wake: Notify,
     live: Mutex<Live>,
+    next_slot: AtomicU64,
     metrics: Arc<Metrics>,
 }
 
-/// The tailer's position and the channel it sends on, changed together under one lock so a new
-/// subscriber knows exactly which events it will receive live.
+/// The tailer's position and the routes it hands events on, changed together under one lock so
+/// a new subscriber knows exactly which events it will receive live.
 struct Live {
-    sender: broadcast::Sender<Arc<Event>>,
     head: Position,
+    routes: Routes,
+    /// Set when the feed stops: no route is taken any more.
+    stopped: bool,
+}
+
+/// Where a subscriber is reached: the queue the tailer pushes to, and the flag it raises when
+/// the queue was full (the subscriber then reads what it missed from the outbox).
+#[derive(Clone)]
+struct Slot {
+    queue: mpsc::Sender<Arc<Event>>,
+    overflowed: Arc<AtomicBool>,
+}
+
+/// A route an event is looked up by.
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum Route {
+    /// Every event (the operator's whole feed).
+    All,
+    Tenant(String),
+    Subject(String),
+}
+
+#[derive(Default)]
+struct Routes(HashMap<Route, HashMap<u64, Slot>>);
+
+impl Routes {
+    fn add(&mut self, route: Route, id: u64, slot: Slot) {
+        self.0.entry(route).or_default().insert(id, slot);
+    }
+
+    fn remove(&mut self, route: &Route, id: u64) {
+        if let Some(slots) = self.0.get_mut(route) {
+            slots.remove(&id);
+            if slots.is_empty() {
+                self.0.remove(route);
+            }
+        }
+    }
+
+    /// Hands `event` to every subscriber routed to it; a full queue is told it overflowed.
+    fn deliver(&self, event: &Arc<Event>) {
+        let subject = Route::Subject(event.subject.clone());
+        let tenant = event.tenant_id.clone().map(Route::Tenant);
+        for route in [Some(&Route::All), tenant.as_ref(), Some(&subject)].into_iter().flatten() {
+            for slot in self.0.get(route).into_iter().flat_map(HashMap::values) {
+                if let Err(mpsc::error::TrySendError::Full(_)) = slot.queue.try_send(event.clone()) {
+                    slot.overflowed.store(true, Ordering::Release);
+                }
+            }
+        }
+    }
+}
+
+impl Filter {
+    /// The routes that reach every event this filter may accept: its subject's, else its
+    /// tenant's, else the whole feed's; and its own token's, whose revocation ends it.
+    fn routes(&self) -> Vec<Route> {
+        let mut routes = vec![match (&self.subject, &self.tenant_id) {
+            (Some(subject), _) => Route::Subject(subject.clone()),
+            (None, Some(tenant_id)) => Route::Tenant(tenant_id.clone()),
+            (None, None) => Route::All,
+        }];
+        if let Some(token_id) = &self.actor.token_id
+            && self.subject.as_ref() != Some(token_id)
+        {
+            routes.push(Route::Subject(token_id.clone()));
+        }
+        routes
+    }
+}
+
+/// A subscriber's place on its routes, given up when it is dropped.
+struct Registration {
+    feed: Feed,
+    id: u64,
+    routes: Vec<Route>,
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        let mut live = self.feed.inner.live.lock().unwrap_or_else(|e| e.into_inner());
+        for route in &self.routes {
+            live.routes.remove(route, self.id);
+        }
+    }
 }
 
 /// Which events a subscriber or a page wants.
@@ -134,9 +223,16 @@ impl Feed {
     ) -> Result<Feed> {
         let epoch = outbox::feed_epoch(&db).await?;
         let head = outbox::head(&db).await?;
-        let (sender, _) = broadcast::channel(CHANNEL_CAPACITY);
+        let live = Live { head, routes: Routes::default(), stopped: false };
         let feed = Feed {
-            inner: Arc::new(Inner { db, epoch, wake: Notify::new(), live: Mutex::new(Live { sender, head }), metrics }),
+            inner: Arc::new(Inner {
+                db,
+                epoch,
+                wake: Notify::new(),
+                live: Mutex::new(live),
+                next_slot: AtomicU64::new(0),
+                metrics,
+            }),
         };
         if feed.inner.db.get_database_backend() == DbBackend::Postgres {
             // Other replicas' commits (the outbox trigger's NOTIFY).
@@ -168,6 +264,33 @@ impl Feed {
         &self.inner.db
     }
 
+    /// Where the feed kept starts: every event after it is kept.
+    pub async fn horizon(&self) -> Result<Position> {
+        outbox::horizon(self.db()).await
+    }
+
+    /// Up to `limit` events after `after` (narrowed to a tenant's), or from the oldest event kept
+    /// when `after` is None. Refused when retention has removed events after `after`: the
+    /// reader would otherwise skip them without knowing.
+    pub async fn read_after(&self, after: Option<Position>, tenant_id: Option<&str>, limit: u64) -> Result<Vec<Event>> {
+        let events = outbox::read_after(self.db(), after.unwrap_or_default(), tenant_id, limit).await?;
+        let Some(after) = after else { return Ok(events) };
+        // Read after the page: a removal the page saw has moved the horizon already.
+        let horizon = self.horizon().await?;
+        if after < horizon {
+            return Err(Error::invalid_input(
+                "after",
+                "the events after this cursor are older than the feed keeps: read again from `retainedAfter`",
+            )
+            .with_details(serde_json::json!({
+                "field": "after",
+                "reason": "cursorBehindRetention",
+                "retainedAfter": self.cursor(horizon),
+            })));
+        }
+        Ok(events)
+    }
+
     /// Events the filter accepts, from `after` (replayed from the outbox) or from now on, in feed
     /// order, until the feed stops.
     pub fn subscribe(
@@ -175,14 +298,29 @@ impl Feed {
         filter: Filter,
         after: Option<Position>,
     ) -> impl Stream<Item = Result<Arc<Event>>> + Send + 'static + use<> {
-        let (receiver, head) = {
-            let live = self.inner.live.lock().unwrap_or_else(|e| e.into_inner());
-            (live.sender.subscribe(), live.head)
+        let (queue, receiver) = mpsc::channel(QUEUE_CAPACITY);
+        let overflowed = Arc::new(AtomicBool::new(false));
+        let registration = Registration {
+            feed: self.clone(),
+            id: self.inner.next_slot.fetch_add(1, Ordering::Relaxed),
+            routes: filter.routes(),
+        };
+        let head = {
+            let mut live = self.inner.live.lock().unwrap_or_else(|e| e.into_inner());
+            if !live.stopped {
+                let slot = Slot { queue, overflowed: overflowed.clone() };
+                for route in &registration.routes {
+                    live.routes.add(route.clone(), registration.id, slot.clone());
+                }
+            }
+            live.head
         };
         let state = Subscriber {
             feed: self.clone(),
             filter,
             receiver,
+            overflowed,
+            _registration: registration,
             last: after.unwrap_or(head),
             replaying: after.is_some(),
             ready: VecDeque::new(),
@@ -200,7 +338,9 @@ impl Feed {
 struct Subscriber {
     feed: Feed,
     filter: Filter,
-    receiver: broadcast::Receiver<Arc<Event>>,
+    receiver: mpsc::Receiver<Arc<Event>>,
+    overflowed: Arc<AtomicBool>,
+    _registration: Registration,
     /// The position of the last event this subscriber has passed (delivered or filtered out).
     last: Position,
     replaying: bool,
@@ -233,17 +373,23 @@ impl Subscriber {
                 }
                 continue;
             }
-            match self.receiver.recv().await {
+            // What is queued is in feed order and came before any overflow: pass it first, then
+            // read what the overflow dropped from the outbox (passed events are skipped there).
+            match self.receiver.try_recv() {
                 Ok(event) => self.pass(event),
-                Err(broadcast::error::RecvError::Lagged(_)) => self.replaying = true,
-                Err(broadcast::error::RecvError::Closed) => return None,
+                Err(_) if self.overflowed.swap(false, Ordering::AcqRel) => self.replaying = true,
+                Err(mpsc::error::TryRecvError::Disconnected) => return None,
+                Err(mpsc::error::TryRecvError::Empty) => match self.receiver.recv().await {
+                    Some(event) => self.pass(event),
+                    None => return None,
+                },
             }
         }
     }
 
     async fn replay_page(&mut self) -> Result<()> {
         let tenant = self.filter.tenant_id.as_deref();
-        let page = outbox::read_after(self.feed.db(), self.last, tenant, REPLAY_PAGE).await?;
+        let page = self.feed.read_after(Some(self.last), tenant, REPLAY_PAGE).await?;
         if (page.len() as u64) < REPLAY_PAGE {
             self.replaying = false;
         }
@@ -286,9 +432,10 @@ async fn tail(feed: Feed, poll: Duration, stop: CancellationToken) {
             tracing::warn!(error = err.describe(), "feed tailer could not read the outbox");
         }
     }
-    // Dropping the sender ends every live subscription.
-    let (closed, _) = broadcast::channel(1);
-    feed.inner.live.lock().unwrap_or_else(|e| e.into_inner()).sender = closed;
+    // Dropping the queues' senders ends every live subscription.
+    let mut live = feed.inner.live.lock().unwrap_or_else(|e| e.into_inner());
+    live.stopped = true;
+    live.routes = Routes::default();
 }
 
 async fn drain(feed: &Feed) -> Result<()> {
@@ -304,7 +451,7 @@ async fn drain(feed: &Feed) -> Result<()> {
         let mut live = feed.inner.live.lock().unwrap_or_else(|e| e.into_inner());
         for event in batch {
             live.head = event.position;
-            let _ = live.sender.send(Arc::new(event));
+            live.routes.deliver(&Arc::new(event));
         }
         if !full {
             return Ok(());

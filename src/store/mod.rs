@@ -57,9 +57,14 @@ pub async fn connect(url: &str, max_connections: u32) -> crate::error::Result<Da
         options.max_connections(max_connections).min_connections(1);
     }
     let mut db = Database::connect(options).await?;
-    db.set_metric_callback(|_| {
+    db.set_metric_callback(|info| {
         SQL_STATEMENTS.inc();
-        let _ = STATEMENTS.try_with(|count| count.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+        let in_request = STATEMENTS.try_with(|count| count.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+        // A request's statements with their values, at trace level: what the bench replays in
+        // pgbench as "the service's own statements".
+        if in_request.is_ok() {
+            tracing::trace!(target: "vps_graph::sql", "{}", info.statement);
+        }
     });
     if db.get_database_backend() == DbBackend::Sqlite {
         db.execute_unprepared("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")

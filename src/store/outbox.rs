@@ -10,7 +10,7 @@
 use std::fmt;
 
 use chrono::{DateTime, Utc};
-use sea_orm::{ConnectionTrait, DbBackend, QueryResult};
+use sea_orm::{ConnectionTrait, DbBackend, QueryResult, TransactionTrait};
 use serde_json::{Value, json};
 
 use super::stmt;
@@ -114,13 +114,19 @@ pub async fn read_after(
     tenant_id: Option<&str>,
     limit: u64,
 ) -> Result<Vec<Event>> {
-    let backend = conn.get_database_backend();
+    let rows = conn.query_all_raw(read_after_statement(conn.get_database_backend(), after, tenant_id, limit)).await?;
+    rows.iter().map(event_from_row).collect()
+}
+
+fn read_after_statement(backend: DbBackend, after: Position, tenant_id: Option<&str>, limit: u64) -> sea_orm::Statement {
     let tenant_clause = if tenant_id.is_some() { " AND tenant_id = $4" } else { "" };
+    // ORDER BY names the table's columns: a bare `txid` is the SELECT's bigint alias, which no
+    // index orders, and PostgreSQL would read and sort every event after the cursor.
     let sql = match backend {
         DbBackend::Postgres => format!(
             "SELECT id, txid::text::bigint AS txid, event_id, type, source, subject, subject_kind, tenant_id, project_id, version, time, data \
              FROM outbox_events WHERE (txid, id) > ($1::text::xid8, $2) AND txid < pg_snapshot_xmin(pg_current_snapshot()){tenant_clause} \
-             ORDER BY txid, id LIMIT $3"
+             ORDER BY outbox_events.txid, outbox_events.id LIMIT $3"
         ),
         _ => format!(
             "SELECT id, txid, event_id, type, source, subject, subject_kind, tenant_id, project_id, version, time, data \
@@ -135,8 +141,7 @@ pub async fn read_after(
     if let Some(tenant_id) = tenant_id {
         values.push(tenant_id.into());
     }
-    let rows = conn.query_all_raw(stmt(backend, &sql, values)).await?;
-    rows.iter().map(event_from_row).collect()
+    stmt(backend, &sql, values)
 }
 
 /// The position of the newest event a reader may see now (the start for "from now on").
@@ -145,7 +150,7 @@ pub async fn head(conn: &impl ConnectionTrait) -> Result<Position> {
     let sql = match backend {
         DbBackend::Postgres => {
             "SELECT id, txid::text::bigint AS txid FROM outbox_events \
-             WHERE txid < pg_snapshot_xmin(pg_current_snapshot()) ORDER BY txid DESC, id DESC LIMIT 1"
+             WHERE txid < pg_snapshot_xmin(pg_current_snapshot()) ORDER BY outbox_events.txid DESC, outbox_events.id DESC LIMIT 1"
         }
         _ => "SELECT id, txid FROM outbox_events ORDER BY txid DESC, id DESC LIMIT 1",
     };
@@ -183,4 +188,110 @@ pub async fn ensure_feed_epoch(conn: &impl ConnectionTrait) -> Result<()> {
 
 pub async fn feed_epoch(conn: &impl ConnectionTrait) -> Result<String> {
     super::meta::get(conn, EPOCH_KEY).await?.ok_or_else(|| Error::internal("feed epoch missing"))
+}
+
+const HORIZON_KEY: &str = "feed_horizon";
+
+/// The position of the newest event removed by retention: every event at or before it is gone,
+/// every event after it is kept. The start of the feed when none was removed.
+pub async fn horizon(conn: &impl ConnectionTrait) -> Result<Position> {
+    let Some(text) = super::meta::get(conn, HORIZON_KEY).await? else { return Ok(Position::default()) };
+    let (txid, id) = text.split_once(':').ok_or_else(|| Error::internal(format!("feed horizon {text:?}")))?;
+    let number = |n: &str| n.parse::<i64>().map_err(|_| Error::internal(format!("feed horizon {text:?}")));
+    Ok(Position { txid: number(txid)?, id: number(id)? })
+}
+
+/// Removes, in feed order, up to `limit` of the oldest events written before `cutoff`, stopping
+/// at the first one that is not (so what is kept is always every event after one position), and
+/// moves the horizon to the last removed, in one transaction. Returns how many it removed.
+pub async fn remove_before(conn: &sea_orm::DatabaseConnection, cutoff: DateTime<Utc>, limit: u64) -> Result<u64> {
+    let txn = conn.begin().await?;
+    let backend = txn.get_database_backend();
+    // On PostgreSQL only rows of finished transactions: a reader never passes an unfinished one,
+    // so no event can later commit behind the horizon.
+    let oldest = match backend {
+        DbBackend::Postgres => {
+            "SELECT id, txid::text::bigint AS txid, time FROM outbox_events \
+             WHERE txid < pg_snapshot_xmin(pg_current_snapshot()) ORDER BY outbox_events.txid, outbox_events.id LIMIT $1"
+        }
+        _ => "SELECT id, txid, time FROM outbox_events ORDER BY txid, id LIMIT $1",
+    };
+    let rows = txn.query_all_raw(stmt(backend, oldest, vec![(limit as i64).into()])).await?;
+    let mut last = None;
+    let mut count = 0;
+    for row in &rows {
+        let time: DateTime<Utc> = row.try_get("", "time")?;
+        if time >= cutoff {
+            break;
+        }
+        last = Some(Position { txid: row.try_get("", "txid")?, id: row.try_get("", "id")? });
+        count += 1;
+    }
+    let Some(last) = last else { return Ok(0) };
+    let remove = match backend {
+        DbBackend::Postgres => "DELETE FROM outbox_events WHERE (txid, id) <= ($1::text::xid8, $2)",
+        _ => "DELETE FROM outbox_events WHERE (txid, id) <= ($1, $2)",
+    };
+    let txid: sea_orm::Value = match backend {
+        DbBackend::Postgres => last.txid.to_string().into(),
+        _ => last.txid.into(),
+    };
+    txn.execute_raw(stmt(backend, remove, vec![txid, last.id.into()])).await?;
+    // Zero-padded, so the text order is the position order and a horizon only moves forward
+    // when two passes overlap.
+    let text = format!("{:020}:{:020}", last.txid, last.id);
+    txn.execute_raw(stmt(
+        backend,
+        "INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value \
+         WHERE meta.value < excluded.value",
+        vec![HORIZON_KEY.into(), text.into()],
+    ))
+    .await?;
+    txn.commit().await?;
+    Ok(count)
+}
+
+/// The bench's figures of a large feed (PostgreSQL): `count` more `project.created` events over
+/// 1,000 tenants, 100,000 to a transaction.
+pub async fn seed_for_bench(conn: &impl ConnectionTrait, count: u64) -> Result<()> {
+    let mut left = count as i64;
+    while left > 0 {
+        let n = left.min(100_000);
+        conn.execute_unprepared(&format!(
+            "INSERT INTO outbox_events (event_id, type, source, subject, subject_kind, tenant_id, version, time, data) \
+             SELECT 'evt_bench_' || (b.base + g), 'project.created', '/vps-graph/project', 'proj_' || (b.base + g), 'project', \
+             'bench-growth-' || ((b.base + g) % 1000), 1, now(), '{{}}'::jsonb \
+             FROM (SELECT coalesce(max(id), 0) AS base FROM outbox_events) b, generate_series(1, {n}) g"
+        ))
+        .await?;
+        left -= n;
+    }
+    Ok(())
+}
+
+/// The position of the event with row id `id` (the bench's cursor into the middle of the feed).
+pub async fn position_of(conn: &impl ConnectionTrait, id: i64) -> Result<Option<Position>> {
+    let backend = conn.get_database_backend();
+    let sql = match backend {
+        DbBackend::Postgres => "SELECT id, txid::text::bigint AS txid FROM outbox_events WHERE id >= $1 ORDER BY id LIMIT 1",
+        _ => "SELECT id, txid FROM outbox_events WHERE id >= $1 ORDER BY id LIMIT 1",
+    };
+    let row = conn.query_one_raw(stmt(backend, sql, vec![id.into()])).await?;
+    Ok(match row {
+        Some(row) => Some(Position { txid: row.try_get("", "txid")?, id: row.try_get("", "id")? }),
+        None => None,
+    })
+}
+
+/// PostgreSQL's plan of the feed's page read, as run (`EXPLAIN (ANALYZE, BUFFERS)`).
+pub async fn explain_read_after(
+    conn: &impl ConnectionTrait,
+    after: Position,
+    tenant_id: Option<&str>,
+    limit: u64,
+) -> Result<Vec<String>> {
+    let read = read_after_statement(conn.get_database_backend(), after, tenant_id, limit);
+    let explain = format!("EXPLAIN (ANALYZE, BUFFERS) {read}");
+    let rows = conn.query_all_raw(stmt(conn.get_database_backend(), &explain, vec![])).await?;
+    rows.iter().map(|row| Ok(row.try_get::<String>("", "QUERY PLAN")?)).collect()
 }
