@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 use crate::clock::Clock;
 use crate::config::{Demo, LimitArgs, ServeArgs};
 use crate::error::{Error, Result};
-use crate::graphql::{self, AppSchema, Limits};
+use crate::graphql::{self, Limits, Schemas};
 use crate::http::{self, HttpState};
 use crate::metrics::Metrics;
 use crate::provider::Providers;
@@ -71,7 +71,7 @@ impl From<&ServeArgs> for AppConfig {
 
 pub struct App {
     pub services: Services,
-    pub schema: AppSchema,
+    pub schema: Schemas,
     pub stop: CancellationToken,
     /// Set on the first start of a database with the demo on: the tokens to print once.
     pub first_start: Option<FirstStart>,

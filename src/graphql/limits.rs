@@ -65,7 +65,18 @@ fn exceeded(limit: &str, value: usize, max: usize) -> ServerError {
     )
 }
 
-fn with_codes(mut response: Response) -> Response {
+/// Marks a request to be checked only: validation stops it once every limit is checked.
+pub struct CheckOnly;
+
+/// What stops a checked request that passed (never sent to a client).
+const PASSED: &str = "vps-graph: the request passed its checks";
+
+/// Whether a `CheckOnly` request passed: its only error is the one validation stops it with.
+pub fn passed(response: &Response) -> bool {
+    matches!(&response.errors[..], [only] if only.message == PASSED)
+}
+
+pub fn with_codes(mut response: Response) -> Response {
     for error in &mut response.errors {
         let extensions = error.extensions.get_or_insert_with(Default::default);
         if extensions.get("code").is_none() {
@@ -136,6 +147,9 @@ impl Extension for Guard {
         result.complexity = result.complexity.saturating_sub(measured.introspection_fields);
         if result.complexity > self.limits.complexity {
             return Err(vec![exceeded("complexity", result.complexity, self.limits.complexity)]);
+        }
+        if ctx.data_opt::<CheckOnly>().is_some() {
+            return Err(vec![ServerError::new(PASSED, None)]);
         }
         Ok(result)
     }

@@ -65,10 +65,58 @@ pub struct Subscription(
     filesystems::FilesystemSubscription,
 );
 
-pub fn build(services: Services, limits: Limits) -> AppSchema {
-    let builder =
-        Schema::build(Query::default(), Mutation::default(), Subscription::default()).data(services).extension(limits);
-    if limits.introspection { builder.finish() } else { builder.disable_introspection().finish() }
+/// The schema twice, over the same types and data. `checked` carries the limits (an extension):
+/// it serves WebSocket subscriptions, and checks each HTTP request (parse, limits, validation)
+/// without executing it; `fast` executes what passed, with no extension. Any extension sends
+/// every field through async-graphql's extension path (a registry lookup, boxed futures, a
+/// type name formatted per list item), which cost a list page more than its SQL did.
+#[derive(Clone)]
+pub struct Schemas {
+    pub checked: AppSchema,
+    fast: AppSchema,
+}
+
+impl Schemas {
+    pub async fn execute(&self, mut request: async_graphql::Request) -> async_graphql::Response {
+        let mut check = async_graphql::Request::new(request.query.clone())
+            .variables(request.variables.clone())
+            .data(limits::CheckOnly);
+        check.operation_name = request.operation_name.clone();
+        if let Ok(document) = request.parsed_query() {
+            check.set_parsed_query(document.clone());
+        }
+        let checked = self.checked.execute(check).await;
+        if !limits::passed(&checked) {
+            return checked;
+        }
+        limits::with_codes(self.fast.execute(request).await)
+    }
+
+    /// Each request of a batch in turn, as async-graphql does.
+    pub async fn execute_batch(&self, batch: async_graphql::BatchRequest) -> async_graphql::BatchResponse {
+        match batch {
+            async_graphql::BatchRequest::Single(request) => async_graphql::BatchResponse::Single(self.execute(request).await),
+            async_graphql::BatchRequest::Batch(requests) => {
+                let mut responses = Vec::with_capacity(requests.len());
+                for request in requests {
+                    responses.push(self.execute(request).await);
+                }
+                async_graphql::BatchResponse::Batch(responses)
+            }
+        }
+    }
+}
+
+pub fn build(services: Services, limits: Limits) -> Schemas {
+    let schema = || Schema::build(Query::default(), Mutation::default(), Subscription::default()).data(services.clone());
+    let checked = schema().extension(limits);
+    // What `checked` validated is only measured again (complexity, depth), not re-validated.
+    let fast = schema().validation_mode(async_graphql::ValidationMode::Fast);
+    if limits.introspection {
+        Schemas { checked: checked.finish(), fast: fast.finish() }
+    } else {
+        Schemas { checked: checked.disable_introspection().finish(), fast: fast.disable_introspection().finish() }
+    }
 }
 
 /// The schema's SDL, as `vps-graph schema` prints it and `schema.graphql` holds it.

@@ -21,13 +21,13 @@ use tracing::Level;
 
 use crate::config::LimitArgs;
 
-use crate::graphql::AppSchema;
+use crate::graphql::Schemas;
 use crate::metrics::{HttpOperation, HttpRequest, Metrics};
 use crate::service::Services;
 
 #[derive(Clone)]
 pub struct HttpState {
-    pub schema: AppSchema,
+    pub schema: Schemas,
     pub services: Services,
     pub metrics: Arc<Metrics>,
     pub max_batch: usize,

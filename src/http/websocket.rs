@@ -83,7 +83,7 @@ async fn serve(socket: WebSocket, state: HttpState, protocol: WebSocketProtocols
     });
     let (actor_tx, actor_rx) = oneshot::channel::<Actor>();
     let init_state = state.clone();
-    let mut output = GraphQLSocket::new(state.schema.clone(), input, protocol)
+    let mut output = GraphQLSocket::new(state.schema.checked.clone(), input, protocol)
         .on_connection_init(move |payload| async move {
             let token = init_token(&payload).or(header_token);
             match bearer::caller(&init_state, token).await {
