@@ -200,3 +200,45 @@ db_test!(revoking_a_token_ends_its_subscriptions, |backend: Backend| async move 
         assert!(ends, "only the end of the subscription comes before the close: {message}");
     }
 });
+
+db_test!(a_subscriber_whose_queue_overflowed_reads_what_it_missed_from_the_outbox, |backend: Backend| async move {
+    use futures_util::StreamExt;
+    use vps_graph::service::authz::Actor;
+    use vps_graph::service::feed::Filter;
+    use vps_graph::store::outbox::NewEvent;
+    let server = TestServer::start(backend).await;
+    let services = &server.app.services;
+    let filter = Filter {
+        actor: Actor::system(),
+        tenant_id: Some("acme".into()),
+        types: Vec::new(),
+        subject: None,
+        except: Vec::new(),
+        part: None,
+    };
+    let stream = services.feed.subscribe(filter, None);
+    // Far more than a subscriber's queue holds, handed to it while it reads nothing.
+    const MANY: usize = 1_000;
+    let tailed = services.metrics.events_tailed.get();
+    let event = |n: usize| NewEvent {
+        event_type: "test.written".into(),
+        subject_kind: "test",
+        subject: format!("s{n}"),
+        tenant_id: Some("acme".into()),
+        project_id: None,
+        version: 1,
+        data: json!({ "n": n }),
+    };
+    let txn = services.begin().await.unwrap();
+    services.commit(txn, (0..MANY).map(event).collect()).await.unwrap();
+    for _ in 0..1_000 {
+        if services.metrics.events_tailed.get() >= tailed + MANY as u64 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(services.metrics.events_tailed.get() >= tailed + MANY as u64, "the tailer handed every event on");
+    let got: Vec<String> = stream.take(MANY).map(|e| e.unwrap().subject.clone()).collect().await;
+    let expected: Vec<String> = (0..MANY).map(|n| format!("s{n}")).collect();
+    assert_eq!(got, expected, "every event once, in feed order, past the overflow");
+});

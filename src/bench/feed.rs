@@ -39,8 +39,14 @@ pub async fn deliveries(client: &Client, args: &BenchArgs) -> BenchResult<Delive
         let subscriber = client.subscriber(&tenants[t]).await?;
         readers.push(tokio::spawn(listen(subscriber, expected(t), latencies.clone())));
     }
-    // No ack for `subscribe`: give the server a moment to register every subscription.
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // No ack for `subscribe`: wait until the server holds every subscription.
+    let registering = Instant::now();
+    while client.metric("vps_graph_subscribers").await? < args.subscribers as f64 {
+        if registering.elapsed() > Duration::from_secs(120) {
+            return Err("the server never held every subscription".into());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     let started = Instant::now();
     let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / args.event_rate.max(1) as f64));
     let mut sends = Vec::with_capacity(args.events);
@@ -129,8 +135,13 @@ async fn growth_in(label: &str, url: &str, args: &BenchArgs) -> BenchResult<()> 
             verdict(ratio <= 1.5)
         );
     }
-    let plan = outbox::explain_read_after(&db, middle(&db).await?, Some("bench-growth-7"), 100).await.map_err(|e| e.describe())?;
-    println!("[{label}] feed: the plan of one tenant's page at {} events (seeded in {seed_secs:.0} s):", args.feed_events);
+    let plan = outbox::explain_read_after(&db, middle(&db).await?, Some("bench-growth-7"), 100)
+        .await
+        .map_err(|e| e.describe())?;
+    println!(
+        "[{label}] feed: the plan of one tenant's page at {} events (seeded in {seed_secs:.0} s):",
+        args.feed_events
+    );
     for line in plan {
         println!("    {line}");
     }

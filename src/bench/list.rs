@@ -121,6 +121,11 @@ pub async fn figures(label: &str, database_url: &str, args: &BenchArgs, dir: &Pa
         return Ok(());
     }
     let replayed = replayed_pages(database_url, tenant, &cursors).await?;
+    if replayed.iter().any(String::is_empty) {
+        println!("[{label}] list: the server wrote no SQL trace (a build before it had one): no pgbench figure");
+        drop(server);
+        return peer_figures(label, database_url, args, tenant, &ours, &typename, trivial.rate, dir).await;
+    }
     for (connections, measured) in &ours {
         let tps = peers::pgbench(database_url, &replayed, *connections, args.load_secs, dir).await?;
         let ratio = measured.load.rate / tps;
@@ -141,7 +146,14 @@ struct Measured {
 }
 
 /// A wrk run with the CPU the server process and PostgreSQL used over it, per request.
-async fn measure(url: &str, bodies: &[String], connections: usize, secs: u64, dir: &Path, pid: u32) -> BenchResult<Measured> {
+async fn measure(
+    url: &str,
+    bodies: &[String],
+    connections: usize,
+    secs: u64,
+    dir: &Path,
+    pid: u32,
+) -> BenchResult<Measured> {
     // A short warm-up at the same load, not counted.
     peers::wrk(url, super::ADMIN, bodies, connections, 2, dir).await?;
     let (server_before, postgres_before) = (peers::cpu_secs(pid)?, peers::postgres_cpu_secs());
@@ -266,7 +278,12 @@ async fn peer_cursors(url: &str, tenant: &str) -> BenchResult<Vec<Option<String>
             return Err(format!("PostGraphile: {errors}"));
         }
         let list = &body["data"]["allProviderVolumes"];
-        check_page(&list["edges"], "volumeAttachmentsByVolumeId", "instanceByInstanceId", "providerSnapshotsByVolumeId")?;
+        check_page(
+            &list["edges"],
+            "volumeAttachmentsByVolumeId",
+            "instanceByInstanceId",
+            "providerSnapshotsByVolumeId",
+        )?;
         if list["pageInfo"]["hasNextPage"] != true {
             return Ok(cursors);
         }

@@ -124,7 +124,16 @@ pub async fn run(args: BenchArgs) -> BenchResult<()> {
     if let Some(base) = &args.postgres_url {
         let name = format!("vpsg_bench_{}", ulid::Ulid::generate().to_string().to_lowercase());
         crate::store::admin::execute(base, &format!("CREATE DATABASE {name}")).await?;
-        backends.push(("postgres", crate::store::admin::with_database(base, &name), Some((base.clone(), name))));
+        // Every peer on loopback gets the same plain connection (PostGraphile's default); a
+        // server that offers TLS would otherwise cost this one's statements a TLS record each.
+        let url = crate::store::admin::with_database(base, &name);
+        let url = if url.contains("sslmode=") {
+            url
+        } else {
+            format!("{url}{}sslmode=disable", if url.contains('?') { '&' } else { '?' })
+        };
+        println!("vps-graph bench: PostgreSQL at {url}");
+        backends.push(("postgres", url, Some((base.clone(), name))));
     }
     println!("vps-graph bench: server = this binary as a child process; clients in this process; loopback only");
     for (label, url, _) in &backends {
@@ -325,7 +334,10 @@ pub(crate) struct Trace(tokio::sync::mpsc::UnboundedReceiver<String>);
 
 impl Trace {
     /// The statements the server ran while `request` was answered, in order.
-    pub(crate) async fn during<T>(&mut self, request: impl Future<Output = BenchResult<T>>) -> BenchResult<Vec<String>> {
+    pub(crate) async fn during<T>(
+        &mut self,
+        request: impl Future<Output = BenchResult<T>>,
+    ) -> BenchResult<Vec<String>> {
         while self.0.try_recv().is_ok() {}
         request.await?;
         let mut statements = Vec::new();
@@ -364,6 +376,17 @@ impl Client {
             Some(errors) => Err(format!("GraphQL errors: {errors}")),
             None => Ok(body["data"].clone()),
         }
+    }
+
+    /// One figure of the server's /metrics.
+    pub(crate) async fn metric(&self, name: &str) -> BenchResult<f64> {
+        let url = format!("http://{}/metrics", self.addr);
+        let text =
+            self.http.get(url).send().await.map_err(|e| e.to_string())?.text().await.map_err(|e| e.to_string())?;
+        text.lines()
+            .find_map(|line| line.strip_prefix(name).and_then(|rest| rest.strip_prefix(' ')))
+            .and_then(|n| n.trim().parse().ok())
+            .ok_or_else(|| format!("no {name} at /metrics"))
     }
 
     pub(crate) async fn ensure_tenant(&self, id: &str) -> BenchResult<()> {

@@ -52,7 +52,14 @@ pub struct Load {
 
 /// wrk for `secs` at `connections` against `url`, POSTing one of `bodies` (JSON, chosen at
 /// random per request) with the bearer token `token`.
-pub async fn wrk(url: &str, token: &str, bodies: &[String], connections: usize, secs: u64, dir: &Path) -> BenchResult<Load> {
+pub async fn wrk(
+    url: &str,
+    token: &str,
+    bodies: &[String],
+    connections: usize,
+    secs: u64,
+    dir: &Path,
+) -> BenchResult<Load> {
     let script = dir.join(format!("load-{}.lua", ulid::Ulid::generate()));
     let quoted: Vec<String> = bodies.iter().map(|b| format!("[==[{b}]==]")).collect();
     let lua = format!(
@@ -80,7 +87,8 @@ end
         .map_err(|e| format!("wrk: {e}"))?;
     let _ = std::fs::remove_file(&script);
     let text = String::from_utf8_lossy(&output.stdout);
-    let line = text.lines().find_map(|l| l.strip_prefix("WRK ")).ok_or_else(|| format!("wrk printed no figures: {text}"))?;
+    let line =
+        text.lines().find_map(|l| l.strip_prefix("WRK ")).ok_or_else(|| format!("wrk printed no figures: {text}"))?;
     let n: Vec<f64> = line.split_whitespace().filter_map(|f| f.parse().ok()).collect();
     let [requests, micros, p50, p99, errors] = n[..] else { return Err(format!("wrk figures: {line}")) };
     Ok(Load {
@@ -94,7 +102,13 @@ end
 
 /// pgbench for `secs` at `clients`, each transaction one of `scripts` (chosen at random);
 /// returns transactions per second.
-pub async fn pgbench(database_url: &str, scripts: &[String], clients: usize, secs: u64, dir: &Path) -> BenchResult<f64> {
+pub async fn pgbench(
+    database_url: &str,
+    scripts: &[String],
+    clients: usize,
+    secs: u64,
+    dir: &Path,
+) -> BenchResult<f64> {
     let mut files = Vec::new();
     for (i, script) in scripts.iter().enumerate() {
         let file = dir.join(format!("pgbench-{}-{i}.sql", ulid::Ulid::generate()));

@@ -67,12 +67,7 @@ pub async fn converge(database_url: &str, args: &BenchArgs) -> BenchResult<Conve
 
 /// The server's `vps_graph_sql_statements` counter, read at /metrics.
 async fn sql_statements(client: &Client) -> BenchResult<u64> {
-    let url = format!("http://{}/metrics", client.addr);
-    let text = client.http.get(url).send().await.map_err(|e| e.to_string())?.text().await.map_err(|e| e.to_string())?;
-    text.lines()
-        .find_map(|line| line.strip_prefix("vps_graph_sql_statements_total "))
-        .and_then(|n| n.trim().parse().ok())
-        .ok_or_else(|| "no vps_graph_sql_statements_total at /metrics".to_owned())
+    Ok(client.metric("vps_graph_sql_statements_total").await? as u64)
 }
 
 /// A fresh tenant with a pool on an account at `api_url`, offered with room for everything.

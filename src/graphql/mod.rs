@@ -95,7 +95,9 @@ impl Schemas {
     /// Each request of a batch in turn, as async-graphql does.
     pub async fn execute_batch(&self, batch: async_graphql::BatchRequest) -> async_graphql::BatchResponse {
         match batch {
-            async_graphql::BatchRequest::Single(request) => async_graphql::BatchResponse::Single(self.execute(request).await),
+            async_graphql::BatchRequest::Single(request) => {
+                async_graphql::BatchResponse::Single(self.execute(request).await)
+            }
             async_graphql::BatchRequest::Batch(requests) => {
                 let mut responses = Vec::with_capacity(requests.len());
                 for request in requests {
@@ -108,7 +110,8 @@ impl Schemas {
 }
 
 pub fn build(services: Services, limits: Limits) -> Schemas {
-    let schema = || Schema::build(Query::default(), Mutation::default(), Subscription::default()).data(services.clone());
+    let schema =
+        || Schema::build(Query::default(), Mutation::default(), Subscription::default()).data(services.clone());
     let checked = schema().extension(limits);
     // What `checked` validated is only measured again (complexity, depth), not re-validated.
     let fast = schema().validation_mode(async_graphql::ValidationMode::Fast);

@@ -51,6 +51,9 @@ impl Services {
     ) -> Result<(Filter, Option<Position>)> {
         let filter = self.event_filter(actor, tenant_id, types)?;
         let after = after.map(|c| self.feed.parse_cursor(c)).transpose()?;
+        if let Some(after) = after {
+            self.feed.check_retained(after).await?;
+        }
         self.ensure_active(actor).await?;
         Ok((filter, after))
     }

@@ -25,6 +25,7 @@ const TAIL_BATCH: u64 = 512;
 const REPLAY_PAGE: u64 = 256;
 /// Events a subscriber's queue holds before it overflows (it then reads from the outbox).
 const QUEUE_CAPACITY: usize = 256;
+const BEHIND_RETENTION: &str = "cursorBehindRetention";
 const REPLAY_BACKOFF: Duration = Duration::from_secs(1);
 const RECHECK: Duration = Duration::from_millis(50);
 const RECHECK_FOR: Duration = Duration::from_secs(3);
@@ -274,21 +275,29 @@ impl Feed {
     /// reader would otherwise skip them without knowing.
     pub async fn read_after(&self, after: Option<Position>, tenant_id: Option<&str>, limit: u64) -> Result<Vec<Event>> {
         let events = outbox::read_after(self.db(), after.unwrap_or_default(), tenant_id, limit).await?;
-        let Some(after) = after else { return Ok(events) };
-        // Read after the page: a removal the page saw has moved the horizon already.
-        let horizon = self.horizon().await?;
-        if after < horizon {
-            return Err(Error::invalid_input(
-                "after",
-                "the events after this cursor are older than the feed keeps: read again from `retainedAfter`",
-            )
-            .with_details(serde_json::json!({
-                "field": "after",
-                "reason": "cursorBehindRetention",
-                "retainedAfter": self.cursor(horizon),
-            })));
+        if let Some(after) = after {
+            // Checked after the page: a removal the page saw has moved the horizon already.
+            self.check_retained(after).await?;
         }
         Ok(events)
+    }
+
+    /// Refuses a position retention has removed events after (INVALID_INPUT, reason
+    /// `cursorBehindRetention`, with the cursor to read on from if the gap is acceptable).
+    pub async fn check_retained(&self, after: Position) -> Result<()> {
+        let horizon = self.horizon().await?;
+        if after >= horizon {
+            return Ok(());
+        }
+        Err(Error::invalid_input(
+            "after",
+            "the events after this cursor are older than the feed keeps: read again from `retainedAfter`",
+        )
+        .with_details(serde_json::json!({
+            "field": "after",
+            "reason": BEHIND_RETENTION,
+            "retainedAfter": self.cursor(horizon),
+        })))
     }
 
     /// Events the filter accepts, from `after` (replayed from the outbox) or from now on, in feed
@@ -324,8 +333,7 @@ impl Feed {
             last: after.unwrap_or(head),
             replaying: after.is_some(),
             ready: VecDeque::new(),
-            revoked: false,
-            told_revoked: false,
+            ending: None,
             _open: GaugeGuard::new(&self.inner.metrics.subscribers),
         };
         futures_util::stream::unfold(state, |mut state| async move {
@@ -345,10 +353,15 @@ struct Subscriber {
     last: Position,
     replaying: bool,
     ready: VecDeque<Arc<Event>>,
-    /// Set when the subscriber's own token is revoked: the stream says so and ends.
-    revoked: bool,
-    told_revoked: bool,
+    /// Set when the stream is to end: after it has said why (its token was revoked, its cursor
+    /// fell behind retention), once.
+    ending: Option<Ending>,
     _open: GaugeGuard,
+}
+
+enum Ending {
+    Tell(Error),
+    Told,
 }
 
 impl Subscriber {
@@ -358,15 +371,18 @@ impl Subscriber {
                 self.feed.inner.metrics.events_delivered.inc();
                 return Some(Ok(event));
             }
-            if self.revoked {
-                if self.told_revoked {
-                    return None;
-                }
-                self.told_revoked = true;
-                return Some(Err(Error::new(Code::Unauthenticated, "the bearer token was revoked")));
+            match self.ending.replace(Ending::Told) {
+                Some(Ending::Tell(why)) => return Some(Err(why)),
+                Some(Ending::Told) => return None,
+                None => self.ending = None,
             }
             if self.replaying {
                 if let Err(err) = self.replay_page().await {
+                    if err.details["reason"] == BEHIND_RETENTION {
+                        // Nothing a retry would change.
+                        self.ending = Some(Ending::Tell(err));
+                        continue;
+                    }
                     // Say so, then try again after a pause rather than in a tight loop.
                     tokio::time::sleep(REPLAY_BACKOFF).await;
                     return Some(Err(err));
@@ -400,12 +416,12 @@ impl Subscriber {
     }
 
     fn pass(&mut self, event: Arc<Event>) {
-        if event.position <= self.last || self.revoked {
+        if event.position <= self.last || self.ending.is_some() {
             return;
         }
         self.last = event.position;
         if event.event_type == "token.revoked" && self.filter.actor.token_id.as_ref() == Some(&event.subject) {
-            self.revoked = true;
+            self.ending = Some(Ending::Tell(Error::new(Code::Unauthenticated, "the bearer token was revoked")));
             self.ready.clear();
             return;
         }
@@ -480,6 +496,64 @@ mod tests {
             time: Utc::now(),
             data,
         }
+    }
+
+    fn slot() -> (Slot, mpsc::Receiver<Arc<Event>>) {
+        let (queue, receiver) = mpsc::channel(2);
+        (Slot { queue, overflowed: Arc::default() }, receiver)
+    }
+
+    #[test]
+    fn an_event_is_handed_only_to_the_subscribers_of_its_subject_its_tenant_and_the_whole_feed() {
+        let mut routes = Routes::default();
+        let (all, mut to_all) = slot();
+        let (acme, mut to_acme) = slot();
+        let (other, mut to_other) = slot();
+        let (subject, mut to_subject) = slot();
+        let (another_subject, mut to_another_subject) = slot();
+        routes.add(Route::All, 1, all);
+        routes.add(Route::Tenant("acme".into()), 2, acme);
+        routes.add(Route::Tenant("globex".into()), 3, other);
+        routes.add(Route::Subject("net_1".into()), 4, subject);
+        routes.add(Route::Subject("net_2".into()), 5, another_subject);
+        routes.deliver(&Arc::new(event("network.ready", json!({}))));
+        for (who, queue) in [("all", &mut to_all), ("acme", &mut to_acme), ("net_1", &mut to_subject)] {
+            assert!(queue.try_recv().is_ok(), "{who} is handed the event");
+        }
+        assert!(to_other.try_recv().is_err(), "another tenant's subscriber does no work for it");
+        assert!(to_another_subject.try_recv().is_err(), "nor does another subject's");
+        routes.remove(&Route::Tenant("acme".into()), 2);
+        routes.deliver(&Arc::new(event("network.ready", json!({}))));
+        assert!(to_acme.try_recv().is_err(), "a subscriber gone is no longer reached");
+    }
+
+    #[test]
+    fn a_full_queue_is_told_it_overflowed_and_keeps_what_came_first() {
+        let mut routes = Routes::default();
+        let (acme, mut queue) = slot();
+        let overflowed = acme.overflowed.clone();
+        routes.add(Route::Tenant("acme".into()), 1, acme);
+        for n in 0..3 {
+            let mut e = event("network.ready", json!({}));
+            e.position = Position { txid: 0, id: n };
+            routes.deliver(&Arc::new(e));
+        }
+        assert!(overflowed.load(Ordering::Acquire), "the third event did not fit");
+        assert_eq!(queue.try_recv().unwrap().position.id, 0);
+        assert_eq!(queue.try_recv().unwrap().position.id, 1);
+        assert!(queue.try_recv().is_err());
+    }
+
+    #[test]
+    fn a_subscriber_is_routed_by_its_subject_else_its_tenant_and_by_its_own_token() {
+        let mut actor = Actor::system();
+        actor.token_id = Some("tok_1".into());
+        let network = Filter::resource(&actor, "acme".into(), "network.*", "net_1".into());
+        assert!(network.routes() == vec![Route::Subject("net_1".into()), Route::Subject("tok_1".into())]);
+        let tenant = Filter { subject: None, ..network.clone() };
+        assert!(tenant.routes() == vec![Route::Tenant("acme".into()), Route::Subject("tok_1".into())]);
+        let whole = Filter { tenant_id: None, subject: None, actor: Actor::system(), ..network };
+        assert!(whole.routes() == vec![Route::All]);
     }
 
     #[test]

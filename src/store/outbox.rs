@@ -118,7 +118,12 @@ pub async fn read_after(
     rows.iter().map(event_from_row).collect()
 }
 
-fn read_after_statement(backend: DbBackend, after: Position, tenant_id: Option<&str>, limit: u64) -> sea_orm::Statement {
+fn read_after_statement(
+    backend: DbBackend,
+    after: Position,
+    tenant_id: Option<&str>,
+    limit: u64,
+) -> sea_orm::Statement {
     let tenant_clause = if tenant_id.is_some() { " AND tenant_id = $4" } else { "" };
     // ORDER BY names the table's columns: a bare `txid` is the SELECT's bigint alias, which no
     // index orders, and PostgreSQL would read and sort every event after the cursor.
@@ -273,7 +278,9 @@ pub async fn seed_for_bench(conn: &impl ConnectionTrait, count: u64) -> Result<(
 pub async fn position_of(conn: &impl ConnectionTrait, id: i64) -> Result<Option<Position>> {
     let backend = conn.get_database_backend();
     let sql = match backend {
-        DbBackend::Postgres => "SELECT id, txid::text::bigint AS txid FROM outbox_events WHERE id >= $1 ORDER BY id LIMIT 1",
+        DbBackend::Postgres => {
+            "SELECT id, txid::text::bigint AS txid FROM outbox_events WHERE id >= $1 ORDER BY id LIMIT 1"
+        }
         _ => "SELECT id, txid FROM outbox_events WHERE id >= $1 ORDER BY id LIMIT 1",
     };
     let row = conn.query_one_raw(stmt(backend, sql, vec![id.into()])).await?;
