@@ -265,15 +265,8 @@ async fn peer_cursors(url: &str, tenant: &str) -> BenchResult<Vec<Option<String>
     let http = reqwest::Client::new();
     let mut cursors: Vec<Option<String>> = vec![None];
     loop {
-        let body: Value = http
-            .post(url)
-            .json(&json!({ "query": PEER_PAGE, "variables": { "t": tenant, "a": cursors.last().cloned().flatten() } }))
-            .send()
-            .await
-            .map_err(|e| e.to_string())?
-            .json()
-            .await
-            .map_err(|e| e.to_string())?;
+        let variables = json!({ "t": tenant, "a": cursors.last().cloned().flatten() });
+        let body = super::json_of(http.post(url), &json!({ "query": PEER_PAGE, "variables": variables })).await?;
         if let Some(errors) = body.get("errors") {
             return Err(format!("PostGraphile: {errors}"));
         }

@@ -354,6 +354,12 @@ impl Trace {
     }
 }
 
+/// POSTs `body` as JSON and decodes the answer.
+pub(crate) async fn json_of(request: reqwest::RequestBuilder, body: &Value) -> BenchResult<Value> {
+    let response = request.json(body).send().await.map_err(|e| e.to_string())?;
+    response.json().await.map_err(|e| e.to_string())
+}
+
 /// How a figure stands against its target.
 pub(crate) fn verdict(met: bool) -> &'static str {
     if met { "[met]" } else { "[MISSED]" }
@@ -361,17 +367,8 @@ pub(crate) fn verdict(met: bool) -> &'static str {
 
 impl Client {
     pub(crate) async fn gql(&self, query: &str, variables: Value) -> BenchResult<Value> {
-        let body: Value = self
-            .http
-            .post(format!("http://{}/graphql", self.addr))
-            .bearer_auth(ADMIN)
-            .json(&json!({ "query": query, "variables": variables }))
-            .send()
-            .await
-            .map_err(|e| e.to_string())?
-            .json()
-            .await
-            .map_err(|e| e.to_string())?;
+        let request = self.http.post(format!("http://{}/graphql", self.addr)).bearer_auth(ADMIN);
+        let body = json_of(request, &json!({ "query": query, "variables": variables })).await?;
         match body.get("errors") {
             Some(errors) => Err(format!("GraphQL errors: {errors}")),
             None => Ok(body["data"].clone()),

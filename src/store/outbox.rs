@@ -138,11 +138,7 @@ fn read_after_statement(
              FROM outbox_events WHERE (txid, id) > ($1, $2){tenant_clause} ORDER BY txid, id LIMIT $3"
         ),
     };
-    let txid: sea_orm::Value = match backend {
-        DbBackend::Postgres => after.txid.to_string().into(),
-        _ => after.txid.into(),
-    };
-    let mut values = vec![txid, after.id.into(), (limit as i64).into()];
+    let mut values = vec![txid_value(backend, after.txid), after.id.into(), (limit as i64).into()];
     if let Some(tenant_id) = tenant_id {
         values.push(tenant_id.into());
     }
@@ -161,14 +157,27 @@ pub async fn head(conn: &impl ConnectionTrait) -> Result<Position> {
     };
     let row = conn.query_one_raw(stmt(backend, sql, vec![])).await?;
     Ok(match row {
-        Some(row) => Position { txid: row.try_get("", "txid")?, id: row.try_get("", "id")? },
+        Some(row) => position_from_row(&row)?,
         None => Position::default(),
     })
 }
 
+/// A row's `txid` and `id` (PostgreSQL's xid8 read as `txid::text::bigint AS txid`).
+fn position_from_row(row: &QueryResult) -> Result<Position> {
+    Ok(Position { txid: row.try_get("", "txid")?, id: row.try_get("", "id")? })
+}
+
+/// A position's `txid` as a parameter: text cast to xid8 on PostgreSQL, an integer on SQLite.
+fn txid_value(backend: DbBackend, txid: i64) -> sea_orm::Value {
+    match backend {
+        DbBackend::Postgres => txid.to_string().into(),
+        _ => txid.into(),
+    }
+}
+
 fn event_from_row(row: &QueryResult) -> Result<Event> {
     Ok(Event {
-        position: Position { txid: row.try_get("", "txid")?, id: row.try_get("", "id")? },
+        position: position_from_row(row)?,
         id: row.try_get("", "event_id")?,
         event_type: row.try_get("", "type")?,
         source: row.try_get("", "source")?,
@@ -229,7 +238,7 @@ pub async fn remove_before(conn: &sea_orm::DatabaseConnection, cutoff: DateTime<
         if time >= cutoff {
             break;
         }
-        last = Some(Position { txid: row.try_get("", "txid")?, id: row.try_get("", "id")? });
+        last = Some(position_from_row(row)?);
         count += 1;
     }
     let Some(last) = last else { return Ok(0) };
@@ -237,11 +246,7 @@ pub async fn remove_before(conn: &sea_orm::DatabaseConnection, cutoff: DateTime<
         DbBackend::Postgres => "DELETE FROM outbox_events WHERE (txid, id) <= ($1::text::xid8, $2)",
         _ => "DELETE FROM outbox_events WHERE (txid, id) <= ($1, $2)",
     };
-    let txid: sea_orm::Value = match backend {
-        DbBackend::Postgres => last.txid.to_string().into(),
-        _ => last.txid.into(),
-    };
-    txn.execute_raw(stmt(backend, remove, vec![txid, last.id.into()])).await?;
+    txn.execute_raw(stmt(backend, remove, vec![txid_value(backend, last.txid), last.id.into()])).await?;
     // Zero-padded, so the text order is the position order and a horizon only moves forward
     // when two passes overlap.
     let text = format!("{:020}:{:020}", last.txid, last.id);
@@ -284,10 +289,7 @@ pub async fn position_of(conn: &impl ConnectionTrait, id: i64) -> Result<Option<
         _ => "SELECT id, txid FROM outbox_events WHERE id >= $1 ORDER BY id LIMIT 1",
     };
     let row = conn.query_one_raw(stmt(backend, sql, vec![id.into()])).await?;
-    Ok(match row {
-        Some(row) => Some(Position { txid: row.try_get("", "txid")?, id: row.try_get("", "id")? }),
-        None => None,
-    })
+    row.as_ref().map(position_from_row).transpose()
 }
 
 /// PostgreSQL's plan of the feed's page read, as run (`EXPLAIN (ANALYZE, BUFFERS)`).
