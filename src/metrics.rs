@@ -66,6 +66,8 @@ pub struct Metrics {
     pub http_seconds: Latencies<HttpOperation>,
     pub graphql_errors: Family<ErrorCode, Counter>,
     pub subscribers: Gauge,
+    /// Executions answering them: subscribers that ask the same share one.
+    pub subscription_executions: Gauge,
     pub websocket_connections: Gauge,
     pub events_delivered: Counter,
     pub events_tailed: Counter,
@@ -89,6 +91,7 @@ impl Default for Metrics {
             http_seconds: latencies(),
             graphql_errors: Family::default(),
             subscribers: Gauge::default(),
+            subscription_executions: Gauge::default(),
             websocket_connections: Gauge::default(),
             events_delivered: Counter::default(),
             events_tailed: Counter::default(),
@@ -118,6 +121,11 @@ impl Metrics {
         );
         r.register("vps_graph_graphql_errors", "GraphQL errors by extensions.code.", self.graphql_errors.clone());
         r.register("vps_graph_subscribers", "Open GraphQL subscriptions.", self.subscribers.clone());
+        r.register(
+            "vps_graph_subscription_executions",
+            "Executions answering the open subscriptions: those that ask the same share one.",
+            self.subscription_executions.clone(),
+        );
         r.register(
             "vps_graph_websocket_connections",
             "Open WebSocket connections.",

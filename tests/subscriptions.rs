@@ -238,7 +238,173 @@ db_test!(a_subscriber_whose_queue_overflowed_reads_what_it_missed_from_the_outbo
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     assert!(services.metrics.events_tailed.get() >= tailed + MANY as u64, "the tailer handed every event on");
-    let got: Vec<String> = stream.take(MANY).map(|e| e.unwrap().subject.clone()).collect().await;
+    let got: Vec<String> =
+        stream.take(MANY).map(|e| e.unwrap().subject.clone()).take_until(tokio::time::sleep(WAIT * 6)).collect().await;
     let expected: Vec<String> = (0..MANY).map(|n| format!("s{n}")).collect();
     assert_eq!(got, expected, "every event once, in feed order, past the overflow");
 });
+
+/// Waits until the server holds `subscribers` subscriptions answered by `executions` executions.
+async fn held(server: &TestServer, subscribers: i64, executions: i64) {
+    let metrics = &server.app.services.metrics;
+    for _ in 0..200 {
+        if metrics.subscribers.get() == subscribers && metrics.subscription_executions.get() == executions {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!(
+        "{} subscriptions in {} executions, not {subscribers} in {executions}",
+        metrics.subscribers.get(),
+        metrics.subscription_executions.get()
+    );
+}
+
+/// The next message of subscription `id`, as the text the server sent.
+async fn raw_next(ws: &mut Ws, id: &str) -> Value {
+    let message = ws.next(WAIT).await.expect("a message");
+    assert_eq!(message["id"], id, "{message}");
+    assert_eq!(message["type"], "next", "{message}");
+    message
+}
+
+db_test!(live_subscribers_that_ask_the_same_share_one_execution_rendered_once, |backend: Backend| async move {
+    let server = TestServer::start(backend).await;
+    server.tenant("acme").await;
+    let token = server.token(Some("acme"), &[("compute:*", "tenant/acme")]).await;
+    let projects = json!({ "t": "acme", "types": ["project.*"] });
+    let mut same = Vec::new();
+    for id in ["a", "b", "c"] {
+        let mut ws = acked(&server, &token).await;
+        ws.subscribe(id, EVENTS, projects.clone()).await;
+        same.push((id, ws));
+    }
+    // Other variables, and the same ones asked by another token: each its own execution.
+    let mut wider = acked(&server, &token).await;
+    wider.subscribe("w", EVENTS, json!({ "t": "acme", "types": ["project.*", "quota.*"] })).await;
+    let other_token = server.token(Some("acme"), &[("compute:*", "tenant/acme")]).await;
+    let mut other = acked(&server, &other_token).await;
+    other.subscribe("o", EVENTS, projects.clone()).await;
+    held(&server, 5, 3).await;
+    let delivered = server.app.services.metrics.events_delivered.get();
+    let made = server.project("acme", "p0").await;
+    let mut payloads = Vec::new();
+    for (id, ws) in &mut same {
+        let message = raw_next(ws, id).await;
+        assert_eq!(message["payload"]["data"]["events"]["subject"], made.as_str(), "{message}");
+        payloads.push(message["payload"].clone());
+    }
+    assert!(payloads.windows(2).all(|p| p[0] == p[1]), "one rendering for all: {payloads:?}");
+    assert_eq!(raw_next(&mut wider, "w").await["payload"]["data"]["events"]["subject"], made.as_str());
+    assert_eq!(raw_next(&mut other, "o").await["payload"]["data"]["events"]["subject"], made.as_str());
+    // The feed handed the event to three executions, not to five subscribers.
+    assert_eq!(server.app.services.metrics.events_delivered.get() - delivered, 3);
+
+    // One leaving does not end the others'; the last one leaving ends the execution.
+    let (_, mut first) = same.remove(0);
+    first.send(json!({ "id": "a", "type": "complete" })).await;
+    assert_eq!(first.next(WAIT).await.unwrap(), json!({ "id": "a", "type": "complete" }));
+    held(&server, 4, 3).await;
+    let later = server.project("acme", "p1").await;
+    for (id, ws) in &mut same {
+        assert_eq!(raw_next(ws, id).await["payload"]["data"]["events"]["subject"], later.as_str());
+    }
+    assert!(first.next(Duration::from_millis(300)).await.is_none(), "nothing after its own complete");
+    drop(same);
+    held(&server, 2, 2).await;
+});
+
+db_test!(a_subscriber_that_joins_a_live_execution_gets_what_it_answers_from_then_on, |backend: Backend| async move {
+    let server = TestServer::start(backend).await;
+    server.tenant("acme").await;
+    let token = server.token(Some("acme"), &[("compute:*", "tenant/acme")]).await;
+    let projects = json!({ "t": "acme", "types": ["project.*"] });
+    let mut early = acked(&server, &token).await;
+    early.subscribe("1", EVENTS, projects.clone()).await;
+    held(&server, 1, 1).await;
+    let before = server.project("acme", "before").await;
+    assert_eq!(take(&mut early, "1", 1).await[0]["subject"], before.as_str());
+    let mut late = acked(&server, &token).await;
+    late.subscribe("1", EVENTS, projects).await;
+    held(&server, 2, 1).await;
+    let after = server.project("acme", "after").await;
+    assert_eq!(take(&mut early, "1", 1).await[0]["subject"], after.as_str());
+    assert_eq!(take(&mut late, "1", 1).await[0]["subject"], after.as_str(), "from where it joined, nothing before");
+});
+
+db_test!(subscriptions_that_replay_from_a_cursor_each_run_on_their_own, |backend: Backend| async move {
+    let server = TestServer::start(backend).await;
+    server.tenant("acme").await;
+    let token = server.token(Some("acme"), &[("compute:*", "tenant/acme")]).await;
+    let made = make_projects(&server, "acme", (0..3).map(|i| format!("p{i}"))).await;
+    let cursor = cursor_of(&server, "acme", &made[0]).await;
+    let replay = json!({ "t": "acme", "types": ["project.*"], "after": cursor });
+    let mut first = acked(&server, &token).await;
+    first.subscribe("r", EVENTS, replay.clone()).await;
+    let replayed: Vec<Value> = take(&mut first, "r", 2).await.into_iter().map(|e| e["subject"].clone()).collect();
+    assert_eq!(replayed, [json!(made[1]), json!(made[2])]);
+    // The same replay asked later is replayed again, in full: a shared one would have missed it.
+    let mut second = acked(&server, &token).await;
+    second.subscribe("r", EVENTS, replay).await;
+    let replayed: Vec<Value> = take(&mut second, "r", 2).await.into_iter().map(|e| e["subject"].clone()).collect();
+    assert_eq!(replayed, [json!(made[1]), json!(made[2])]);
+    held(&server, 2, 2).await;
+});
+
+db_test!(
+    a_subscriber_that_reads_between_an_overflow_and_the_next_events_misses_nothing,
+    |backend: Backend| async move {
+        use futures_util::StreamExt;
+        use vps_graph::service::authz::Actor;
+        use vps_graph::service::feed::Filter;
+        use vps_graph::store::outbox::NewEvent;
+        let server = TestServer::start(backend).await;
+        let services = &server.app.services;
+        let filter = Filter {
+            actor: Actor::system(),
+            tenant_id: Some("acme".into()),
+            types: Vec::new(),
+            subject: None,
+            except: Vec::new(),
+            part: None,
+        };
+        let mut stream = Box::pin(services.feed.subscribe(filter, None));
+        let commit = |from: usize, to: usize| async move {
+            let tailed = services.metrics.events_tailed.get();
+            let events = (from..to).map(|n| NewEvent {
+                event_type: "test.written".into(),
+                subject_kind: "test",
+                subject: format!("s{n}"),
+                tenant_id: Some("acme".into()),
+                project_id: None,
+                version: 1,
+                data: json!({}),
+            });
+            let txn = services.begin().await.unwrap();
+            services.commit(txn, events.collect()).await.unwrap();
+            for _ in 0..1_000 {
+                if services.metrics.events_tailed.get() >= tailed + (to - from) as u64 {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            panic!("the tailer did not hand on events {from}..{to}");
+        };
+        let mut got = Vec::new();
+        let mut read = async |n: usize, got: &mut Vec<String>| {
+            for _ in 0..n {
+                let event = tokio::time::timeout(WAIT, stream.next()).await.expect("an event in time");
+                got.push(event.expect("the stream goes on").unwrap().subject.clone());
+            }
+        };
+        // More than the subscriber's queue holds: the tail of it overflows.
+        commit(0, 300).await;
+        // The subscriber reads a few, which makes room in its queue, before it has come to the
+        // overflow; then more events are handed on.
+        read(10, &mut got).await;
+        commit(300, 400).await;
+        read(390, &mut got).await;
+        let expected: Vec<String> = (0..400).map(|n| format!("s{n}")).collect();
+        assert_eq!(got, expected, "every event once, in feed order");
+    }
+);

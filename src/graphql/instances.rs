@@ -1,4 +1,6 @@
 //! Instances, as far as volumes need them.
+use std::sync::Arc;
+
 use async_graphql::{Context, ID, InputObject, Object, Result, SimpleObject, Subscription};
 use chrono::{DateTime, Utc};
 use futures_util::{Stream, StreamExt};
@@ -7,11 +9,21 @@ use super::networks::PageInfo;
 use super::{actor, services};
 use crate::service::instances::{FilesystemMountInput, InstanceCreate, InstanceView};
 use crate::service::rows::ListFilter;
+use crate::store::entity::instance;
 use crate::store::state::{Desired, OnDelete, State};
 
-pub struct Instance(pub InstanceView);
+#[derive(Clone)]
+pub struct Instance(pub Arc<InstanceView>);
 
-#[Object]
+impl From<InstanceView> for Instance {
+    fn from(view: InstanceView) -> Self {
+        Instance(Arc::new(view))
+    }
+}
+
+// Its fields are read from memory: resolved one after another (`serial`), a page of them costs no
+// task node and waker per field.
+#[Object(serial)]
 impl Instance {
     pub async fn id(&self) -> ID {
         ID(self.0.id.clone())
@@ -84,6 +96,33 @@ impl Instance {
     }
 }
 
+/// The columns each field of `Instance` is built from (`reads::columns`).
+pub(super) fn instance_columns(field: &str) -> Option<&'static [instance::Column]> {
+    use instance::Column::*;
+    Some(match field {
+        "id" | "filesystems" | "__typename" => &[],
+        "tenantId" => &[TenantId],
+        "projectId" => &[ProjectId],
+        "poolId" => &[PoolId],
+        "networkId" => &[NetworkId],
+        "name" => &[Name],
+        "region" => &[Region],
+        "zone" => &[Zone],
+        "size" => &[Size],
+        "image" => &[Image],
+        "onDelete" => &[OnDelete],
+        "state" => &[State],
+        "desiredState" => &[DesiredState],
+        "providerId" => &[ProviderId],
+        "message" => &[Message],
+        "version" => &[Version],
+        "createdAt" => &[CreatedAt],
+        "readyAt" => &[ReadyAt],
+        "deletedAt" => &[DeletedAt],
+        _ => return None,
+    })
+}
+
 #[derive(SimpleObject)]
 pub struct InstanceEdge {
     pub cursor: String,
@@ -154,7 +193,7 @@ pub struct InstanceQuery;
 impl InstanceQuery {
     /// One instance (`compute:instances:read` on `instance/{id}`).
     async fn instance(&self, ctx: &Context<'_>, tenant_id: String, instance_id: String) -> Result<Instance> {
-        Ok(Instance(services(ctx).instance_get(actor(ctx)?, &tenant_id, &instance_id).await?))
+        Ok(Instance::from(services(ctx).instance_get(actor(ctx)?, &tenant_id, &instance_id).await?))
     }
 
     /// The tenant's instances in the order they were made (at most 1000 a page).
@@ -172,7 +211,8 @@ impl InstanceQuery {
     ) -> Result<InstanceConnection> {
         let filter = ListFilter { pool_id, project_id, include_deleted, first: first.max(0) as u64, after };
         let page = services(ctx).instance_list(actor(ctx)?, &tenant_id, filter).await?;
-        let edges = page.items.into_iter().map(|i| InstanceEdge { cursor: i.id.clone(), node: Instance(i) }).collect();
+        let edges =
+            page.items.into_iter().map(|i| InstanceEdge { cursor: i.id.clone(), node: Instance::from(i) }).collect();
         Ok(InstanceConnection {
             edges,
             page_info: PageInfo { end_cursor: page.end_cursor, has_next_page: page.has_next_page },
@@ -207,13 +247,13 @@ impl InstanceMutation {
                 .collect(),
             idempotency_key: input.idempotency_key,
         };
-        Ok(Instance(services(ctx).instance_create(actor(ctx)?, create).await?))
+        Ok(Instance::from(services(ctx).instance_create(actor(ctx)?, create).await?))
     }
 
     /// Marks the instance for deletion and returns it DELETING; once its machine is gone its
     /// volumes are detached (deleteWithInstance ones deleted).
     async fn instance_delete(&self, ctx: &Context<'_>, input: InstanceDeleteInput) -> Result<Instance> {
-        Ok(Instance(services(ctx).instance_delete(actor(ctx)?, &input.tenant_id, &input.instance_id).await?))
+        Ok(Instance::from(services(ctx).instance_delete(actor(ctx)?, &input.tenant_id, &input.instance_id).await?))
     }
 }
 
@@ -235,7 +275,7 @@ impl InstanceSubscription {
             let event = item?;
             let view: InstanceView =
                 serde_json::from_value(event.data.clone()).map_err(|e| async_graphql::Error::new(e.to_string()))?;
-            Ok(Instance(view))
+            Ok(Instance::from(view))
         }))
     }
 }

@@ -1,7 +1,7 @@
-//! DataLoaders of one request: a page of volumes loads its attachments, snapshots and the
-//! attachments' instances in one statement each, whatever its size. The loaders cache for the
-//! request, and a list primes them for its whole page at once (see `prime`), so the count does
-//! not hang on how many keys arrive within a batch's delay.
+//! DataLoaders of one request: what objects read on their own ask for by id (a volume's
+//! snapshots, an attachment's or an address's instance, an instance's mounts) is read in one
+//! statement per batch and cached for the request. A page of volumes reads its children itself,
+//! with only the columns asked (`service::volumes::volume_page`).
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
@@ -13,11 +13,10 @@ use crate::service::Services;
 use crate::service::authz::Actor;
 use crate::service::instances::InstanceView;
 use crate::service::snapshots::SnapshotView;
-use crate::service::volumes::AttachmentView;
 use crate::store::STATEMENTS;
+use crate::store::columns::Columns;
 
 pub struct Loaders {
-    pub attachments: DataLoader<AttachmentLoader, HashMapCache>,
     pub snapshots: DataLoader<SnapshotLoader, HashMapCache>,
     pub instances: DataLoader<InstanceLoader, HashMapCache>,
     pub mounts: DataLoader<MountLoader, HashMapCache>,
@@ -37,7 +36,6 @@ impl Loaders {
         };
         let context = || Context { services: services.clone(), actor: actor.clone() };
         Loaders {
-            attachments: DataLoader::with_cache(AttachmentLoader(context()), spawner.clone(), HashMapCache::default()),
             snapshots: DataLoader::with_cache(SnapshotLoader(context()), spawner.clone(), HashMapCache::default()),
             instances: DataLoader::with_cache(InstanceLoader(context()), spawner.clone(), HashMapCache::default()),
             mounts: DataLoader::with_cache(MountLoader(context()), spawner, HashMapCache::default()),
@@ -50,18 +48,6 @@ pub struct Context {
     actor: Actor,
 }
 
-/// A volume's attachments that are not finished.
-pub struct AttachmentLoader(Context);
-
-impl Loader<String> for AttachmentLoader {
-    type Value = Vec<AttachmentView>;
-    type Error = Error;
-
-    async fn load(&self, keys: &[String]) -> Result<HashMap<String, Self::Value>, Self::Error> {
-        Ok(every_key(keys, self.0.services.attachments_of(keys).await?))
-    }
-}
-
 /// A volume's snapshots that are not deleted, those the caller may read.
 pub struct SnapshotLoader(Context);
 
@@ -70,7 +56,7 @@ impl Loader<String> for SnapshotLoader {
     type Error = Error;
 
     async fn load(&self, keys: &[String]) -> Result<HashMap<String, Self::Value>, Self::Error> {
-        Ok(every_key(keys, self.0.services.snapshots_of(&self.0.actor, keys).await?))
+        Ok(every_key(keys, self.0.services.snapshots_of(&self.0.actor, keys, &Columns::all()).await?))
     }
 }
 
@@ -78,11 +64,11 @@ impl Loader<String> for SnapshotLoader {
 pub struct InstanceLoader(Context);
 
 impl Loader<String> for InstanceLoader {
-    type Value = Option<InstanceView>;
+    type Value = Option<Arc<InstanceView>>;
     type Error = Error;
 
     async fn load(&self, keys: &[String]) -> Result<HashMap<String, Self::Value>, Self::Error> {
-        let mut found = self.0.services.instances_by_id(&self.0.actor, keys).await?;
+        let mut found = self.0.services.instances_by_id(&self.0.actor, keys, &Columns::all()).await?;
         Ok(keys.iter().map(|k| (k.clone(), found.remove(k))).collect())
     }
 }
@@ -102,28 +88,6 @@ impl Loader<String> for MountLoader {
 /// An answer for every key (an empty list for none), so the cache also remembers "nothing".
 fn every_key<V>(keys: &[String], mut found: HashMap<String, Vec<V>>) -> HashMap<String, Vec<V>> {
     keys.iter().map(|k| (k.clone(), found.remove(k).unwrap_or_default())).collect()
-}
-
-impl Loaders {
-    /// Loads, in one batch each, what a page of volumes will ask for: their attachments (and those
-    /// attachments' instances) and their snapshots, as far as `node` selects them.
-    pub async fn prime(&self, node: &async_graphql::Lookahead<'_>, volume_ids: Vec<String>) -> Result<(), Error> {
-        let wants = |field: &str| node.field(field).exists();
-        let wants_instances =
-            node.field("attachments").field("instance").exists() || node.field("attachment").field("instance").exists();
-        if wants("attachments") || wants("attachment") {
-            let attached = self.attachments.load_many(volume_ids.clone()).await?;
-            if wants_instances {
-                let instance_ids: std::collections::BTreeSet<String> =
-                    attached.values().flatten().map(|a| a.instance_id.clone()).collect();
-                self.instances.load_many(instance_ids).await?;
-            }
-        }
-        if wants("snapshots") {
-            self.snapshots.load_many(volume_ids).await?;
-        }
-        Ok(())
-    }
 }
 
 /// Where the loaders of this request are (a WebSocket's subscriptions make their own).

@@ -10,11 +10,15 @@ pub mod loaders;
 mod networks;
 mod nodes;
 mod pools;
+mod reads;
+pub mod shared;
 mod snapshots;
 mod tenants;
 mod tokens;
 mod usage;
 mod volumes;
+
+use std::sync::Arc;
 
 use async_graphql::{Context, MergedObject, MergedSubscription, Schema};
 
@@ -74,6 +78,8 @@ pub struct Subscription(
 pub struct Schemas {
     pub checked: AppSchema,
     fast: AppSchema,
+    /// The WebSocket subscriptions, on `checked`, shared by the subscribers that ask the same.
+    pub shared: Arc<shared::Shared>,
 }
 
 impl Schemas {
@@ -115,11 +121,13 @@ pub fn build(services: Services, limits: Limits) -> Schemas {
     let checked = schema().extension(limits);
     // What `checked` validated is only measured again (complexity, depth), not re-validated.
     let fast = schema().validation_mode(async_graphql::ValidationMode::Fast);
-    if limits.introspection {
-        Schemas { checked: checked.finish(), fast: fast.finish() }
+    let metrics = services.metrics.clone();
+    let (checked, fast) = if limits.introspection {
+        (checked.finish(), fast.finish())
     } else {
-        Schemas { checked: checked.disable_introspection().finish(), fast: fast.disable_introspection().finish() }
-    }
+        (checked.disable_introspection().finish(), fast.disable_introspection().finish())
+    };
+    Schemas { shared: shared::Shared::new(checked.clone(), metrics), checked, fast }
 }
 
 /// The schema's SDL, as `vps-graph schema` prints it and `schema.graphql` holds it.

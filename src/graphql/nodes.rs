@@ -84,13 +84,13 @@ async fn node(ctx: &Context<'_>, id: &str) -> Result<Node, Error> {
             let network = svc.network_get(actor, tenant, parent).await?;
             Node::Subnet(Subnet(network.subnets.into_iter().find(|s| s.id == id).ok_or_else(missing)?))
         }
-        NodeKind::Instance => Node::Instance(Instance(svc.instance_get(actor, tenant, id).await?)),
+        NodeKind::Instance => Node::Instance(Instance::from(svc.instance_get(actor, tenant, id).await?)),
         NodeKind::ProviderVolume => {
             Node::ProviderVolume(ProviderVolume::whole(svc.volume_get(actor, tenant, id).await?))
         }
         NodeKind::Attachment => {
             let volume = svc.volume_get(actor, tenant, parent).await?;
-            Node::Attachment(Attachment(volume.attachments.into_iter().find(|a| a.id == id).ok_or_else(missing)?))
+            Node::Attachment(Attachment::from(volume.attachments.into_iter().find(|a| a.id == id).ok_or_else(missing)?))
         }
         NodeKind::ProviderSnapshot => {
             Node::ProviderSnapshot(ProviderSnapshot(svc.snapshot_get(actor, tenant, id).await?))

@@ -7,11 +7,15 @@ use super::networks::PageInfo;
 use super::{actor, services};
 use crate::service::rows::ListFilter;
 use crate::service::snapshots::{SnapshotListFilter, SnapshotView};
+use crate::store::entity::provider_snapshot as snapshot;
 use crate::store::state::{Desired, State, VolumeKind};
 
+#[derive(Clone)]
 pub struct ProviderSnapshot(pub SnapshotView);
 
-#[Object]
+// Its fields are read from memory: resolved one after another (`serial`), a page of them costs no
+// task node and waker per field.
+#[Object(serial)]
 impl ProviderSnapshot {
     pub async fn id(&self) -> ID {
         ID(self.0.id.clone())
@@ -70,6 +74,31 @@ impl ProviderSnapshot {
     async fn deleted_at(&self) -> Option<DateTime<Utc>> {
         self.0.deleted_at
     }
+}
+
+/// The columns each field of `ProviderSnapshot` is built from (`reads::columns`).
+pub(super) fn snapshot_columns(field: &str) -> Option<&'static [snapshot::Column]> {
+    use snapshot::Column::*;
+    Some(match field {
+        "id" | "__typename" => &[],
+        "tenantId" => &[TenantId],
+        "projectId" => &[ProjectId],
+        "poolId" => &[PoolId],
+        "volumeId" => &[VolumeId],
+        "volumeKind" => &[VolumeKind],
+        "region" => &[Region],
+        "name" => &[Name],
+        "state" => &[State],
+        "desiredState" => &[DesiredState],
+        "message" => &[Message],
+        "sizeGiB" => &[SizeGib],
+        "minDiskSizeGiB" => &[MinDiskSize],
+        "version" => &[Version],
+        "createdAt" => &[CreatedAt],
+        "readyAt" => &[ReadyAt],
+        "deletedAt" => &[DeletedAt],
+        _ => return None,
+    })
 }
 
 #[derive(SimpleObject)]

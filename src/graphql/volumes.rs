@@ -1,5 +1,7 @@
 //! Provider volumes (block and shared), their attachments and mounts.
-use async_graphql::{Context, ID, InputObject, Object, Result, SimpleObject, Subscription};
+use std::borrow::Cow;
+
+use async_graphql::{Context, ID, InputObject, Lookahead, Object, Result, SimpleObject, Subscription};
 use chrono::{DateTime, Utc};
 use futures_util::{Stream, StreamExt};
 
@@ -7,11 +9,12 @@ use super::instances::Instance;
 use super::loaders::loaders;
 use super::networks::PageInfo;
 use super::snapshots::ProviderSnapshot;
-use super::{actor, services};
+use super::{actor, reads, services};
 use crate::service::mounts;
 use crate::service::rows::ListFilter;
 use crate::service::snapshots::{SnapshotRestore, SnapshotTake};
-use crate::service::volumes::{AttachmentView, VolumeCreate, VolumeView};
+use crate::service::volumes::{AttachmentView, VolumeCreate, VolumePage, VolumeReads, VolumeView};
+use crate::store::entity::{provider_volume as volume, volume_attachment as attachment};
 use crate::store::state::{Desired, State, VolumeFilesystem, VolumeKind};
 
 #[derive(InputObject)]
@@ -31,34 +34,63 @@ pub struct ProviderSnapshotRestoreInput {
     pub idempotency_key: String,
 }
 
-pub struct Attachment(pub AttachmentView);
+/// A volume on an instance; `instance` is Some when the page it is on read its instance along.
+pub struct Attachment {
+    pub view: AttachmentView,
+    instance: Option<Option<Instance>>,
+}
+
+impl From<AttachmentView> for Attachment {
+    fn from(view: AttachmentView) -> Self {
+        Attachment { view, instance: None }
+    }
+}
 
 /// A volume on an instance.
-#[Object]
+// Its fields are read from memory: resolved one after another (`serial`), a page of them costs no
+// task node and waker per field.
+#[Object(serial)]
 impl Attachment {
     pub async fn id(&self) -> ID {
-        ID(self.0.id.clone())
+        ID(self.view.id.clone())
     }
     async fn instance_id(&self) -> &str {
-        &self.0.instance_id
+        &self.view.instance_id
     }
     /// The instance, when the caller may read it.
     async fn instance(&self, ctx: &Context<'_>) -> Result<Option<Instance>> {
-        Ok(loaders(ctx)?.instances.load_one(self.0.instance_id.clone()).await?.flatten().map(Instance))
+        if let Some(read) = &self.instance {
+            return Ok(read.clone());
+        }
+        Ok(loaders(ctx)?.instances.load_one(self.view.instance_id.clone()).await?.flatten().map(Instance))
     }
     /// PENDING (attaching), READY (attached), DELETING (detaching) or ERROR.
     async fn state(&self) -> State {
-        self.0.state
+        self.view.state
     }
     async fn desired_state(&self) -> Desired {
-        self.0.desired_state
+        self.view.desired_state
     }
     async fn message(&self) -> Option<&str> {
-        self.0.message.as_deref()
+        self.view.message.as_deref()
     }
     async fn ready_at(&self) -> Option<DateTime<Utc>> {
-        self.0.ready_at
+        self.view.ready_at
     }
+}
+
+/// The columns each field of `Attachment` is built from (`reads::columns`).
+pub(super) fn attachment_columns(field: &str) -> Option<&'static [attachment::Column]> {
+    use attachment::Column::*;
+    Some(match field {
+        "id" | "__typename" => &[],
+        "instanceId" | "instance" => &[InstanceId],
+        "state" => &[State],
+        "desiredState" => &[DesiredState],
+        "message" => &[Message],
+        "readyAt" => &[ReadyAt],
+        _ => return None,
+    })
 }
 
 #[derive(SimpleObject)]
@@ -93,26 +125,99 @@ impl Mount {
     }
 }
 
-/// A volume; `attachments_loaded` is false on a list page, whose attachments come from a loader.
+/// A volume with its attachments; its snapshots are Some when the page it is on read them along
+/// (else the loaders read them when asked).
 pub struct ProviderVolume {
     pub view: VolumeView,
-    pub attachments_loaded: bool,
+    attachments: Vec<Attachment>,
+    snapshots: Option<Vec<ProviderSnapshot>>,
 }
 
 impl ProviderVolume {
-    pub fn whole(view: VolumeView) -> Self {
-        ProviderVolume { view, attachments_loaded: true }
+    /// A volume read on its own: its attachments are in its view.
+    pub fn whole(mut view: VolumeView) -> Self {
+        let attachments = std::mem::take(&mut view.attachments).into_iter().map(Attachment::from).collect();
+        ProviderVolume { view, attachments, snapshots: None }
     }
 
-    async fn attachment_views(&self, ctx: &Context<'_>) -> Result<Vec<AttachmentView>> {
-        if self.attachments_loaded {
-            return Ok(self.view.attachments.clone());
-        }
-        Ok(loaders(ctx)?.attachments.load_one(self.view.id.clone()).await?.unwrap_or_default())
+    /// A volume of `page`, with the children the page read along.
+    fn on_page(mut view: VolumeView, page: &mut VolumePage, reads: &VolumeReads) -> Self {
+        let instance = |id: &str| reads.instances.as_ref().map(|_| page.instances.get(id).cloned().map(Instance));
+        let attachments = std::mem::take(&mut view.attachments)
+            .into_iter()
+            .map(|a| Attachment { instance: instance(&a.instance_id), view: a })
+            .collect();
+        let snapshots = reads
+            .snapshots
+            .as_ref()
+            .map(|_| page.snapshots.remove(&view.id).unwrap_or_default().into_iter().map(ProviderSnapshot).collect());
+        ProviderVolume { view, attachments, snapshots }
     }
 }
 
-#[Object]
+/// The columns each field of `ProviderVolume` is built from (`reads::columns`); its
+/// attachments and snapshots are read apart.
+pub(super) fn volume_columns(field: &str) -> Option<&'static [volume::Column]> {
+    use volume::Column::*;
+    Some(match field {
+        "id" | "attachments" | "snapshots" | "__typename" => &[],
+        "tenantId" => &[TenantId],
+        "projectId" => &[ProjectId],
+        "poolId" => &[PoolId],
+        "name" => &[Name],
+        "description" => &[Description],
+        "region" => &[Region],
+        "kind" | "attachment" => &[Kind],
+        "networkId" => &[NetworkId],
+        "filesystem" => &[Filesystem],
+        "deleteWithInstance" => &[DeleteWithInstance],
+        "sourceSnapshotId" => &[SourceSnapshotId],
+        "sizeGiB" => &[SizeGib],
+        "observedSizeGiB" => &[ObservedSizeGib],
+        "state" => &[State],
+        "desiredState" => &[DesiredState],
+        "message" => &[Message],
+        "device" => &[Device],
+        "mount" => &[MountSource],
+        "version" => &[Version],
+        "createdAt" => &[CreatedAt],
+        "readyAt" => &[ReadyAt],
+        "deletedAt" => &[DeletedAt],
+        _ => return None,
+    })
+}
+
+/// What a page of volumes reads for `node` (the selection of its edges' node).
+fn volume_reads(node: &Lookahead<'_>) -> VolumeReads {
+    use crate::store::entity::{instance, provider_snapshot as snapshot};
+    let attachments = [node.field("attachments"), node.field("attachment")];
+    let instances = [attachments[0].field("instance"), attachments[1].field("instance")];
+    let snapshots = [node.field("snapshots")];
+    let asked = |fields: &[Lookahead<'_>]| fields.iter().any(Lookahead::exists);
+    VolumeReads {
+        volumes: reads::columns(
+            std::slice::from_ref(node),
+            &[volume::Column::Id, volume::Column::TenantId, volume::Column::ProjectId],
+            volume_columns,
+        ),
+        attachments: asked(&attachments).then(|| {
+            let needed = [attachment::Column::Id, attachment::Column::VolumeId];
+            reads::columns(&attachments, &needed, attachment_columns)
+        }),
+        instances: asked(&instances).then(|| {
+            let needed = [instance::Column::Id, instance::Column::TenantId, instance::Column::ProjectId];
+            reads::columns(&instances, &needed, super::instances::instance_columns)
+        }),
+        snapshots: asked(&snapshots).then(|| {
+            use snapshot::Column::{Id, ProjectId, TenantId, VolumeId};
+            reads::columns(&snapshots, &[Id, TenantId, ProjectId, VolumeId], super::snapshots::snapshot_columns)
+        }),
+    }
+}
+
+// Its fields are read from memory: resolved one after another (`serial`), a page of them costs no
+// task node and waker per field.
+#[Object(serial)]
 impl ProviderVolume {
     pub async fn id(&self) -> ID {
         ID(self.view.id.clone())
@@ -186,22 +291,25 @@ impl ProviderVolume {
         self.view.mount_source.clone().map(|source| Mount { source })
     }
     /// A block volume's attachment, when it has one (a shared volume's are in `attachments`).
-    async fn attachment(&self, ctx: &Context<'_>) -> Result<Option<Attachment>> {
+    async fn attachment(&self) -> Option<&Attachment> {
         if self.view.kind == VolumeKind::Shared {
-            return Ok(None);
+            return None;
         }
-        Ok(self.attachment_views(ctx).await?.into_iter().next().map(Attachment))
+        self.attachments.first()
     }
     /// Every attachment that is not finished (a shared volume's many).
     #[graphql(complexity = "super::limits::unbounded(child_complexity)")]
-    async fn attachments(&self, ctx: &Context<'_>) -> Result<Vec<Attachment>> {
-        Ok(self.attachment_views(ctx).await?.into_iter().map(Attachment).collect())
+    async fn attachments(&self) -> &[Attachment] {
+        &self.attachments
     }
     /// Its snapshots that are not deleted, oldest first.
     #[graphql(complexity = "super::limits::list(25, child_complexity)")]
-    async fn snapshots(&self, ctx: &Context<'_>) -> Result<Vec<ProviderSnapshot>> {
+    async fn snapshots(&self, ctx: &Context<'_>) -> Result<Cow<'_, Vec<ProviderSnapshot>>> {
+        if let Some(read) = &self.snapshots {
+            return Ok(Cow::Borrowed(read));
+        }
         let found = loaders(ctx)?.snapshots.load_one(self.view.id.clone()).await?.unwrap_or_default();
-        Ok(found.into_iter().map(ProviderSnapshot).collect())
+        Ok(Cow::Owned(found.into_iter().map(ProviderSnapshot).collect()))
     }
     /// Bumped by every change: keep the view with the highest.
     async fn version(&self) -> i64 {
@@ -221,6 +329,7 @@ impl ProviderVolume {
 }
 
 #[derive(SimpleObject)]
+#[graphql(serial)]
 pub struct ProviderVolumeEdge {
     pub cursor: String,
     pub node: ProviderVolume,
@@ -322,17 +431,17 @@ impl VolumeQuery {
         after: Option<String>,
     ) -> Result<ProviderVolumeConnection> {
         let filter = ListFilter { pool_id, project_id, include_deleted, first: first.max(0) as u64, after };
-        let page = services(ctx).volume_list(actor(ctx)?, &tenant_id, filter).await?;
-        let node = ctx.look_ahead().field("edges").field("node");
-        loaders(ctx)?.prime(&node, page.items.iter().map(|v| v.id.clone()).collect()).await?;
-        let edges = page
-            .items
+        let reads = volume_reads(&ctx.look_ahead().field("edges").field("node"));
+        let mut page = services(ctx).volume_page(actor(ctx)?, &tenant_id, filter, &reads).await?;
+        let volumes = std::mem::take(&mut page.volumes.items);
+        let edges = volumes
             .into_iter()
             .map(|view| ProviderVolumeEdge {
                 cursor: view.id.clone(),
-                node: ProviderVolume { view, attachments_loaded: false },
+                node: ProviderVolume::on_page(view, &mut page, &reads),
             })
             .collect();
+        let page = page.volumes;
         Ok(ProviderVolumeConnection {
             edges,
             page_info: PageInfo { end_cursor: page.end_cursor, has_next_page: page.has_next_page },

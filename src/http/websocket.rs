@@ -1,25 +1,31 @@
-//! GraphQL over WebSocket (graphql-transport-ws, and the legacy graphql-ws) with the bounds a
-//! public socket needs: `connection_init` must come within a deadline (else close 4408, as
-//! graphql-transport-ws says), a connection holds at most `MAX_SUBSCRIPTIONS` at once (one more is
-//! answered with a coded LIMIT_EXCEEDED error for its id), and revoking the token a connection
-//! authenticated with closes it (4403), on every replica, since the revocation is an event.
-//! Message and frame sizes are bounded at the upgrade (`graphql.rs`).
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+//! GraphQL over WebSocket: graphql-transport-ws, and the legacy graphql-ws (subscriptions-
+//! transport-ws), with the bounds a public socket needs. `connection_init` must come within a
+//! deadline (else close 4408) and at most once (4429); a subscription before it is 4401, an id
+//! already running 4409, a message that is not one of the protocol's 4400. A connection holds at
+//! most `MAX_SUBSCRIPTIONS` at once (one more is answered with a coded LIMIT_EXCEEDED error for
+//! its id). Revoking the token a connection authenticated with closes it (4403), on every
+//! replica, since the revocation is an event. A connection that does not read what it is sent
+//! (`QUEUE` messages behind) is closed with 1013: its client reconnects and resumes after the last
+//! cursor it saw. Subscriptions are answered through `graphql::shared`, which runs the live ones
+//! that ask the same once for all their subscribers. Message and frame sizes are bounded at the
+//! upgrade.
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
 
-use async_graphql::Data;
-use async_graphql::http::ALL_WEBSOCKET_PROTOCOLS;
-use async_graphql::http::{WebSocket as GraphQLSocket, WebSocketProtocols, WsMessage};
+use async_graphql::http::{ALL_WEBSOCKET_PROTOCOLS, WebSocketProtocols};
 use axum::extract::ws::{CloseFrame, Message, WebSocket};
 use axum::extract::{FromRequestParts, Request, WebSocketUpgrade};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures_util::{SinkExt, StreamExt, future};
+use serde::Deserialize;
 use serde_json::{Value, json};
-use tokio::sync::{mpsc, oneshot};
 
 use super::{HttpState, bearer};
 use crate::graphql::Caller;
+use crate::graphql::shared::{Link, Membership, Outbound};
 use crate::metrics::GaugeGuard;
 use crate::service::authz::Actor;
 use crate::service::feed::Filter;
@@ -27,18 +33,15 @@ use crate::service::feed::Filter;
 /// The largest WebSocket message (and frame) a client may send: as large as an HTTP body may be.
 const MAX_WS_MESSAGE: usize = 256 * 1024;
 
+/// What a connection reads at a time: client messages are small (a larger one still arrives,
+/// the buffer grows for it), and every idle subscriber holds this buffer.
+const READ_BUFFER: usize = 1024;
+
 /// Subscriptions one connection may hold at once.
 pub const MAX_SUBSCRIPTIONS: usize = 100;
 
-/// The ids of the subscriptions running on one connection.
-#[derive(Default)]
-struct Running(Mutex<HashSet<String>>);
-
-impl Running {
-    fn ids(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
+/// Messages a connection may be behind on before it is closed.
+const QUEUE: usize = 1024;
 
 /// graphql-transport-ws (and the legacy graphql-ws) on the same path. The token comes in
 /// `connection_init` (`{"Authorization": "Bearer …"}`), or else from the upgrade request's header;
@@ -55,72 +58,137 @@ pub async fn upgrade(state: HttpState, request: Request) -> Response {
         Err(rejection) => return rejection.into_response(),
     };
     let header = bearer::header_token(&parts.headers);
-    // tungstenite's default 128 KiB read buffer per socket would dominate the memory of many idle
-    // subscribers; GraphQL messages are small, and larger frames still arrive (the buffer grows).
     upgrade
-        .read_buffer_size(8 * 1024)
-        .write_buffer_size(8 * 1024)
+        .read_buffer_size(READ_BUFFER)
+        .write_buffer_size(0)
         // A GraphQL message is a few KiB; tungstenite would accept 64 MiB.
         .max_message_size(MAX_WS_MESSAGE)
         .max_frame_size(MAX_WS_MESSAGE)
         .protocols(ALL_WEBSOCKET_PROTOCOLS)
-        .on_upgrade(move |socket| serve(socket, state, protocol, header))
+        .on_upgrade(move |socket| serve(socket, state, Protocol(protocol), header))
         .into_response()
 }
 
-async fn serve(socket: WebSocket, state: HttpState, protocol: WebSocketProtocols, header_token: Option<String>) {
+/// The protocol a connection speaks: its message names differ, not its flow.
+#[derive(Clone, Copy)]
+struct Protocol(WebSocketProtocols);
+
+impl Protocol {
+    fn is_legacy(self) -> bool {
+        self.0 == WebSocketProtocols::SubscriptionsTransportWS
+    }
+
+    /// A response of subscription `id`.
+    fn next(self, id: &str, payload: &str) -> String {
+        let kind = if self.is_legacy() { "data" } else { "next" };
+        format!(r#"{{"type":"{kind}","id":{},"payload":{payload}}}"#, Value::from(id))
+    }
+
+    fn complete(self, id: &str) -> String {
+        json!({ "type": "complete", "id": id }).to_string()
+    }
+
+    /// Errors for subscription `id` that was never run: a list in graphql-transport-ws, one error
+    /// in the legacy protocol.
+    fn error(self, id: &str, error: Value) -> String {
+        let payload = if self.is_legacy() { error } else { json!([error]) };
+        json!({ "id": id, "type": "error", "payload": payload }).to_string()
+    }
+
+    /// Ends the connection for `reason`: a close code, or the legacy protocol's connection_error
+    /// (which has no codes) followed by a plain close.
+    fn refuse(self, code: u16, reason: &str) -> Vec<Message> {
+        if self.is_legacy() && code >= 4000 {
+            let error = json!({ "type": "connection_error", "payload": { "message": reason } });
+            return vec![Message::Text(error.to_string().into()), close(1000, reason)];
+        }
+        vec![close(code, reason)]
+    }
+}
+
+/// A client message of either protocol.
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum ClientMessage {
+    ConnectionInit {
+        #[serde(default)]
+        payload: Option<Value>,
+    },
+    #[serde(alias = "start")]
+    Subscribe {
+        id: String,
+        payload: Box<async_graphql::Request>,
+    },
+    #[serde(alias = "stop")]
+    Complete {
+        id: String,
+    },
+    Ping {},
+    Pong {},
+    ConnectionTerminate,
+}
+
+/// One connection's state: who it authenticated as, and its running subscriptions.
+struct Connection {
+    state: HttpState,
+    protocol: Protocol,
+    header_token: Option<String>,
+    caller: Option<Caller>,
+    running: HashMap<Arc<str>, Membership>,
+    link: Link,
+}
+
+/// What handling a client message comes to.
+enum Step {
+    Send(Vec<Message>),
+    /// Authenticated: acknowledge, and watch the token for its revocation.
+    Acknowledge(Option<Actor>),
+    End(Vec<Message>),
+}
+
+async fn serve(socket: WebSocket, state: HttpState, protocol: Protocol, header_token: Option<String>) {
     let _open = GaugeGuard::new(&state.metrics.websocket_connections);
-    let (mut sink, stream) = socket.split();
-    let running = Arc::new(Running::default());
-    let (refused_tx, mut refused_rx) = mpsc::unbounded_channel::<String>();
-    let admitted = running.clone();
-    let input = stream.take_while(|message| future::ready(message.is_ok())).filter_map(move |message| {
-        future::ready(match message {
-            Ok(Message::Text(text)) => admit(&admitted, &refused_tx, text.as_bytes()).then(|| text.as_bytes().to_vec()),
-            Ok(Message::Binary(bytes)) => admit(&admitted, &refused_tx, &bytes).then(|| bytes.to_vec()),
-            _ => None,
-        })
-    });
-    let (actor_tx, actor_rx) = oneshot::channel::<Actor>();
-    let init_state = state.clone();
-    let mut output = GraphQLSocket::new(state.schema.checked.clone(), input, protocol)
-        .on_connection_init(move |payload| async move {
-            let token = init_token(&payload).or(header_token);
-            match bearer::caller(&init_state, token).await {
-                Caller::Rejected(err) => Err(async_graphql::Error::from(err)),
-                caller => {
-                    if let Caller::Authenticated(actor) = &caller {
-                        let _ = actor_tx.send(actor.clone());
-                    }
-                    let mut data = Data::default();
-                    data.insert(caller);
-                    Ok(data)
-                }
-            }
-        })
-        .boxed();
-    let init_deadline = tokio::time::sleep(state.ws_init_timeout);
+    let (mut sink, mut stream) = socket.split();
+    let (link, mut outbound, behind) = Link::new(QUEUE);
+    let deadline = state.ws_init_timeout;
+    let mut connection = Connection { state, protocol, header_token, caller: None, running: HashMap::new(), link };
+    let init_deadline = tokio::time::sleep(deadline);
     tokio::pin!(init_deadline);
-    let mut acknowledged = false;
-    let revoked = revocation(state.clone(), actor_rx);
-    tokio::pin!(revoked);
+    // What a connection waits on is kept to what it needs: an operator's or an anonymous one
+    // never waits for a revocation, and a token's watch is made once it authenticated.
+    let mut revoked: Pin<Box<dyn Future<Output = ()> + Send>> = Box::pin(future::pending());
     loop {
-        let message = tokio::select! {
-            next = output.next() => match next {
-                Some(WsMessage::Text(text)) => {
-                    acknowledged |= sent(&running, &text);
-                    Message::Text(text.into())
-                }
-                Some(WsMessage::Close(code, reason)) => close(code, &reason),
-                None => break,
+        let messages = tokio::select! {
+            incoming = stream.next() => match incoming {
+                Some(Ok(Message::Text(text))) => connection.handle(text.as_bytes()).await,
+                Some(Ok(Message::Binary(bytes))) => connection.handle(&bytes).await,
+                Some(Ok(Message::Close(_))) | Some(Err(_)) | None => break,
+                Some(Ok(_)) => continue,
             },
-            Some(id) = refused_rx.recv() => Message::Text(over_the_cap(&id, protocol).to_string().into()),
-            _ = &mut init_deadline, if !acknowledged => close(4408, "Connection initialisation timeout"),
-            () = &mut revoked => close(4403, "Forbidden: the token was revoked"),
+            Some(message) = outbound.recv() => Step::Send(connection.outbound(message).into_iter().collect()),
+            _ = &mut init_deadline, if connection.caller.is_none() => {
+                Step::End(protocol.refuse(4408, "Connection initialisation timeout"))
+            }
+            () = &mut revoked => Step::End(vec![close(4403, "Forbidden: the token was revoked")]),
+            () = behind.notified() => Step::End(vec![close(1013, "Try again later: the subscriber fell behind")]),
         };
-        let closing = matches!(message, Message::Close(_));
-        if sink.send(message).await.is_err() || closing {
-            break;
+        let (messages, last) = match messages {
+            Step::Send(messages) => (messages, false),
+            Step::Acknowledge(actor) => {
+                if let Some(actor) = actor.filter(|a| a.token_id.is_some()) {
+                    revoked = Box::pin(revocation(connection.state.clone(), actor));
+                }
+                (vec![Message::Text(r#"{"type":"connection_ack"}"#.into())], false)
+            }
+            Step::End(messages) => (messages, true),
+        };
+        for message in messages {
+            if sink.send(message).await.is_err() {
+                return;
+            }
+        }
+        if last {
+            return;
         }
     }
 }
@@ -129,59 +197,95 @@ fn close(code: u16, reason: &str) -> Message {
     Message::Close(Some(CloseFrame { code, reason: reason.to_owned().into() }))
 }
 
-/// Whether a client message goes on to the GraphQL socket: a subscription beyond the cap does
-/// not, and its id is answered with an error instead. A subscription the client completes
-/// frees its place.
-fn admit(running: &Running, refused: &mpsc::UnboundedSender<String>, bytes: &[u8]) -> bool {
-    let Ok(message) = serde_json::from_slice::<Value>(bytes) else { return true };
-    let Some(id) = message["id"].as_str() else { return true };
-    match message["type"].as_str() {
-        Some("subscribe" | "start") => {
-            let mut ids = running.ids();
-            if ids.contains(id) || ids.len() < MAX_SUBSCRIPTIONS {
-                ids.insert(id.to_owned());
-                true
-            } else {
-                let _ = refused.send(id.to_owned());
-                false
+fn text(message: String) -> Message {
+    Message::Text(message.into())
+}
+
+impl Connection {
+    async fn handle(&mut self, bytes: &[u8]) -> Step {
+        let protocol = self.protocol;
+        let message = match serde_json::from_slice::<ClientMessage>(bytes) {
+            Ok(message) => message,
+            Err(err) => return Step::End(protocol.refuse(4400, &format!("Invalid message received: {err}"))),
+        };
+        match message {
+            ClientMessage::ConnectionInit { payload } => self.initialise(payload.unwrap_or_default()).await,
+            ClientMessage::Subscribe { id, payload } => self.subscribe(id, *payload),
+            ClientMessage::Complete { id } => match self.running.remove(id.as_str()) {
+                Some(membership) => {
+                    drop(membership);
+                    Step::Send(vec![text(protocol.complete(&id))])
+                }
+                None => Step::Send(Vec::new()),
+            },
+            ClientMessage::Ping { .. } => Step::Send(vec![Message::Text(r#"{"type":"pong"}"#.into())]),
+            ClientMessage::Pong { .. } => Step::Send(Vec::new()),
+            ClientMessage::ConnectionTerminate => Step::End(vec![close(1000, "terminated")]),
+        }
+    }
+
+    async fn initialise(&mut self, payload: Value) -> Step {
+        if self.caller.is_some() {
+            return Step::End(self.protocol.refuse(4429, "Too many initialisation requests"));
+        }
+        let token = init_token(&payload).or_else(|| self.header_token.take());
+        // Boxed: the lookup is done once, and a connection should not carry its size for life.
+        match Box::pin(bearer::caller(&self.state, token)).await {
+            Caller::Rejected(err) => Step::End(self.protocol.refuse(4403, &format!("Forbidden: {}", err.message))),
+            caller => {
+                let actor = match &caller {
+                    Caller::Authenticated(actor) => Some(actor.clone()),
+                    _ => None,
+                };
+                self.caller = Some(caller);
+                Step::Acknowledge(actor)
             }
         }
-        Some("complete" | "stop") => {
-            running.ids().remove(id);
-            true
+    }
+
+    fn subscribe(&mut self, id: String, request: async_graphql::Request) -> Step {
+        let Some(caller) = &self.caller else {
+            return Step::End(self.protocol.refuse(4401, "Unauthorized: send connection_init first"));
+        };
+        if self.running.contains_key(id.as_str()) {
+            return Step::End(self.protocol.refuse(4409, &format!("Subscriber for {id} already exists")));
         }
-        _ => true,
+        if self.running.len() >= MAX_SUBSCRIPTIONS {
+            return Step::Send(vec![text(self.protocol.error(&id, over_the_cap()))]);
+        }
+        let membership = self.state.schema.shared.subscribe(request, caller, &id, self.link.clone());
+        self.running.insert(Arc::from(id), membership);
+        Step::Send(Vec::new())
+    }
+
+    /// What a subscription sent, as the message to write (none for one the client completed
+    /// meanwhile); one that ended frees its place.
+    fn outbound(&mut self, message: Outbound) -> Option<Message> {
+        let (id, number) = match &message {
+            Outbound::Next { id, number, .. } | Outbound::Complete { id, number } => (id, *number),
+        };
+        if self.running.get(id).is_none_or(|running| running.number() != number) {
+            return None;
+        }
+        Some(match message {
+            Outbound::Next { id, payload, .. } => text(self.protocol.next(&id, &payload)),
+            Outbound::Complete { id, .. } => {
+                self.running.remove(&id);
+                text(self.protocol.complete(&id))
+            }
+        })
     }
 }
 
-/// Notes what the server sent: a subscription it ended frees its place. Returns whether the
-/// message acknowledged the connection.
-fn sent(running: &Running, text: &str) -> bool {
-    let Ok(message) = serde_json::from_str::<Value>(text) else { return false };
-    match (message["type"].as_str(), message["id"].as_str()) {
-        (Some("complete" | "error"), Some(id)) => {
-            running.ids().remove(id);
-            false
-        }
-        (Some("connection_ack"), _) => true,
-        _ => false,
-    }
-}
-
-fn over_the_cap(id: &str, protocol: WebSocketProtocols) -> Value {
-    let error = json!({
+fn over_the_cap() -> Value {
+    json!({
         "message": format!("a connection holds at most {MAX_SUBSCRIPTIONS} subscriptions"),
         "extensions": { "code": "LIMIT_EXCEEDED", "details": { "limit": "subscriptions", "max": MAX_SUBSCRIPTIONS } },
-    });
-    // graphql-transport-ws sends a list of errors; the legacy protocol one error.
-    let payload = if protocol == WebSocketProtocols::GraphQLWS { json!([error]) } else { error };
-    json!({ "id": id, "type": "error", "payload": payload })
+    })
 }
 
-/// Resolves when the token the connection authenticated with is revoked (never for the static
-/// operator token, an anonymous connection, or once the feed stops).
-async fn revocation(state: HttpState, actor: oneshot::Receiver<Actor>) {
-    let Ok(actor) = actor.await else { return future::pending().await };
+/// Resolves when `actor`'s token is revoked (never once the feed stops).
+async fn revocation(state: HttpState, actor: Actor) {
     let Some(token_id) = actor.token_id.clone() else { return future::pending().await };
     let filter = Filter {
         actor: actor.clone(),

@@ -248,7 +248,9 @@ impl Services {
             found,
             filter.first,
             |a| &a.id,
-            |a| actor.allows(READ, &Target::resource(tenant_id, a.project_id.as_deref(), KIND, &a.id)).then(|| view(a)),
+            |a| {
+                actor.allows(READ, &Target::resource(tenant_id, a.project_id.as_deref(), KIND, &a.id)).then(|| view(&a))
+            },
         ))
     }
 

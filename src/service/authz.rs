@@ -89,6 +89,20 @@ impl Actor {
         self.grants.iter().any(|g| g.scope == OPERATOR_SCOPE && g.permission == "*")
     }
 
+    /// Who this is and what it may do, as one string: two actors with the same are decided
+    /// alike on everything (what lets subscriptions be shared, `graphql::shared`).
+    pub fn identity(&self) -> String {
+        let mut identity =
+            format!("{}|{}", self.token_id.as_deref().unwrap_or("-"), self.tenant_id.as_deref().unwrap_or("-"));
+        for grant in &self.grants {
+            identity.push('|');
+            identity.push_str(&grant.permission);
+            identity.push('@');
+            identity.push_str(&grant.scope);
+        }
+        identity
+    }
+
     /// The operator the service itself acts as (start-up, the static admin token).
     pub fn system() -> Actor {
         Actor { token_id: None, tenant_id: None, grants: vec![Grant::new("*", OPERATOR_SCOPE)] }

@@ -16,7 +16,7 @@ use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::{Code, Error, Result};
-use crate::metrics::{GaugeGuard, Metrics};
+use crate::metrics::Metrics;
 use crate::service::authz::{Actor, Target, read_permission};
 use crate::store::notify;
 use crate::store::outbox::{self, Cursor, Event, Position};
@@ -88,11 +88,17 @@ impl Routes {
     }
 
     /// Hands `event` to every subscriber routed to it; a full queue is told it overflowed.
+    /// Once it has, nothing more is queued until the subscriber took note (and reads on from the
+    /// outbox): what it queued next would pass before what was dropped, which the subscriber
+    /// then skips as behind it.
     fn deliver(&self, event: &Arc<Event>) {
         let subject = Route::Subject(event.subject.clone());
         let tenant = event.tenant_id.clone().map(Route::Tenant);
         for route in [Some(&Route::All), tenant.as_ref(), Some(&subject)].into_iter().flatten() {
             for slot in self.0.get(route).into_iter().flat_map(HashMap::values) {
+                if slot.overflowed.load(Ordering::Acquire) {
+                    continue;
+                }
                 if let Err(mpsc::error::TrySendError::Full(_)) = slot.queue.try_send(event.clone()) {
                     slot.overflowed.store(true, Ordering::Release);
                 }
@@ -334,7 +340,6 @@ impl Feed {
             replaying: after.is_some(),
             ready: VecDeque::new(),
             ending: None,
-            _open: GaugeGuard::new(&self.inner.metrics.subscribers),
         };
         futures_util::stream::unfold(state, |mut state| async move {
             let item = state.next().await?;
@@ -356,7 +361,6 @@ struct Subscriber {
     /// Set when the stream is to end: after it has said why (its token was revoked, its cursor
     /// fell behind retention), once.
     ending: Option<Ending>,
-    _open: GaugeGuard,
 }
 
 enum Ending {
@@ -542,6 +546,31 @@ mod tests {
         assert_eq!(queue.try_recv().unwrap().position.id, 0);
         assert_eq!(queue.try_recv().unwrap().position.id, 1);
         assert!(queue.try_recv().is_err());
+    }
+
+    #[test]
+    fn after_an_overflow_nothing_more_is_queued_until_the_subscriber_reads_what_it_missed() {
+        let mut routes = Routes::default();
+        let (acme, mut queue) = slot();
+        let overflowed = acme.overflowed.clone();
+        routes.add(Route::Tenant("acme".into()), 1, acme);
+        let at = |n: i64| {
+            let mut e = event("network.ready", json!({}));
+            e.position = Position { txid: 0, id: n };
+            Arc::new(e)
+        };
+        for n in 0..3 {
+            routes.deliver(&at(n));
+        }
+        assert_eq!(queue.try_recv().unwrap().position.id, 0, "the subscriber reads one: there is room again");
+        routes.deliver(&at(3));
+        // Queued, 3 would be passed before 2 (dropped, to be read from the outbox), and 2 then
+        // skipped as behind it: a lost event.
+        assert_eq!(queue.try_recv().unwrap().position.id, 1);
+        assert!(queue.try_recv().is_err(), "nothing after the overflow was queued");
+        assert!(overflowed.swap(false, Ordering::AcqRel), "the subscriber is told");
+        routes.deliver(&at(4));
+        assert_eq!(queue.try_recv().unwrap().position.id, 4, "once it took note, events are queued again");
     }
 
     #[test]

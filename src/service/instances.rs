@@ -91,26 +91,32 @@ pub struct InstanceView {
 }
 
 pub fn view(i: &instance::Model) -> InstanceView {
-    InstanceView {
-        id: i.id.clone(),
-        tenant_id: i.tenant_id.clone(),
-        project_id: i.project_id.clone(),
-        pool_id: i.pool_id.clone(),
-        network_id: i.network_id.clone(),
-        name: i.name.clone(),
-        region: i.region.clone(),
-        size: i.size.clone(),
-        image: i.image.clone(),
-        on_delete: i.on_delete,
-        zone: i.zone.clone(),
-        state: i.state,
-        desired_state: i.desired_state,
-        provider_id: i.provider_id.clone(),
-        message: i.message.clone(),
-        version: i.version,
-        created_at: i.created_at,
-        ready_at: i.ready_at,
-        deleted_at: i.deleted_at,
+    i.clone().into()
+}
+
+impl From<instance::Model> for InstanceView {
+    fn from(i: instance::Model) -> Self {
+        InstanceView {
+            id: i.id,
+            tenant_id: i.tenant_id,
+            project_id: i.project_id,
+            pool_id: i.pool_id,
+            network_id: i.network_id,
+            name: i.name,
+            region: i.region,
+            size: i.size,
+            image: i.image,
+            on_delete: i.on_delete,
+            zone: i.zone,
+            state: i.state,
+            desired_state: i.desired_state,
+            provider_id: i.provider_id,
+            message: i.message,
+            version: i.version,
+            created_at: i.created_at,
+            ready_at: i.ready_at,
+            deleted_at: i.deleted_at,
+        }
     }
 }
 
@@ -254,7 +260,9 @@ impl Services {
             found,
             filter.first,
             |i| &i.id,
-            |i| actor.allows(READ, &Target::resource(tenant_id, i.project_id.as_deref(), KIND, &i.id)).then(|| view(i)),
+            |i| {
+                actor.allows(READ, &Target::resource(tenant_id, i.project_id.as_deref(), KIND, &i.id)).then(|| i.into())
+            },
         ))
     }
 

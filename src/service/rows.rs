@@ -61,9 +61,11 @@ pub struct Page<T> {
 
 /// Splits one extra row off a page read with `limit(first + 1)`, then keeps the rows `keep`
 /// allows, as views.
-pub fn page<M, T>(mut rows: Vec<M>, first: u64, id: impl Fn(&M) -> &str, keep: impl Fn(&M) -> Option<T>) -> Page<T> {
+pub fn page<M, T>(mut rows: Vec<M>, first: u64, id: impl Fn(&M) -> &str, keep: impl FnMut(M) -> Option<T>) -> Page<T> {
     let has_next_page = rows.len() as u64 > first;
     rows.truncate(first as usize);
     let end_cursor = rows.last().map(|r| id(r).to_owned());
-    Page { items: rows.iter().filter_map(keep).collect(), end_cursor, has_next_page }
+    let mut items = Vec::with_capacity(rows.len());
+    items.extend(rows.into_iter().filter_map(keep));
+    Page { items, end_cursor, has_next_page }
 }

@@ -15,6 +15,7 @@ use super::{Services, validate};
 use crate::error::{Code, Error, Result};
 use crate::ids;
 use crate::store;
+use crate::store::columns::Columns;
 use crate::store::entity::provider_snapshot as snapshot;
 use crate::store::idempotency::{self, Claim};
 use crate::store::outbox::NewEvent;
@@ -48,24 +49,30 @@ pub struct SnapshotView {
 }
 
 pub fn view(s: &snapshot::Model) -> SnapshotView {
-    SnapshotView {
-        id: s.id.clone(),
-        tenant_id: s.tenant_id.clone(),
-        project_id: s.project_id.clone(),
-        pool_id: s.pool_id.clone(),
-        volume_id: s.volume_id.clone(),
-        volume_kind: s.volume_kind,
-        region: s.region.clone(),
-        name: s.name.clone(),
-        state: s.state,
-        desired_state: s.desired_state,
-        message: s.message.clone(),
-        size_gib: s.size_gib,
-        min_disk_size: s.min_disk_size,
-        version: s.version,
-        created_at: s.created_at,
-        ready_at: s.ready_at,
-        deleted_at: s.deleted_at,
+    s.clone().into()
+}
+
+impl From<snapshot::Model> for SnapshotView {
+    fn from(s: snapshot::Model) -> Self {
+        SnapshotView {
+            id: s.id,
+            tenant_id: s.tenant_id,
+            project_id: s.project_id,
+            pool_id: s.pool_id,
+            volume_id: s.volume_id,
+            volume_kind: s.volume_kind,
+            region: s.region,
+            name: s.name,
+            state: s.state,
+            desired_state: s.desired_state,
+            message: s.message,
+            size_gib: s.size_gib,
+            min_disk_size: s.min_disk_size,
+            version: s.version,
+            created_at: s.created_at,
+            ready_at: s.ready_at,
+            deleted_at: s.deleted_at,
+        }
     }
 }
 
@@ -194,7 +201,7 @@ impl Services {
             validate::id("volumeId", ids::VOLUME, volume_id)?;
         }
         let found = store::snapshots::page(&self.db, tenant_id, &filter.list, filter.volume_id.as_deref()).await?;
-        Ok(rows::page(found, filter.list.first, |s| &s.id, |s| readable(actor, s).then(|| view(s))))
+        Ok(rows::page(found, filter.list.first, |s| &s.id, |s| readable(actor, &s).then(|| s.into())))
     }
 
     /// The snapshots (not deleted) of each volume that `actor` may read, in one statement.
@@ -202,11 +209,12 @@ impl Services {
         &self,
         actor: &Actor,
         volume_ids: &[String],
+        columns: &Columns<snapshot::Entity>,
     ) -> Result<std::collections::HashMap<String, Vec<SnapshotView>>> {
-        let found = store::snapshots::live_of_volumes(&self.db, volume_ids).await?;
-        let mut by_volume: std::collections::HashMap<String, Vec<SnapshotView>> = Default::default();
-        for s in found.iter().filter(|s| readable(actor, s)) {
-            by_volume.entry(s.volume_id.clone()).or_default().push(view(s));
+        let found = store::snapshots::live_of_volumes(&self.db, volume_ids, columns).await?;
+        let mut by_volume = std::collections::HashMap::<String, Vec<SnapshotView>>::with_capacity(volume_ids.len());
+        for s in found.into_iter().filter(|s| readable(actor, s)) {
+            by_volume.entry(s.volume_id.clone()).or_default().push(s.into());
         }
         Ok(by_volume)
     }

@@ -5,6 +5,7 @@ use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, Set};
 
 use super::change::UserChange;
+use super::columns::Columns;
 use super::entity::{instance, instance_filesystem};
 use crate::error::{Error, Result};
 use crate::store::state::{Desired, OnDelete, State};
@@ -31,8 +32,17 @@ pub async fn find_live_in_tenant(
 }
 
 /// The instances of `instance_ids`, in no order.
-pub async fn find_many(conn: &impl ConnectionTrait, instance_ids: &[String]) -> Result<Vec<instance::Model>> {
-    Ok(instance::Entity::find().filter(instance::Column::Id.is_in(instance_ids.to_vec())).all(conn).await?)
+pub async fn find_many(
+    conn: &impl ConnectionTrait,
+    instance_ids: &[String],
+    columns: &Columns<instance::Entity>,
+) -> Result<Vec<instance::Model>> {
+    let query = instance::Entity::find().filter(super::columns::one_of(
+        conn.get_database_backend(),
+        instance::Column::Id,
+        instance_ids,
+    ));
+    super::columns::select(conn, query, columns).await
 }
 
 /// The network's instances that are not deleted, by id.

@@ -4,6 +4,7 @@
 use sea_orm::sea_query::{Alias, Expr, ExprTrait};
 use sea_orm::{ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect, Select};
 
+use super::columns::Columns;
 use crate::error::Result;
 use crate::store::state::State;
 
@@ -44,6 +45,19 @@ pub async fn page<E: EntityTrait>(
     filter: &ListFilter,
 ) -> Result<Vec<E::Model>> {
     Ok(query::<E>(tenant_id, filter).all(conn).await?)
+}
+
+/// The page `query` describes, with only `columns` read (`store::columns`).
+pub async fn page_of<E: EntityTrait>(
+    conn: &impl ConnectionTrait,
+    tenant_id: &str,
+    filter: &ListFilter,
+    columns: &Columns<E>,
+) -> Result<Vec<E::Model>>
+where
+    E::Model: Default,
+{
+    super::columns::select(conn, query::<E>(tenant_id, filter), columns).await
 }
 
 /// The row of `E` with `id`, if it is the tenant's (whatever its state).

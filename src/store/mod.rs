@@ -6,6 +6,7 @@ pub mod addresses;
 pub mod admin;
 pub mod attachments;
 pub mod change;
+pub mod columns;
 pub mod entity;
 pub mod filesystems;
 pub mod idempotency;
@@ -79,7 +80,11 @@ pub async fn connect(url: &str, max_connections: u32) -> crate::error::Result<Da
 /// together take turns instead of racing.
 async fn migrate(db: &DatabaseConnection) -> Result<(), DbErr> {
     if db.get_database_backend() != DbBackend::Postgres {
-        return Migrator::up(db, None).await;
+        // One transaction for them all: SQLite's DDL is transactional, and a commit per statement
+        // was most of a first start's time.
+        let txn = db.begin().await?;
+        Migrator::up(&txn, None).await?;
+        return txn.commit().await;
     }
     let lock = db.begin().await?;
     lock.execute_unprepared("SELECT pg_advisory_xact_lock(7301946151)").await?;

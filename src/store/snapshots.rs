@@ -6,6 +6,7 @@ use sea_orm::{
 };
 
 use super::change::UserChange;
+use super::columns::Columns;
 use super::entity::provider_snapshot as snapshot;
 use super::list::ListFilter;
 use crate::error::Result;
@@ -31,13 +32,16 @@ pub async fn page(
 }
 
 /// The snapshots (not deleted) of each of `volume_ids`, oldest first.
-pub async fn live_of_volumes(conn: &impl ConnectionTrait, volume_ids: &[String]) -> Result<Vec<snapshot::Model>> {
-    Ok(snapshot::Entity::find()
-        .filter(snapshot::Column::VolumeId.is_in(volume_ids.to_vec()))
+pub async fn live_of_volumes(
+    conn: &impl ConnectionTrait,
+    volume_ids: &[String],
+    columns: &Columns<snapshot::Entity>,
+) -> Result<Vec<snapshot::Model>> {
+    let query = snapshot::Entity::find()
+        .filter(super::columns::one_of(conn.get_database_backend(), snapshot::Column::VolumeId, volume_ids))
         .filter(snapshot::Column::State.ne(State::Deleted))
-        .order_by_asc(snapshot::Column::Id)
-        .all(conn)
-        .await?)
+        .order_by_asc(snapshot::Column::Id);
+    super::columns::select(conn, query, columns).await
 }
 
 /// How many snapshots of the volume are not deleted (a volume keeps a bounded number).

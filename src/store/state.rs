@@ -33,6 +33,18 @@ macro_rules! stored_enum {
     };
 }
 
+/// What a column a narrowed read did not select holds (`store::columns`): a placeholder that
+/// nothing shows, never a value a row is given.
+macro_rules! placeholder {
+    ($($name:ident = $variant:ident),+) => {
+        $(impl Default for $name {
+            fn default() -> Self {
+                $name::$variant
+            }
+        })+
+    };
+}
+
 stored_enum! {
     /// Where a resource is, as the reconciler last saw it.
     State as "ResourceState" {
@@ -142,6 +154,8 @@ stored_enum! {
         Detach = "detach",
     }
 }
+
+placeholder!(State = Pending, Desired = Present, VolumeKind = Block, OnDelete = Delete);
 
 #[cfg(test)]
 mod tests {

@@ -18,6 +18,7 @@ use chrono::{DateTime, Utc};
 use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, Set};
 
 use super::change::UserChange;
+use super::columns::Columns;
 use super::entity::{provider_volume as volume, volume_attachment as attachment};
 use crate::error::Result;
 use crate::store::state::{Desired, State, VolumeFilesystem, VolumeKind};
@@ -62,14 +63,17 @@ pub async fn live_attachments(conn: &impl ConnectionTrait, volume_id: &str) -> R
         .await?)
 }
 
-/// The attachments (not finished) of each of `volume_ids`, oldest first.
-pub async fn live_attachments_of(conn: &impl ConnectionTrait, volume_ids: &[String]) -> Result<Vec<attachment::Model>> {
-    Ok(attachment::Entity::find()
-        .filter(attachment::Column::VolumeId.is_in(volume_ids.to_vec()))
+/// The attachments (not finished) of each of `volume_ids`, oldest first, with `columns` read.
+pub async fn live_attachments_of(
+    conn: &impl ConnectionTrait,
+    volume_ids: &[String],
+    columns: &Columns<attachment::Entity>,
+) -> Result<Vec<attachment::Model>> {
+    let query = attachment::Entity::find()
+        .filter(super::columns::one_of(conn.get_database_backend(), attachment::Column::VolumeId, volume_ids))
         .filter(attachment::Column::State.ne(State::Deleted))
-        .order_by_asc(attachment::Column::Id)
-        .all(conn)
-        .await?)
+        .order_by_asc(attachment::Column::Id);
+    super::columns::select(conn, query, columns).await
 }
 
 /// What a new volume row holds besides what every new row starts with.

@@ -5,9 +5,8 @@
 //! `compute:volumes:read` to read, `compute:volumes:manage` for everything else; putting one on an
 //! instance is also decided as `compute:instances:update` on that instance.
 mod checks;
+mod page;
 mod views;
-
-use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 use sea_orm::ConnectionTrait;
@@ -29,7 +28,8 @@ use crate::store::state::{Desired, State, VolumeFilesystem, VolumeKind};
 use crate::store::{queue, quota};
 pub(crate) use checks::attachable_instance;
 use checks::*;
-pub use views::{AttachmentView, VolumeView, attachment_view, event, view};
+pub use page::{VolumePage, VolumeReads};
+pub use views::{AttachmentView, VolumeView, attachment_view, event, view, view_of};
 
 pub use crate::store::volumes::{QUOTA, RECONCILER, live_attachments, share_tag};
 pub const KIND: &str = "provider-volume";
@@ -258,58 +258,6 @@ impl Services {
         let found = self.volume_load(&self.db, tenant_id, volume_id).await?;
         actor.decide(READ, &Target::resource(tenant_id, found.project_id.as_deref(), KIND, volume_id))?;
         Ok(found)
-    }
-
-    /// The tenant's volumes in the order they were made, a page at a time, without their
-    /// attachments (the GraphQL layer loads those for the whole page at once).
-    pub async fn volume_list(
-        &self,
-        actor: &Actor,
-        tenant_id: &str,
-        filter: rows::ListFilter,
-    ) -> Result<rows::Page<VolumeView>> {
-        actor.decide_list(READ, tenant_id)?;
-        rows::check_list(tenant_id, &filter, ids::VOLUME)?;
-        let found = crate::store::list::page::<volume::Entity>(&self.db, tenant_id, &filter).await?;
-        Ok(rows::page(
-            found,
-            filter.first,
-            |v| &v.id,
-            |v| {
-                actor
-                    .allows(READ, &Target::resource(tenant_id, v.project_id.as_deref(), KIND, &v.id))
-                    .then(|| view(v, &[]))
-            },
-        ))
-    }
-
-    /// The attachments (not finished) of each volume, in one statement.
-    pub async fn attachments_of(&self, volume_ids: &[String]) -> Result<HashMap<String, Vec<AttachmentView>>> {
-        let found = store::volumes::live_attachments_of(&self.db, volume_ids).await?;
-        let mut by_volume: HashMap<String, Vec<AttachmentView>> = HashMap::new();
-        for a in &found {
-            by_volume.entry(a.volume_id.clone()).or_default().push(attachment_view(a));
-        }
-        Ok(by_volume)
-    }
-
-    /// Instances by id, in one statement, only those `actor` may read.
-    pub async fn instances_by_id(
-        &self,
-        actor: &Actor,
-        instance_ids: &[String],
-    ) -> Result<HashMap<String, instances::InstanceView>> {
-        let found = crate::store::instances::find_many(&self.db, instance_ids).await?;
-        Ok(found
-            .iter()
-            .filter(|i| {
-                actor.allows(
-                    instances::READ,
-                    &Target::resource(&i.tenant_id, i.project_id.as_deref(), instances::KIND, &i.id),
-                )
-            })
-            .map(|i| (i.id.clone(), instances::view(i)))
-            .collect())
     }
 
     pub async fn volume_watch(&self, actor: &Actor, tenant_id: &str, volume_id: &str) -> Result<super::feed::Filter> {

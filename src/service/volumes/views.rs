@@ -51,47 +51,57 @@ pub struct VolumeView {
     pub attachments: Vec<AttachmentView>,
 }
 
-pub fn attachment_view(a: &attachment::Model) -> AttachmentView {
-    AttachmentView {
-        id: a.id.clone(),
-        instance_id: a.instance_id.clone(),
-        state: a.state,
-        desired_state: a.desired_state,
-        message: a.message.clone(),
-        ready_at: a.ready_at,
+impl From<attachment::Model> for AttachmentView {
+    fn from(a: attachment::Model) -> Self {
+        AttachmentView {
+            id: a.id,
+            instance_id: a.instance_id,
+            state: a.state,
+            desired_state: a.desired_state,
+            message: a.message,
+            ready_at: a.ready_at,
+        }
     }
 }
 
+pub fn attachment_view(a: &attachment::Model) -> AttachmentView {
+    a.clone().into()
+}
+
+/// The view of `v` with the attachments among `attachments` that are its and not finished.
 pub fn view(v: &volume::Model, attachments: &[attachment::Model]) -> VolumeView {
+    let attachments =
+        attachments.iter().filter(|a| a.volume_id == v.id && a.state != State::Deleted).map(attachment_view).collect();
+    view_of(v.clone(), attachments)
+}
+
+/// The view of `v` with `attachments` (already its own, not finished).
+pub fn view_of(v: volume::Model, attachments: Vec<AttachmentView>) -> VolumeView {
     VolumeView {
-        id: v.id.clone(),
-        tenant_id: v.tenant_id.clone(),
-        project_id: v.project_id.clone(),
-        pool_id: v.pool_id.clone(),
-        name: v.name.clone(),
-        description: v.description.clone(),
-        region: v.region.clone(),
+        id: v.id,
+        tenant_id: v.tenant_id,
+        project_id: v.project_id,
+        pool_id: v.pool_id,
+        name: v.name,
+        description: v.description,
+        region: v.region,
         kind: v.kind,
-        network_id: v.network_id.clone(),
+        network_id: v.network_id,
         filesystem: v.filesystem,
         delete_with_instance: v.delete_with_instance,
-        source_snapshot_id: v.source_snapshot_id.clone(),
+        source_snapshot_id: v.source_snapshot_id,
         size_gib: v.size_gib,
         observed_size_gib: v.observed_size_gib,
         state: v.state,
         desired_state: v.desired_state,
-        message: v.message.clone(),
-        device: v.device.clone(),
-        mount_source: v.mount_source.clone(),
+        message: v.message,
+        device: v.device,
+        mount_source: v.mount_source,
         version: v.version,
         created_at: v.created_at,
         ready_at: v.ready_at,
         deleted_at: v.deleted_at,
-        attachments: attachments
-            .iter()
-            .filter(|a| a.volume_id == v.id && a.state != State::Deleted)
-            .map(attachment_view)
-            .collect(),
+        attachments,
     }
 }
 

@@ -5,7 +5,7 @@ use crate::store::state::{Desired, OnDelete, State};
 /// A machine at the provider (a DigitalOcean Droplet), as far as volumes need one. `provider_id`
 /// is the Droplet's id once made; `create_attempts` counts creates whose answer may be lost (the
 /// Droplet is then looked up by `provider_name`); `lost` marks one deleted outside.
-#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, DeriveEntityModel)]
 #[sea_orm(table_name = "instances")]
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]

@@ -4,7 +4,7 @@ use crate::store::state::{Desired, State, VolumeKind};
 
 /// A snapshot of a provider volume; it outlives the volume. `size_gib` is the billable size the
 /// provider reports; `min_disk_size` the smallest volume a restore makes.
-#[derive(Clone, Debug, PartialEq, DeriveEntityModel)]
+#[derive(Clone, Debug, Default, PartialEq, DeriveEntityModel)]
 #[sea_orm(table_name = "provider_snapshots")]
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]

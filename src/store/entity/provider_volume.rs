@@ -6,7 +6,7 @@ use crate::store::state::{Desired, State, VolumeFilesystem, VolumeKind};
 /// `network_id`). `size_gib` is what the tenant asked (and what diskGiB holds);
 /// `observed_size_gib` what the provider last showed. `action_id` is a provider action in flight
 /// (a resize), looked at again until it is done; `source_snapshot_id` makes it a restore.
-#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, DeriveEntityModel)]
 #[sea_orm(table_name = "provider_volumes")]
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]

@@ -5,7 +5,7 @@ use crate::store::state::{Desired, State};
 /// A volume on an instance: `desired_state` present (attach) or absent (detach); `state` pending,
 /// ready, deleting (a detach running), deleted (detached) or error. `action_id` is the provider
 /// action in flight.
-#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, DeriveEntityModel)]
 #[sea_orm(table_name = "volume_attachments")]
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]

@@ -1,0 +1,124 @@
+//! A page of volumes as a list shows them: the volumes, and as far as the caller asks, their
+//! attachments, those attachments' instances and their snapshots, each read in one statement of
+//! only the columns asked (`store::columns`), whatever the page's size.
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+
+use super::super::authz::{Actor, Target};
+use super::super::instances::{self, InstanceView};
+use super::super::snapshots::SnapshotView;
+use super::super::{Services, rows};
+use super::{AttachmentView, KIND, READ, VolumeView, view_of};
+use crate::error::Result;
+use crate::ids;
+use crate::store;
+use crate::store::columns::Columns;
+use crate::store::entity::{
+    instance, provider_snapshot as snapshot, provider_volume as volume, volume_attachment as attachment,
+};
+
+/// What a page of volumes reads: the columns of each volume, and the columns of each kind of
+/// child it reads along (None: not read; a child not asked for is not read).
+pub struct VolumeReads {
+    pub volumes: Columns<volume::Entity>,
+    pub attachments: Option<Columns<attachment::Entity>>,
+    /// The attachments' instances (read only with the attachments).
+    pub instances: Option<Columns<instance::Entity>>,
+    pub snapshots: Option<Columns<snapshot::Entity>>,
+}
+
+/// A page of volumes, each view with its attachments when they were read, and the children
+/// read along: the instances of those attachments the caller may read, and each volume's
+/// snapshots (not deleted) that the caller may read.
+pub struct VolumePage {
+    pub volumes: rows::Page<VolumeView>,
+    pub instances: HashMap<String, Arc<InstanceView>>,
+    pub snapshots: HashMap<String, Vec<SnapshotView>>,
+}
+
+impl Services {
+    /// The tenant's volumes in the order they were made, a page at a time, with what `reads`
+    /// asks of them.
+    pub async fn volume_page(
+        &self,
+        actor: &Actor,
+        tenant_id: &str,
+        filter: rows::ListFilter,
+        reads: &VolumeReads,
+    ) -> Result<VolumePage> {
+        actor.decide_list(READ, tenant_id)?;
+        rows::check_list(tenant_id, &filter, ids::VOLUME)?;
+        let found = store::list::page_of::<volume::Entity>(&self.db, tenant_id, &filter, &reads.volumes).await?;
+        let mut volumes = rows::page(
+            found,
+            filter.first,
+            |v| &v.id,
+            |v| {
+                let target = Target::resource(tenant_id, v.project_id.as_deref(), KIND, &v.id);
+                actor.allows(READ, &target).then(|| view_of(v, Vec::new()))
+            },
+        );
+        let ids: Vec<String> = volumes.items.iter().map(|v| v.id.clone()).collect();
+        if ids.is_empty() {
+            return Ok(VolumePage { volumes, instances: HashMap::new(), snapshots: HashMap::new() });
+        }
+        let attached = async {
+            let Some(columns) = &reads.attachments else { return Ok(HashMap::new()) };
+            let mut attached = self.attachments_of(&ids, columns).await?;
+            let instances = match &reads.instances {
+                Some(columns) => {
+                    let instance_ids: BTreeSet<&str> =
+                        attached.values().flatten().map(|a| a.instance_id.as_str()).collect();
+                    let instance_ids: Vec<String> = instance_ids.into_iter().map(str::to_owned).collect();
+                    self.instances_by_id(actor, &instance_ids, columns).await?
+                }
+                None => HashMap::new(),
+            };
+            for volume in &mut volumes.items {
+                volume.attachments = attached.remove(&volume.id).unwrap_or_default();
+            }
+            Ok(instances)
+        };
+        let snapshots = async {
+            match &reads.snapshots {
+                Some(columns) => self.snapshots_of(actor, &ids, columns).await,
+                None => Ok(HashMap::new()),
+            }
+        };
+        let (instances, snapshots) = tokio::try_join!(attached, snapshots)?;
+        Ok(VolumePage { volumes, instances, snapshots })
+    }
+
+    /// The attachments (not finished) of each volume, in one statement.
+    async fn attachments_of(
+        &self,
+        volume_ids: &[String],
+        columns: &Columns<attachment::Entity>,
+    ) -> Result<HashMap<String, Vec<AttachmentView>>> {
+        let found = store::volumes::live_attachments_of(&self.db, volume_ids, columns).await?;
+        let mut by_volume: HashMap<String, Vec<AttachmentView>> = HashMap::with_capacity(volume_ids.len());
+        for mut a in found {
+            let volume_id = std::mem::take(&mut a.volume_id);
+            by_volume.entry(volume_id).or_default().push(a.into());
+        }
+        Ok(by_volume)
+    }
+
+    /// Instances by id, in one statement, only those `actor` may read.
+    pub async fn instances_by_id(
+        &self,
+        actor: &Actor,
+        instance_ids: &[String],
+        columns: &Columns<instance::Entity>,
+    ) -> Result<HashMap<String, Arc<InstanceView>>> {
+        let found = store::instances::find_many(&self.db, instance_ids, columns).await?;
+        Ok(found
+            .into_iter()
+            .filter(|i| {
+                let target = Target::resource(&i.tenant_id, i.project_id.as_deref(), instances::KIND, &i.id);
+                actor.allows(instances::READ, &target)
+            })
+            .map(|i| (i.id.clone(), Arc::new(InstanceView::from(i))))
+            .collect())
+    }
+}
