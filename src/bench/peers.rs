@@ -18,16 +18,22 @@ pub fn cpu_secs(pid: u32) -> BenchResult<f64> {
     Ok((ticks(11) + ticks(12)) / clock_ticks())
 }
 
-/// CPU seconds every PostgreSQL server process on this machine has used so far (the backends
-/// come and go with connections, so the bench reads them all before and after a run).
-pub fn postgres_cpu_secs() -> f64 {
-    let Ok(entries) = std::fs::read_dir("/proc") else { return 0.0 };
+/// CPU seconds each PostgreSQL server process on this machine has used so far, by pid.
+pub fn postgres_cpu() -> std::collections::HashMap<u32, f64> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Default::default() };
     entries
         .flatten()
         .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()))
         .filter(|pid| std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "postgres"))
-        .filter_map(|pid| cpu_secs(pid).ok())
-        .sum()
+        .filter_map(|pid| cpu_secs(pid).ok().map(|secs| (pid, secs)))
+        .collect()
+}
+
+/// The CPU PostgreSQL used between two `postgres_cpu` readings: each process's growth, a new
+/// one's all. A process that ended between them (an autovacuum worker) is left out rather than
+/// taken off, which made the figure negative.
+pub fn postgres_cpu_since(before: &std::collections::HashMap<u32, f64>) -> f64 {
+    postgres_cpu().into_iter().map(|(pid, secs)| secs - before.get(&pid).copied().unwrap_or(0.0)).sum()
 }
 
 fn clock_ticks() -> f64 {
