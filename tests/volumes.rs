@@ -1170,8 +1170,8 @@ async fn every_field(s: &Setup, type_name: &str, depth: usize) -> Vec<(String, S
     fields
 }
 
-db_test!(every_field_of_a_page_of_volumes_reads_as_the_volume_on_its_own, |backend: Backend| async move {
-    let s = setup(backend).await;
+/// A block volume attached with a ready snapshot, and a shared one mounted and attached.
+async fn volumes_of_both_kinds(s: &Setup) {
     let network = s.network().await;
     let (instance, _) = s.instance("web-1", Some(&network)).await;
     let block = s
@@ -1184,7 +1184,11 @@ db_test!(every_field_of_a_page_of_volumes_reads_as_the_volume_on_its_own, |backe
     s.until_volume(&shared, "ready", |v| v["state"] == "READY" && v["mount"]["source"].is_string()).await;
     s.mutate("providerVolumeAttach", json!({ "tenantId": "acme", "volumeId": shared, "instanceId": instance })).await;
     s.until_volume(&shared, "attached", |v| v["attachments"][0]["state"] == "READY").await;
+}
 
+db_test!(every_field_of_a_page_of_volumes_reads_as_the_volume_on_its_own, |backend: Backend| async move {
+    let s = setup(backend).await;
+    volumes_of_both_kinds(&s).await;
     let fields = every_field(&s, "ProviderVolume", 2).await;
     assert!(fields.len() >= 25, "{fields:?}");
     for (name, selection) in fields {
@@ -1211,4 +1215,29 @@ db_test!(every_field_of_a_page_of_volumes_reads_as_the_volume_on_its_own, |backe
             assert_eq!(edge["node"][&name], alone["providerVolume"][&name], "{name} of {id}");
         }
     }
+});
+
+db_test!(a_page_rendered_from_memory_reads_as_the_executor_answers_it, |backend: Backend| async move {
+    let s = setup(backend).await;
+    volumes_of_both_kinds(&s).await;
+    let every: Vec<String> = every_field(&s, "ProviderVolume", 2).await.into_iter().map(|(_, f)| f).collect();
+    let page = |extra: &str| {
+        format!(
+            "{{ providerVolumes(tenantId: \"acme\", first: 10) {{ edges {{ cursor node {{ id {} {extra} __typename }} }} }} }}",
+            every.join(" ")
+        )
+    };
+    // The body as sent: its keys' order is part of what is compared.
+    let s = &s;
+    let body = |query: String| async move {
+        let request = s.server.http.post(s.server.url("/graphql")).bearer_auth(&s.token);
+        request.json(&json!({ "query": query })).send().await.unwrap().text().await.unwrap()
+    };
+    let rendered = body(page("")).await;
+    // A fragment on the Node interface is for the executor alone: the same page, resolved field
+    // by field.
+    let executed = body(page("... on Node { id }")).await;
+    assert!(!rendered.contains("errors") && rendered.matches("\"cursor\"").count() == 2, "{rendered}");
+    assert!(rendered.contains("\"instance\":{") && rendered.contains("\"snapshots\":[{"), "{rendered}");
+    assert_eq!(rendered, executed);
 });

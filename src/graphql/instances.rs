@@ -1,11 +1,13 @@
 //! Instances, as far as volumes need them.
 use std::sync::Arc;
 
+use async_graphql::parser::types::Field;
 use async_graphql::{Context, ID, InputObject, Object, Result, SimpleObject, Subscription};
 use chrono::{DateTime, Utc};
 use futures_util::{Stream, StreamExt};
 
 use super::networks::PageInfo;
+use super::render::{Planner, Render, Step, enumerated, optional, optional_text, scalar, text};
 use super::{actor, services};
 use crate::service::instances::{FilesystemMountInput, InstanceCreate, InstanceView};
 use crate::service::rows::ListFilter;
@@ -93,6 +95,35 @@ impl Instance {
     }
     async fn deleted_at(&self) -> Option<DateTime<Utc>> {
         self.0.deleted_at
+    }
+}
+
+/// Each field of `Instance` as a page renders it (`render`), as its resolver gives it; its
+/// filesystems are read apart.
+impl Render for Instance {
+    fn step(field: &Field, _: &Planner<'_>) -> Option<Step<Self>> {
+        match field.name.node.as_str() {
+            "id" => text(|i| &i.0.id),
+            "tenantId" => text(|i| &i.0.tenant_id),
+            "projectId" => optional_text(|i| i.0.project_id.as_deref()),
+            "poolId" => text(|i| &i.0.pool_id),
+            "networkId" => optional_text(|i| i.0.network_id.as_deref()),
+            "name" => text(|i| &i.0.name),
+            "region" => text(|i| &i.0.region),
+            "zone" => optional_text(|i| i.0.zone.as_deref()),
+            "size" => text(|i| &i.0.size),
+            "image" => text(|i| &i.0.image),
+            "onDelete" => enumerated(|i| i.0.on_delete),
+            "state" => enumerated(|i| i.0.state),
+            "desiredState" => enumerated(|i| i.0.desired_state),
+            "providerId" => optional_text(|i| i.0.provider_id.as_deref()),
+            "message" => optional_text(|i| i.0.message.as_deref()),
+            "version" => scalar(|i| i.0.version),
+            "createdAt" => scalar(|i| i.0.created_at),
+            "readyAt" => optional(|i| i.0.ready_at),
+            "deletedAt" => optional(|i| i.0.deleted_at),
+            _ => None,
+        }
     }
 }
 

@@ -1,9 +1,11 @@
 //! Provider snapshots.
+use async_graphql::parser::types::Field;
 use async_graphql::{Context, ID, InputObject, Object, Result, SimpleObject, Subscription};
 use chrono::{DateTime, Utc};
 use futures_util::{Stream, StreamExt};
 
 use super::networks::PageInfo;
+use super::render::{Planner, Render, Step, enumerated, optional, optional_text, scalar, text};
 use super::{actor, services};
 use crate::service::rows::ListFilter;
 use crate::service::snapshots::{SnapshotListFilter, SnapshotView};
@@ -73,6 +75,32 @@ impl ProviderSnapshot {
     }
     async fn deleted_at(&self) -> Option<DateTime<Utc>> {
         self.0.deleted_at
+    }
+}
+
+/// Each field of `ProviderSnapshot` as the page renders it (`render`), as its resolver gives it.
+impl Render for ProviderSnapshot {
+    fn step(field: &Field, _: &Planner<'_>) -> Option<Step<Self>> {
+        match field.name.node.as_str() {
+            "id" => text(|s| &s.0.id),
+            "tenantId" => text(|s| &s.0.tenant_id),
+            "projectId" => optional_text(|s| s.0.project_id.as_deref()),
+            "poolId" => text(|s| &s.0.pool_id),
+            "volumeId" => text(|s| &s.0.volume_id),
+            "volumeKind" => enumerated(|s| s.0.volume_kind),
+            "region" => text(|s| &s.0.region),
+            "name" => text(|s| &s.0.name),
+            "state" => enumerated(|s| s.0.state),
+            "desiredState" => enumerated(|s| s.0.desired_state),
+            "message" => optional_text(|s| s.0.message.as_deref()),
+            "sizeGiB" => optional(|s| s.0.size_gib),
+            "minDiskSizeGiB" => scalar(|s| s.0.min_disk_size),
+            "version" => scalar(|s| s.0.version),
+            "createdAt" => scalar(|s| s.0.created_at),
+            "readyAt" => optional(|s| s.0.ready_at),
+            "deletedAt" => optional(|s| s.0.deleted_at),
+            _ => None,
+        }
     }
 }
 

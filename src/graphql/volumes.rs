@@ -1,6 +1,7 @@
 //! Provider volumes (block and shared), their attachments and mounts.
 use std::borrow::Cow;
 
+use async_graphql::parser::types::Field;
 use async_graphql::{Context, ID, InputObject, Lookahead, Object, Result, SimpleObject, Subscription};
 use chrono::{DateTime, Utc};
 use futures_util::{Stream, StreamExt};
@@ -8,6 +9,9 @@ use futures_util::{Stream, StreamExt};
 use super::instances::Instance;
 use super::loaders::loaders;
 use super::networks::PageInfo;
+use super::render::{
+    Planner, Render, Rendered, Step, enumerated, optional, optional_enum, optional_text, scalar, text,
+};
 use super::snapshots::ProviderSnapshot;
 use super::{actor, reads, services};
 use crate::service::mounts;
@@ -79,6 +83,23 @@ impl Attachment {
     }
 }
 
+/// Each field of `Attachment` as a page renders it (`render`), as its resolver gives it; its
+/// instance only when the page read it along.
+impl Render for Attachment {
+    fn step(field: &Field, planner: &Planner<'_>) -> Option<Step<Self>> {
+        match field.name.node.as_str() {
+            "id" => text(|a| &a.view.id),
+            "instanceId" => text(|a| &a.view.instance_id),
+            "instance" => planner.object(field, |a: &Attachment| a.instance.as_ref().map(Option::as_ref)),
+            "state" => enumerated(|a| a.view.state),
+            "desiredState" => enumerated(|a| a.view.desired_state),
+            "message" => optional_text(|a| a.view.message.as_deref()),
+            "readyAt" => optional(|a| a.view.ready_at),
+            _ => None,
+        }
+    }
+}
+
 /// The columns each field of `Attachment` is built from (`reads::columns`).
 pub(super) fn attachment_columns(field: &str) -> Option<&'static [attachment::Column]> {
     use attachment::Column::*;
@@ -125,6 +146,17 @@ impl Mount {
     }
 }
 
+/// `Mount` as a page renders it: `mountLines` takes arguments, and goes to the executor.
+impl Render for Mount {
+    fn step(field: &Field, _: &Planner<'_>) -> Option<Step<Self>> {
+        match field.name.node.as_str() {
+            "source" => text(|m| &m.source),
+            "type" => text(|_| "nfs4"),
+            _ => None,
+        }
+    }
+}
+
 /// A volume with its attachments; its snapshots are Some when the page it is on read them along
 /// (else the loaders read them when asked).
 pub struct ProviderVolume {
@@ -134,6 +166,14 @@ pub struct ProviderVolume {
 }
 
 impl ProviderVolume {
+    /// A block volume's one attachment (a shared volume's are many).
+    fn block_attachment(&self) -> Option<&Attachment> {
+        if self.view.kind == VolumeKind::Shared {
+            return None;
+        }
+        self.attachments.first()
+    }
+
     /// A volume read on its own: its attachments are in its view.
     pub fn whole(mut view: VolumeView) -> Self {
         let attachments = std::mem::take(&mut view.attachments).into_iter().map(Attachment::from).collect();
@@ -185,6 +225,58 @@ pub(super) fn volume_columns(field: &str) -> Option<&'static [volume::Column]> {
         "deletedAt" => &[DeletedAt],
         _ => return None,
     })
+}
+
+/// Each field of `ProviderVolume` as a page renders it (`render`), as its resolver gives it; its
+/// snapshots only when the page read them along.
+impl Render for ProviderVolume {
+    fn step(field: &Field, planner: &Planner<'_>) -> Option<Step<Self>> {
+        match field.name.node.as_str() {
+            "id" => text(|v| &v.view.id),
+            "tenantId" => text(|v| &v.view.tenant_id),
+            "projectId" => optional_text(|v| v.view.project_id.as_deref()),
+            "poolId" => text(|v| &v.view.pool_id),
+            "name" => text(|v| &v.view.name),
+            "description" => optional_text(|v| v.view.description.as_deref()),
+            "region" => text(|v| &v.view.region),
+            "kind" => enumerated(|v| v.view.kind),
+            "networkId" => optional_text(|v| v.view.network_id.as_deref()),
+            "filesystem" => optional_enum(|v| v.view.filesystem),
+            "deleteWithInstance" => scalar(|v| v.view.delete_with_instance),
+            "sourceSnapshotId" => optional_text(|v| v.view.source_snapshot_id.as_deref()),
+            "sizeGiB" => scalar(|v| v.view.size_gib),
+            "observedSizeGiB" => optional(|v| v.view.observed_size_gib),
+            "state" => enumerated(|v| v.view.state),
+            "desiredState" => enumerated(|v| v.view.desired_state),
+            "message" => optional_text(|v| v.view.message.as_deref()),
+            "device" => optional_text(|v| v.view.device.as_deref()),
+            "mount" => {
+                let plan = planner.plan::<Mount>(&field.selection_set.node)?;
+                Some(Box::new(move |v: &ProviderVolume| match &v.view.mount_source {
+                    Some(source) => plan.render(&Mount { source: source.clone() }),
+                    None => Some(async_graphql::Value::Null),
+                }))
+            }
+            "attachment" => planner.object(field, |v: &ProviderVolume| Some(v.block_attachment())),
+            "attachments" => planner.list(field, |v: &ProviderVolume| Some(&v.attachments[..])),
+            "snapshots" => planner.list(field, |v: &ProviderVolume| v.snapshots.as_deref()),
+            "version" => scalar(|v| v.view.version),
+            "createdAt" => scalar(|v| v.view.created_at),
+            "readyAt" => optional(|v| v.view.ready_at),
+            "deletedAt" => optional(|v| v.view.deleted_at),
+            _ => None,
+        }
+    }
+}
+
+impl Render for ProviderVolumeEdge {
+    fn step(field: &Field, planner: &Planner<'_>) -> Option<Step<Self>> {
+        match field.name.node.as_str() {
+            "cursor" => text(|e| &e.cursor),
+            "node" => planner.object(field, |e: &ProviderVolumeEdge| Some(Some(&e.node))),
+            _ => None,
+        }
+    }
 }
 
 /// What a page of volumes reads for `node` (the selection of its edges' node).
@@ -292,10 +384,7 @@ impl ProviderVolume {
     }
     /// A block volume's attachment, when it has one (a shared volume's are in `attachments`).
     async fn attachment(&self) -> Option<&Attachment> {
-        if self.view.kind == VolumeKind::Shared {
-            return None;
-        }
-        self.attachments.first()
+        self.block_attachment()
     }
     /// Every attachment that is not finished (a shared volume's many).
     #[graphql(complexity = "super::limits::unbounded(child_complexity)")]
@@ -337,7 +426,7 @@ pub struct ProviderVolumeEdge {
 
 #[derive(SimpleObject)]
 pub struct ProviderVolumeConnection {
-    pub edges: Vec<ProviderVolumeEdge>,
+    pub edges: Rendered<ProviderVolumeEdge>,
     pub page_info: PageInfo,
 }
 
@@ -443,7 +532,7 @@ impl VolumeQuery {
             .collect();
         let page = page.volumes;
         Ok(ProviderVolumeConnection {
-            edges,
+            edges: Rendered(edges),
             page_info: PageInfo { end_cursor: page.end_cursor, has_next_page: page.has_next_page },
         })
     }

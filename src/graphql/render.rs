@@ -1,0 +1,281 @@
+//! Lists rendered from memory. The executor resolves every field of every object on its own: a
+//! boxed future, a context, a field-name match and a map lookup each. A page of 100 volumes with
+//! their attachments, instances and snapshots is some 1,800 fields, and that machinery was the
+//! larger part of the server's time on it. A list whose items hold everything their selection
+//! shows plans that selection once (`Planner::plan`) and builds each item's value from the plan.
+//!
+//! Only plain selections are planned: fields without arguments or directives, fragments on the
+//! type itself, each response key once. Anything else, or an item whose page did not read a child
+//! along, goes to the executor for the whole list, so what a client sees never depends on which
+//! path answered. The schema's one extension (`limits`) measures documents and resolves nothing,
+//! so no per-field hook is skipped.
+use std::borrow::Cow;
+use std::collections::HashMap;
+
+use async_graphql::indexmap::IndexMap;
+use async_graphql::parser::types::{Field, FragmentDefinition, Selection, SelectionSet};
+use async_graphql::registry::Registry;
+use async_graphql::resolver_utils::enum_value;
+use async_graphql::{ContextSelectionSet, EnumType, Name, OutputType, Positioned, ScalarType, ServerResult, Value};
+
+/// How one field of `T` is built; None when the item does not hold it.
+pub type Step<T> = Box<dyn Fn(&T) -> Option<Value> + Send + Sync>;
+
+/// A type whose fields can be built from the item alone.
+pub trait Render: OutputType + Sized + 'static {
+    /// The step building `field`, None when it is not plain (it reads more than the item).
+    fn step(field: &Field, planner: &Planner<'_>) -> Option<Step<Self>>;
+}
+
+/// A selection planned on `T`: its response keys, in order, and how each is built.
+pub struct Plan<T> {
+    fields: Vec<(Name, Step<T>)>,
+}
+
+impl<T> Plan<T> {
+    pub fn render(&self, item: &T) -> Option<Value> {
+        let mut object = IndexMap::with_capacity(self.fields.len());
+        for (key, step) in &self.fields {
+            object.insert(key.clone(), step(item)?);
+        }
+        Some(Value::Object(object))
+    }
+
+    fn render_all<'i>(&self, items: impl IntoIterator<Item = &'i T>) -> Option<Value>
+    where
+        T: 'i,
+    {
+        items.into_iter().map(|item| self.render(item)).collect::<Option<Vec<_>>>().map(Value::List)
+    }
+}
+
+/// Plans selections against the request's fragments.
+pub struct Planner<'a> {
+    fragments: &'a HashMap<Name, Positioned<FragmentDefinition>>,
+}
+
+impl Planner<'_> {
+    /// The plan of `set` on `T`, None when it is not plain.
+    pub fn plan<T: Render>(&self, set: &SelectionSet) -> Option<Plan<T>> {
+        let type_name = T::type_name();
+        let mut selected = Vec::new();
+        self.collect(set, &type_name, &mut selected)?;
+        // The executor answers an object whose every field was skipped with null, not `{}`.
+        if selected.is_empty() {
+            return None;
+        }
+        let mut fields: Vec<(Name, Step<T>)> = Vec::with_capacity(selected.len());
+        for field in selected {
+            let key = field.response_key().node.clone();
+            if !field.arguments.is_empty() || !field.directives.is_empty() {
+                return None;
+            }
+            // Validation let the same key through only for the same field: a leaf once selected
+            // is done; objects' selections would have to be merged, which is the executor's.
+            if fields.iter().any(|(k, _)| *k == key) {
+                if field.selection_set.node.items.is_empty() {
+                    continue;
+                }
+                return None;
+            }
+            let step = if field.name.node == "__typename" {
+                let name = Value::String(type_name.to_string());
+                Box::new(move |_: &T| Some(name.clone()))
+            } else {
+                T::step(field, self)?
+            };
+            fields.push((key, step));
+        }
+        Some(Plan { fields })
+    }
+
+    fn collect<'s>(&self, set: &'s SelectionSet, type_name: &str, out: &mut Vec<&'s Field>) -> Option<()>
+    where
+        Self: 's,
+    {
+        for selection in &set.items {
+            if !selection.node.directives().is_empty() {
+                return None;
+            }
+            let (condition, inner) = match &selection.node {
+                Selection::Field(field) => {
+                    out.push(&field.node);
+                    continue;
+                }
+                Selection::FragmentSpread(spread) => {
+                    let fragment = &self.fragments.get(&spread.node.fragment_name.node)?.node;
+                    (Some(&fragment.type_condition), &fragment.selection_set)
+                }
+                Selection::InlineFragment(inline) => (inline.node.type_condition.as_ref(), &inline.node.selection_set),
+            };
+            if condition.is_some_and(|c| c.node.on.node != type_name) {
+                return None;
+            }
+            self.collect(&inner.node, type_name, out)?;
+        }
+        Some(())
+    }
+
+    /// The step of an object field: `child` is None when the item does not hold it, Some(None)
+    /// for null.
+    pub fn object<T: 'static, C: Render + 'static>(
+        &self,
+        field: &Field,
+        child: impl Fn(&T) -> Option<Option<&C>> + Send + Sync + 'static,
+    ) -> Option<Step<T>> {
+        let plan = self.plan::<C>(&field.selection_set.node)?;
+        Some(Box::new(move |item| match child(item)? {
+            Some(child) => plan.render(child),
+            None => Some(Value::Null),
+        }))
+    }
+
+    /// The step of a list field: `children` is None when the item does not hold them.
+    pub fn list<T: 'static, C: Render + 'static>(
+        &self,
+        field: &Field,
+        children: impl Fn(&T) -> Option<&[C]> + Send + Sync + 'static,
+    ) -> Option<Step<T>> {
+        let plan = self.plan::<C>(&field.selection_set.node)?;
+        Some(Box::new(move |item| plan.render_all(children(item)?)))
+    }
+}
+
+/// A string field, as the executor writes a `String`, `&str` or `ID`.
+pub fn text<T: 'static>(get: fn(&T) -> &str) -> Option<Step<T>> {
+    Some(Box::new(move |item| Some(Value::String(get(item).to_owned()))))
+}
+
+/// A nullable string field.
+pub fn optional_text<T: 'static>(get: fn(&T) -> Option<&str>) -> Option<Step<T>> {
+    Some(Box::new(move |item| Some(get(item).map_or(Value::Null, |s| Value::String(s.to_owned())))))
+}
+
+/// A scalar field (numbers, booleans, times).
+pub fn scalar<T: 'static, V: ScalarType + 'static>(get: fn(&T) -> V) -> Option<Step<T>> {
+    Some(Box::new(move |item| Some(get(item).to_value())))
+}
+
+/// A nullable scalar field.
+pub fn optional<T: 'static, V: ScalarType + 'static>(get: fn(&T) -> Option<V>) -> Option<Step<T>> {
+    Some(Box::new(move |item| Some(get(item).map_or(Value::Null, |v| v.to_value()))))
+}
+
+/// An enum field.
+pub fn enumerated<T: 'static, E: EnumType + 'static>(get: fn(&T) -> E) -> Option<Step<T>> {
+    Some(Box::new(move |item| Some(enum_value(get(item)))))
+}
+
+/// A nullable enum field.
+pub fn optional_enum<T: 'static, E: EnumType + 'static>(get: fn(&T) -> Option<E>) -> Option<Step<T>> {
+    Some(Box::new(move |item| Some(get(item).map_or(Value::Null, enum_value))))
+}
+
+/// A list typed as `Vec<T>` in the schema, rendered from its plan when its selection is plain.
+pub struct Rendered<T>(pub Vec<T>);
+
+impl<T: Render> OutputType for Rendered<T> {
+    fn type_name() -> Cow<'static, str> {
+        <Vec<T> as OutputType>::type_name()
+    }
+
+    fn qualified_type_name() -> String {
+        <Vec<T> as OutputType>::qualified_type_name()
+    }
+
+    fn create_type_info(registry: &mut Registry) -> String {
+        <Vec<T> as OutputType>::create_type_info(registry)
+    }
+
+    async fn resolve(&self, ctx: &ContextSelectionSet<'_>, field: &Positioned<Field>) -> ServerResult<Value> {
+        let planner = Planner { fragments: &ctx.query_env.fragments };
+        if let Some(value) = planner.plan::<T>(&ctx.item.node).and_then(|plan| plan.render_all(&self.0)) {
+            return Ok(value);
+        }
+        async_graphql::resolver_utils::resolve_list(ctx, field, &self.0, Some(self.0.len())).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use async_graphql::Schema;
+    use async_graphql::parser::parse_query;
+    use async_graphql::parser::types::{DocumentOperations, ExecutableDocument};
+
+    use super::super::snapshots::ProviderSnapshot;
+    use super::super::volumes::ProviderVolumeEdge;
+    use super::super::{Mutation, Query, Subscription};
+    use super::*;
+
+    /// Plans the (only) operation of `query` on `T`, with the document's fragments.
+    fn plans<T: Render>(query: &str) -> bool {
+        let document: ExecutableDocument = parse_query(query).unwrap();
+        let DocumentOperations::Single(operation) = &document.operations else { panic!("one operation") };
+        let planner = Planner { fragments: &document.fragments };
+        planner.plan::<T>(&operation.node.selection_set.node).is_some()
+    }
+
+    #[test]
+    fn plain_fields_aliases_and_fragments_on_the_type_itself_are_planned() {
+        assert!(plans::<ProviderSnapshot>("{ id name label: name __typename }"));
+        assert!(plans::<ProviderSnapshot>(
+            "{ id ... on ProviderSnapshot { state } ...More } fragment More on ProviderSnapshot { sizeGiB }"
+        ));
+        assert!(plans::<ProviderSnapshot>("{ id ... { state } }"));
+        assert!(plans::<ProviderSnapshot>("{ id name ... on ProviderSnapshot { id } }"), "a leaf selected twice");
+    }
+
+    #[test]
+    fn what_the_executor_must_answer_is_not_planned() {
+        // A fragment on an interface, an object selected twice (merged by the executor), a field
+        // unknown to the renderer, a directive the executor applies, and nothing selected.
+        assert!(!plans::<ProviderSnapshot>("{ id ... on Node { id } }"));
+        assert!(!plans::<ProviderVolumeEdge>("{ node { id } node { state } }"));
+        assert!(!plans::<ProviderSnapshot>("{ id nope }"));
+        assert!(!plans::<ProviderSnapshot>("{ id name @custom }"));
+        assert!(!plans::<ProviderSnapshot>("{ ... on ProviderSnapshot @custom { id } }"));
+        assert!(!plans::<ProviderSnapshot>("{ ... { ... on ProviderVolume { id } } }"));
+        assert!(!plans::<ProviderSnapshot>("{ ...Missing }"));
+    }
+
+    #[test]
+    fn a_field_with_arguments_goes_to_the_executor() {
+        assert!(plans::<ProviderVolumeEdge>("{ node { mount { source type } } }"));
+        assert!(!plans::<ProviderVolumeEdge>("{ node { mount { mountLines(path: \"/mnt/a\") { fstab } } } }"));
+    }
+
+    /// A selection of every field of `type_name` that takes no argument, objects in full, from
+    /// the schema's own introspection.
+    fn every_field(types: &serde_json::Value, type_name: &str) -> String {
+        let ty = types.as_array().unwrap().iter().find(|t| t["name"] == type_name).unwrap();
+        let mut fields = Vec::new();
+        for field in ty["fields"].as_array().unwrap() {
+            if !field["args"].as_array().unwrap().is_empty() {
+                continue;
+            }
+            let mut of = &field["type"];
+            while of["name"].is_null() {
+                of = &of["ofType"];
+            }
+            let name = field["name"].as_str().unwrap();
+            match of["kind"].as_str().unwrap() {
+                "OBJECT" => fields.push(format!("{name} {{ {} }}", every_field(types, of["name"].as_str().unwrap()))),
+                _ => fields.push(name.to_owned()),
+            }
+        }
+        fields.join(" ")
+    }
+
+    #[tokio::test]
+    async fn every_field_of_a_page_of_volumes_without_arguments_is_rendered_from_memory_but_instance_filesystems() {
+        let schema = Schema::build(Query::default(), Mutation::default(), Subscription::default()).finish();
+        let query = "{ __schema { types { name fields { name args { name } type { kind name ofType { kind name ofType { kind name ofType { kind name } } } } } } } }";
+        let found = schema.execute(query).await.data.into_json().unwrap();
+        let types = &found["__schema"]["types"];
+        let every = every_field(types, "ProviderVolumeEdge");
+        assert!(every.contains("snapshots {") && every.contains("instance {"), "{every}");
+        // An instance's filesystems are read by a loader, not along with the page.
+        let every = every.replace("filesystems { filesystemId path }", "");
+        assert!(plans::<ProviderVolumeEdge>(&format!("{{ {every} }}")), "{every}");
+    }
+}
