@@ -201,22 +201,24 @@ db_test!(revoking_a_token_ends_its_subscriptions, |backend: Backend| async move 
     }
 });
 
-db_test!(a_subscriber_whose_queue_overflowed_reads_what_it_missed_from_the_outbox, |backend: Backend| async move {
-    use futures_util::StreamExt;
-    use vps_graph::service::authz::Actor;
-    use vps_graph::service::feed::Filter;
-    use vps_graph::store::outbox::NewEvent;
-    let server = TestServer::start(backend).await;
-    let services = &server.app.services;
-    let filter = Filter {
-        actor: Actor::system(),
+/// The feed's filter for every event of tenant acme, as the service itself reads it.
+fn every_event_of_acme() -> vps_graph::service::feed::Filter {
+    vps_graph::service::feed::Filter {
+        actor: vps_graph::service::authz::Actor::system(),
         tenant_id: Some("acme".into()),
         types: Vec::new(),
         subject: None,
         except: Vec::new(),
         part: None,
-    };
-    let stream = services.feed.subscribe(filter, None);
+    }
+}
+
+db_test!(a_subscriber_whose_queue_overflowed_reads_what_it_missed_from_the_outbox, |backend: Backend| async move {
+    use futures_util::StreamExt;
+    use vps_graph::store::outbox::NewEvent;
+    let server = TestServer::start(backend).await;
+    let services = &server.app.services;
+    let stream = services.feed.subscribe(every_event_of_acme(), None);
     // Far more than a subscriber's queue holds, handed to it while it reads nothing.
     const MANY: usize = 1_000;
     let tailed = services.metrics.events_tailed.get();
@@ -355,20 +357,10 @@ db_test!(
     a_subscriber_that_reads_between_an_overflow_and_the_next_events_misses_nothing,
     |backend: Backend| async move {
         use futures_util::StreamExt;
-        use vps_graph::service::authz::Actor;
-        use vps_graph::service::feed::Filter;
         use vps_graph::store::outbox::NewEvent;
         let server = TestServer::start(backend).await;
         let services = &server.app.services;
-        let filter = Filter {
-            actor: Actor::system(),
-            tenant_id: Some("acme".into()),
-            types: Vec::new(),
-            subject: None,
-            except: Vec::new(),
-            part: None,
-        };
-        let mut stream = Box::pin(services.feed.subscribe(filter, None));
+        let mut stream = Box::pin(services.feed.subscribe(every_event_of_acme(), None));
         let commit = |from: usize, to: usize| async move {
             let tailed = services.metrics.events_tailed.get();
             let events = (from..to).map(|n| NewEvent {
