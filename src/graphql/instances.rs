@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use futures_util::{Stream, StreamExt};
 
 use super::networks::PageInfo;
-use super::render::{Planner, Render, Step, enumerated, optional, optional_text, scalar, text};
+use super::render::{Edge, Planner, Render, Rendered, Step, enumerated, optional, optional_text, scalar, text};
 use super::{actor, services};
 use crate::service::instances::{FilesystemMountInput, InstanceCreate, InstanceView};
 use crate::service::rows::ListFilter;
@@ -160,9 +160,19 @@ pub struct InstanceEdge {
     pub node: Instance,
 }
 
+impl Edge for InstanceEdge {
+    type Node = Instance;
+    fn cursor(&self) -> &str {
+        &self.cursor
+    }
+    fn node(&self) -> &Instance {
+        &self.node
+    }
+}
+
 #[derive(SimpleObject)]
 pub struct InstanceConnection {
-    pub edges: Vec<InstanceEdge>,
+    pub edges: Rendered<InstanceEdge>,
     pub page_info: PageInfo,
 }
 
@@ -245,7 +255,7 @@ impl InstanceQuery {
         let edges =
             page.items.into_iter().map(|i| InstanceEdge { cursor: i.id.clone(), node: Instance::from(i) }).collect();
         Ok(InstanceConnection {
-            edges,
+            edges: Rendered(edges),
             page_info: PageInfo { end_cursor: page.end_cursor, has_next_page: page.has_next_page },
         })
     }

@@ -171,6 +171,23 @@ pub fn optional_enum<T: 'static, E: EnumType + 'static>(get: fn(&T) -> Option<E>
     Some(Box::new(move |item| Some(get(item).map_or(Value::Null, enum_value))))
 }
 
+/// An edge of a connection: its cursor and its node, rendered as the node's plan says.
+pub trait Edge: OutputType + 'static {
+    type Node: Render;
+    fn cursor(&self) -> &str;
+    fn node(&self) -> &Self::Node;
+}
+
+impl<E: Edge> Render for E {
+    fn step(field: &Field, planner: &Planner<'_>) -> Option<Step<Self>> {
+        match field.name.node.as_str() {
+            "cursor" => text(|edge: &E| edge.cursor()),
+            "node" => planner.object(field, |edge: &E| Some(Some(edge.node()))),
+            _ => None,
+        }
+    }
+}
+
 /// A list typed as `Vec<T>` in the schema, rendered from its plan when its selection is plain.
 pub struct Rendered<T>(pub Vec<T>);
 

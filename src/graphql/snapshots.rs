@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use futures_util::{Stream, StreamExt};
 
 use super::networks::PageInfo;
-use super::render::{Planner, Render, Step, enumerated, optional, optional_text, scalar, text};
+use super::render::{Edge, Planner, Render, Rendered, Step, enumerated, optional, optional_text, scalar, text};
 use super::{actor, services};
 use crate::service::rows::ListFilter;
 use crate::service::snapshots::{SnapshotListFilter, SnapshotView};
@@ -135,9 +135,19 @@ pub struct ProviderSnapshotEdge {
     pub node: ProviderSnapshot,
 }
 
+impl Edge for ProviderSnapshotEdge {
+    type Node = ProviderSnapshot;
+    fn cursor(&self) -> &str {
+        &self.cursor
+    }
+    fn node(&self) -> &ProviderSnapshot {
+        &self.node
+    }
+}
+
 #[derive(SimpleObject)]
 pub struct ProviderSnapshotConnection {
-    pub edges: Vec<ProviderSnapshotEdge>,
+    pub edges: Rendered<ProviderSnapshotEdge>,
     pub page_info: PageInfo,
 }
 
@@ -182,7 +192,7 @@ impl SnapshotQuery {
             .map(|s| ProviderSnapshotEdge { cursor: s.id.clone(), node: ProviderSnapshot(s) })
             .collect();
         Ok(ProviderSnapshotConnection {
-            edges,
+            edges: Rendered(edges),
             page_info: PageInfo { end_cursor: page.end_cursor, has_next_page: page.has_next_page },
         })
     }

@@ -10,7 +10,7 @@ use super::instances::Instance;
 use super::loaders::loaders;
 use super::networks::PageInfo;
 use super::render::{
-    Planner, Render, Rendered, Step, enumerated, optional, optional_enum, optional_text, scalar, text,
+    Edge, Planner, Render, Rendered, Step, enumerated, optional, optional_enum, optional_text, scalar, text,
 };
 use super::snapshots::ProviderSnapshot;
 use super::{actor, reads, services};
@@ -269,13 +269,13 @@ impl Render for ProviderVolume {
     }
 }
 
-impl Render for ProviderVolumeEdge {
-    fn step(field: &Field, planner: &Planner<'_>) -> Option<Step<Self>> {
-        match field.name.node.as_str() {
-            "cursor" => text(|e| &e.cursor),
-            "node" => planner.object(field, |e: &ProviderVolumeEdge| Some(Some(&e.node))),
-            _ => None,
-        }
+impl Edge for ProviderVolumeEdge {
+    type Node = ProviderVolume;
+    fn cursor(&self) -> &str {
+        &self.cursor
+    }
+    fn node(&self) -> &ProviderVolume {
+        &self.node
     }
 }
 
