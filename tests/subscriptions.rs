@@ -201,6 +201,19 @@ db_test!(revoking_a_token_ends_its_subscriptions, |backend: Backend| async move 
     }
 });
 
+/// Event `n` of tenant acme, of subject `s{n}`.
+fn written_of_acme(n: usize, data: serde_json::Value) -> vps_graph::store::outbox::NewEvent {
+    vps_graph::store::outbox::NewEvent {
+        event_type: "test.written".into(),
+        subject_kind: "test",
+        subject: format!("s{n}"),
+        tenant_id: Some("acme".into()),
+        project_id: None,
+        version: 1,
+        data,
+    }
+}
+
 /// The feed's filter for every event of tenant acme, as the service itself reads it.
 fn every_event_of_acme() -> vps_graph::service::feed::Filter {
     vps_graph::service::feed::Filter {
@@ -215,22 +228,13 @@ fn every_event_of_acme() -> vps_graph::service::feed::Filter {
 
 db_test!(a_subscriber_whose_queue_overflowed_reads_what_it_missed_from_the_outbox, |backend: Backend| async move {
     use futures_util::StreamExt;
-    use vps_graph::store::outbox::NewEvent;
     let server = TestServer::start(backend).await;
     let services = &server.app.services;
     let stream = services.feed.subscribe(every_event_of_acme(), None);
     // Far more than a subscriber's queue holds, handed to it while it reads nothing.
     const MANY: usize = 1_000;
     let tailed = services.metrics.events_tailed.get();
-    let event = |n: usize| NewEvent {
-        event_type: "test.written".into(),
-        subject_kind: "test",
-        subject: format!("s{n}"),
-        tenant_id: Some("acme".into()),
-        project_id: None,
-        version: 1,
-        data: json!({ "n": n }),
-    };
+    let event = |n: usize| written_of_acme(n, json!({ "n": n }));
     let txn = services.begin().await.unwrap();
     services.commit(txn, (0..MANY).map(event).collect()).await.unwrap();
     for _ in 0..1_000 {
@@ -357,21 +361,12 @@ db_test!(
     a_subscriber_that_reads_between_an_overflow_and_the_next_events_misses_nothing,
     |backend: Backend| async move {
         use futures_util::StreamExt;
-        use vps_graph::store::outbox::NewEvent;
         let server = TestServer::start(backend).await;
         let services = &server.app.services;
         let mut stream = Box::pin(services.feed.subscribe(every_event_of_acme(), None));
         let commit = |from: usize, to: usize| async move {
             let tailed = services.metrics.events_tailed.get();
-            let events = (from..to).map(|n| NewEvent {
-                event_type: "test.written".into(),
-                subject_kind: "test",
-                subject: format!("s{n}"),
-                tenant_id: Some("acme".into()),
-                project_id: None,
-                version: 1,
-                data: json!({}),
-            });
+            let events = (from..to).map(|n| written_of_acme(n, json!({})));
             let txn = services.begin().await.unwrap();
             services.commit(txn, events.collect()).await.unwrap();
             for _ in 0..1_000 {
