@@ -136,7 +136,7 @@ impl Mount {
     /// The filesystem type to mount it as: `nfs4`.
     #[graphql(name = "type")]
     async fn mount_type(&self) -> &str {
-        "nfs4"
+        mounts::SHARED_VOLUME_TYPE
     }
     /// The lines that mount it at `path` (absolute, plain segments, outside the system's
     /// directories), for cloud-config user data or /etc/fstab, with `_netdev,nofail`.
@@ -151,7 +151,7 @@ impl Render for Mount {
     fn step(field: &Field, _: &Planner<'_>) -> Option<Step<Self>> {
         match field.name.node.as_str() {
             "source" => text(|m| &m.source),
-            "type" => text(|_| "nfs4"),
+            "type" => text(|_| mounts::SHARED_VOLUME_TYPE),
             _ => None,
         }
     }

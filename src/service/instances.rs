@@ -150,7 +150,7 @@ impl Services {
             idempotency::claim(&txn, &key, &idempotency::request_hash(&input), &id).await?
         {
             drop(txn);
-            return self.instance_load(&self.db, &input.tenant_id, &existing).await.map(|i| view(&i));
+            return self.instance_load(&self.db, &input.tenant_id, &existing).await.map(InstanceView::from);
         }
         let pool = rows::offered_pool(&txn, &input.tenant_id, &input.pool_id).await?;
         if !provider::supports_instances(pool.account.kind) {
@@ -212,7 +212,7 @@ impl Services {
         store::insert_mounts(&txn, &id, &asked).await?;
         queue::wake(&txn, RECONCILER, &id, self.clock.now_ms()).await?;
         self.commit_and_wake(txn, vec![event("created", &created)]).await?;
-        Ok(view(&created))
+        Ok(created.into())
     }
 
     /// Marks the instance for deletion and returns it DELETING; deleting one being deleted
@@ -228,14 +228,14 @@ impl Services {
             return Err(Error::not_found(KIND, instance_id));
         }
         if current.desired_state == Desired::Absent {
-            return Ok(view(&current));
+            return Ok(current.into());
         }
         let now = self.clock.now();
         store::mark_deleting(&txn, instance_id, now).await?;
         let updated = self.instance_load(&txn, tenant_id, instance_id).await?;
         queue::wake(&txn, RECONCILER, instance_id, self.clock.now_ms()).await?;
         self.commit_and_wake(txn, vec![event("deleting", &updated)]).await?;
-        Ok(view(&updated))
+        Ok(updated.into())
     }
 
     pub async fn instance_get(&self, actor: &Actor, tenant_id: &str, instance_id: &str) -> Result<InstanceView> {
@@ -243,7 +243,7 @@ impl Services {
         validate::id("instanceId", ids::INSTANCE, instance_id)?;
         let found = self.instance_load(&self.db, tenant_id, instance_id).await?;
         actor.decide(READ, &Target::resource(tenant_id, found.project_id.as_deref(), KIND, instance_id))?;
-        Ok(view(&found))
+        Ok(found.into())
     }
 
     /// The tenant's instances in the order they were made, a page at a time.

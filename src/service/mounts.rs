@@ -19,11 +19,14 @@ pub struct MountLines {
     pub fstab: String,
 }
 
+/// The filesystem type a shared volume is mounted as.
+pub const SHARED_VOLUME_TYPE: &str = "nfs4";
+
 pub fn shared_volume_mount(source: &str, path: &str, read_only: bool) -> Result<MountLines> {
     check_source(source)?;
     check_mount_path(path)?;
     let options = if read_only { "ro,_netdev,nofail" } else { "defaults,_netdev,nofail" };
-    let cloud_config = [source, path, "nfs4", options, "0", "0"].map(str::to_owned).to_vec();
+    let cloud_config = [source, path, SHARED_VOLUME_TYPE, options, "0", "0"].map(str::to_owned).to_vec();
     let fstab = cloud_config.join(" ");
     Ok(MountLines { cloud_config, fstab })
 }

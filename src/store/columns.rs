@@ -13,18 +13,6 @@ use crate::error::Result;
 /// The columns a read selects, in the order they are decoded.
 pub struct Columns<E: EntityTrait>(Vec<E::Column>);
 
-impl<E: EntityTrait> Clone for Columns<E> {
-    fn clone(&self) -> Self {
-        Columns(self.0.clone())
-    }
-}
-
-impl<E: EntityTrait> std::fmt::Debug for Columns<E> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list().entries(self.0.iter().map(|c| c.as_str())).finish()
-    }
-}
-
 impl<E: EntityTrait> Columns<E> {
     /// Every column of the table.
     pub fn all() -> Self {
@@ -41,11 +29,6 @@ impl<E: EntityTrait> Columns<E> {
             }
         }
         Columns(columns)
-    }
-
-    /// Whether `column` is read.
-    pub fn has(&self, column: E::Column) -> bool {
-        self.0.iter().any(|c| c.as_str() == column.as_str())
     }
 }
 
