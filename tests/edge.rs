@@ -354,3 +354,37 @@ db_test!(revoking_a_token_closes_the_sockets_that_used_it_with_4403, |backend: B
     other_socket.send(json!({ "type": "ping" })).await;
     assert_eq!(other_socket.next(WAIT).await.expect("still open")["type"], "pong");
 });
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_websocket_that_breaks_the_protocol_is_closed_with_its_code() {
+    let server = TestServer::start(Backend::Sqlite).await;
+    server.tenant("t").await;
+    let live = "subscription { events(tenantId: \"t\") { type } }";
+    let admin = json!({ "Authorization": format!("Bearer {ADMIN}") });
+
+    // 4401: a subscription before connection_init.
+    let mut early = server.ws_uninitialised().await;
+    early.subscribe("1", live, json!({})).await;
+    assert_eq!(early.closed(WAIT).await.expect("a close frame").0, 4401);
+
+    // 4429: connection_init twice.
+    let mut twice = server.ws(admin.clone()).await;
+    assert_eq!(twice.next(WAIT).await.unwrap()["type"], "connection_ack");
+    twice.send(json!({ "type": "connection_init", "payload": admin.clone() })).await;
+    assert_eq!(twice.closed(WAIT).await.expect("a close frame").0, 4429);
+
+    // 4409: an id already running.
+    let mut same_id = server.ws(admin.clone()).await;
+    assert_eq!(same_id.next(WAIT).await.unwrap()["type"], "connection_ack");
+    same_id.subscribe("1", live, json!({})).await;
+    same_id.subscribe("1", live, json!({})).await;
+    assert_eq!(same_id.closed(WAIT).await.expect("a close frame").0, 4409);
+
+    // 4400: a message that is not one of the protocol's, or not JSON.
+    for message in [json!({ "type": "nonsense" }).to_string(), "{ not json".to_owned()] {
+        let mut bad = server.ws(admin.clone()).await;
+        assert_eq!(bad.next(WAIT).await.unwrap()["type"], "connection_ack");
+        bad.send_text(message.clone()).await;
+        assert_eq!(bad.closed(WAIT).await.expect("a close frame").0, 4400, "{message}");
+    }
+}

@@ -234,19 +234,24 @@ fn shared_key(request: &mut Request, caller: &Caller) -> Option<Key> {
     if operation.node.ty != OperationType::Subscription {
         return None;
     }
+    // A variable the request leaves out takes its definition's default, as execution gives it.
+    let variable = |name: async_graphql::Name| -> Result<Value, ()> {
+        Ok(match values.get(&name) {
+            Some(value) => value.clone(),
+            None => (operation.node.variable_definitions.iter())
+                .find(|definition| definition.node.name.node == name)
+                .and_then(|definition| definition.node.default_value().cloned())
+                .unwrap_or(Value::Null),
+        })
+    };
     let replays = operation.node.selection_set.node.items.iter().any(|selection| match &selection.node {
         Selection::Field(field) => field.node.arguments.iter().any(|(name, value)| {
-            name.node == "after"
-                && value.node.clone().into_const_with(|v| Ok::<_, ()>(variable(&values, &v))) != Ok(Value::Null)
+            name.node == "after" && value.node.clone().into_const_with(variable) != Ok(Value::Null)
         }),
         // A fragment at the root of a subscription: not worth looking into, run it alone.
         _ => true,
     });
     (!replays).then_some(Key { query, operation_name, variables, caller })
-}
-
-fn variable(variables: &async_graphql::Variables, name: &async_graphql::Name) -> Value {
-    variables.get(name).cloned().unwrap_or(Value::Null)
 }
 
 /// Who asks, as far as it decides what a subscription answers.
@@ -279,6 +284,9 @@ mod tests {
         assert!(shared(events, json!({ "a": null })), "an after that is null is live");
         assert!(!shared(events, json!({ "a": "c" })), "a replay from a cursor");
         assert!(!shared("subscription { events(after: \"c\") { type } }", json!({})), "a replay written inline");
+        let defaulted = "subscription($a: String = \"c\") { events(tenantId: \"t\", after: $a) { type } }";
+        assert!(!shared(defaulted, json!({})), "a replay from a variable's default");
+        assert!(shared(defaulted, json!({ "a": null })), "a default overridden with null is live");
         assert!(!shared("{ me { tenantId } }", json!({})), "a query");
         assert!(!shared("mutation { tokenRevoke(input: { tokenId: \"x\" }) { id } }", json!({})), "a mutation");
         assert!(!shared("subscription {", json!({})), "what does not parse");

@@ -6,7 +6,7 @@
 //! its id). Revoking the token a connection authenticated with closes it (4403), on every
 //! replica, since the revocation is an event. A connection that does not read what it is sent
 //! (`QUEUE` messages behind) is closed with 1013: its client reconnects and resumes after the last
-//! cursor it saw. Subscriptions are answered through `graphql::shared`, which runs the live ones
+//! cursor it saw; one whose peer does not take a message for `SEND_TIMEOUT` is dropped. Subscriptions are answered through `graphql::shared`, which runs the live ones
 //! that ask the same once for all their subscribers. Message and frame sizes are bounded at the
 //! upgrade.
 use std::collections::HashMap;
@@ -42,6 +42,9 @@ pub const MAX_SUBSCRIPTIONS: usize = 100;
 
 /// Messages a connection may be behind on before it is closed.
 const QUEUE: usize = 1024;
+
+/// How long one message may wait for a peer to read before the connection is dropped.
+const SEND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// graphql-transport-ws (and the legacy graphql-ws) on the same path. The token comes in
 /// `connection_init` (`{"Authorization": "Bearer …"}`), or else from the upgrade request's header;
@@ -183,8 +186,12 @@ async fn serve(socket: WebSocket, state: HttpState, protocol: Protocol, header_t
             Step::End(messages) => (messages, true),
         };
         for message in messages {
-            if sink.send(message).await.is_err() {
-                return;
+            // A peer that stops reading fills the socket's buffers and a send waits for it: give
+            // up on it then, or it would hold its subscriptions forever (a close frame would wait
+            // the same way).
+            match tokio::time::timeout(SEND_TIMEOUT, sink.send(message)).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) | Err(_) => return,
             }
         }
         if last {
@@ -193,8 +200,14 @@ async fn serve(socket: WebSocket, state: HttpState, protocol: Protocol, header_t
     }
 }
 
+/// A close frame; its reason cut to the 123 bytes a control frame has room for (RFC 6455 5.5),
+/// since a longer one breaks the frame and the peer sees no code at all.
 fn close(code: u16, reason: &str) -> Message {
-    Message::Close(Some(CloseFrame { code, reason: reason.to_owned().into() }))
+    let mut end = reason.len().min(123);
+    while !reason.is_char_boundary(end) {
+        end -= 1;
+    }
+    Message::Close(Some(CloseFrame { code, reason: reason[..end].to_owned().into() }))
 }
 
 fn text(message: String) -> Message {
