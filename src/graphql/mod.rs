@@ -11,7 +11,7 @@ mod networks;
 mod nodes;
 mod pools;
 mod reads;
-mod render;
+pub(crate) mod render;
 pub mod shared;
 mod snapshots;
 mod tenants;

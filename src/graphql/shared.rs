@@ -189,7 +189,7 @@ async fn answer(
 ) {
     while let Some(response) = stream.next().await {
         let failed = !response.errors.is_empty();
-        let payload: Arc<str> = match serde_json::to_string(&response) {
+        let payload: Arc<str> = match String::from_utf8(super::render::response_json(&response)) {
             Ok(json) => json.into(),
             Err(err) => {
                 tracing::error!(error = %err, "a subscription's response did not render");

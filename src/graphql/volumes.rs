@@ -10,7 +10,7 @@ use super::instances::Instance;
 use super::loaders::loaders;
 use super::networks::PageInfo;
 use super::render::{
-    Edge, Planner, Render, Rendered, Step, enumerated, optional, optional_enum, optional_text, scalar, text,
+    Edge, Planner, Render, Rendered, Step, enumerated, null, optional, optional_enum, optional_text, scalar, text,
 };
 use super::snapshots::ProviderSnapshot;
 use super::{actor, reads, services};
@@ -252,9 +252,9 @@ impl Render for ProviderVolume {
             "device" => optional_text(|v| v.view.device.as_deref()),
             "mount" => {
                 let plan = planner.plan::<Mount>(&field.selection_set.node)?;
-                Some(Box::new(move |v: &ProviderVolume| match &v.view.mount_source {
-                    Some(source) => plan.render(&Mount { source: source.clone() }),
-                    None => Some(async_graphql::Value::Null),
+                Some(Box::new(move |v: &ProviderVolume, out| match &v.view.mount_source {
+                    Some(source) => plan.write(&Mount { source: source.clone() }, out),
+                    None => null(out),
                 }))
             }
             "attachment" => planner.object(field, |v: &ProviderVolume| Some(v.block_attachment())),

@@ -20,6 +20,7 @@ use super::bearer::{caller, header_token};
 use crate::error::Code;
 use crate::graphql::Caller;
 use crate::graphql::loaders::Loaders;
+use crate::graphql::render;
 use crate::store::STATEMENTS;
 
 const GRAPHQL_RESPONSE: &str = "application/graphql-response+json";
@@ -161,17 +162,29 @@ fn respond(state: &HttpState, headers: &HeaderMap, response: BatchResponse) -> R
     let request_error = responses.iter().any(|r| is_request_error(r));
     let status = if graphql_response && request_error { StatusCode::BAD_REQUEST } else { StatusCode::OK };
     let content_type = if graphql_response { GRAPHQL_RESPONSE } else { JSON };
-    // Serialized straight to a string: a serde_json::Value would sort the keys and lose the
-    // selection-set order.
-    let body = match (&response, graphql_response) {
-        (BatchResponse::Single(r), true) if is_request_error(r) => serde_json::to_string(&Unexecuted::from(r)),
-        (BatchResponse::Batch(rs), true) => serde_json::to_string(&rs.iter().map(Answer::from).collect::<Vec<_>>()),
-        _ => serde_json::to_string(&response),
+    // Written straight to JSON in the selection-set order, rendered lists as they are
+    // (`render::response_json`).
+    let answer = |out: &mut Vec<u8>, r: &async_graphql::Response| match graphql_response && is_request_error(r) {
+        true => {
+            let _ = serde_json::to_writer(out, &Unexecuted::from(r));
+        }
+        false => render::write_response(out, r),
     };
-    match body {
-        Ok(body) => (status, [(header::CONTENT_TYPE, content_type)], body).into_response(),
-        Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+    let mut body = Vec::with_capacity(1024);
+    match &response {
+        BatchResponse::Single(r) => answer(&mut body, r),
+        BatchResponse::Batch(rs) => {
+            body.push(b'[');
+            for (i, r) in rs.iter().enumerate() {
+                if i > 0 {
+                    body.push(b',');
+                }
+                answer(&mut body, r);
+            }
+            body.push(b']');
+        }
     }
+    (status, [(header::CONTENT_TYPE, content_type)], body).into_response()
 }
 
 /// A request that never reached execution (it did not parse, validate, or fit the limits): its
@@ -192,19 +205,6 @@ struct Unexecuted<'a> {
 impl<'a> From<&'a async_graphql::Response> for Unexecuted<'a> {
     fn from(response: &'a async_graphql::Response) -> Self {
         Unexecuted { errors: &response.errors }
-    }
-}
-
-#[derive(serde::Serialize)]
-#[serde(untagged)]
-enum Answer<'a> {
-    Unexecuted(Unexecuted<'a>),
-    Executed(&'a async_graphql::Response),
-}
-
-impl<'a> From<&'a async_graphql::Response> for Answer<'a> {
-    fn from(response: &'a async_graphql::Response) -> Self {
-        if is_request_error(response) { Answer::Unexecuted(response.into()) } else { Answer::Executed(response) }
     }
 }
 
