@@ -1,6 +1,7 @@
 //! The GraphQL surface: types, inputs, enums and the schema. Resolvers are thin: take the
 //! caller, call one service method, wrap the result. One module per resource group.
 mod addresses;
+pub mod documents;
 pub mod error;
 mod events;
 mod filesystems;
@@ -81,6 +82,8 @@ pub struct Schemas {
     fast: AppSchema,
     /// The WebSocket subscriptions, on `checked`, shared by the subscribers that ask the same.
     pub shared: Arc<shared::Shared>,
+    /// Parsed documents by their text, for the HTTP requests.
+    pub documents: Arc<documents::Documents>,
 }
 
 impl Schemas {
@@ -128,7 +131,8 @@ pub fn build(services: Services, limits: Limits) -> Schemas {
     } else {
         (checked.disable_introspection().finish(), fast.disable_introspection().finish())
     };
-    Schemas { shared: shared::Shared::new(checked.clone(), metrics), checked, fast }
+    let documents = Arc::default();
+    Schemas { shared: shared::Shared::new(checked.clone(), metrics), checked, fast, documents }
 }
 
 /// The schema's SDL, as `vps-graph schema` prints it and `schema.graphql` holds it.

@@ -45,7 +45,7 @@ pub async fn post(State(state): State<HttpState>, headers: HeaderMap, body: Byte
         return request_error(&headers, Code::LimitExceeded, &message);
     }
     let mut batch = batch;
-    let operation = operation_of(&mut batch);
+    let operation = operation_of(&state, &mut batch);
     let caller = caller(&state, header_token(&headers)).await;
     let statements = Arc::new(AtomicU64::new(0));
     let batch = with_loaders(&state, &caller, &statements, batch.data(caller.clone()));
@@ -57,9 +57,11 @@ pub async fn post(State(state): State<HttpState>, headers: HeaderMap, body: Byte
 #[derive(Clone, Copy)]
 pub struct Operation(pub &'static str);
 
-/// Parses a single request once (execution reuses the document) to learn its operation type.
-fn operation_of(batch: &mut BatchRequest) -> Operation {
+/// Parses a single request once, or finds its text parsed before (execution reuses the
+/// document), to learn its operation type.
+fn operation_of(state: &HttpState, batch: &mut BatchRequest) -> Operation {
     let BatchRequest::Single(request) = batch else { return Operation("batch") };
+    state.schema.documents.parse(request);
     let name = request.operation_name.clone();
     let Ok(document) = request.parsed_query() else { return Operation("invalid") };
     let chosen = match &name {
