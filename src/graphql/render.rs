@@ -268,7 +268,8 @@ impl<T: Render> OutputType for Rendered<T> {
     async fn resolve(&self, ctx: &ContextSelectionSet<'_>, field: &Positioned<Field>) -> ServerResult<Value> {
         let planner = Planner { fragments: &ctx.query_env.fragments };
         if let Some(plan) = planner.plan::<T>(&ctx.item.node) {
-            let mut out = Vec::with_capacity(256 * self.0.len() + 2);
+            // Room for the edges a dashboard's page shows, so that it is rarely grown and copied.
+            let mut out = Vec::with_capacity(512 * self.0.len() + 2);
             if plan.write_all(&self.0, &mut out).is_some() {
                 return Ok(Value::Binary(out.into()));
             }
@@ -280,9 +281,20 @@ impl<T: Render> OutputType for Rendered<T> {
 /// A response as JSON, as async-graphql serializes it (`data`, then `extensions` and `errors`
 /// when there are any), with the lists `Rendered` wrote put in as they are.
 pub fn response_json(response: &Response) -> Vec<u8> {
-    let mut out = Vec::with_capacity(1024);
+    let mut out = Vec::with_capacity(written_len(&response.data) + 1024);
     write_response(&mut out, response);
     out
+}
+
+/// The bytes of the lists written in `value`: most of its JSON, so that the response is written
+/// in a buffer sized once.
+pub fn written_len(value: &Value) -> usize {
+    match value {
+        Value::Binary(written) => written.len(),
+        Value::List(items) => items.iter().map(written_len).sum(),
+        Value::Object(fields) => fields.values().map(written_len).sum(),
+        _ => 0,
+    }
 }
 
 pub fn write_response(out: &mut Vec<u8>, response: &Response) {

@@ -172,7 +172,7 @@ fn respond(state: &HttpState, headers: &HeaderMap, response: BatchResponse) -> R
         }
         false => render::write_response(out, r),
     };
-    let mut body = Vec::with_capacity(1024);
+    let mut body = Vec::with_capacity(responses.iter().map(|r| render::written_len(&r.data)).sum::<usize>() + 1024);
     match &response {
         BatchResponse::Single(r) => answer(&mut body, r),
         BatchResponse::Batch(rs) => {
