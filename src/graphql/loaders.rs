@@ -86,7 +86,10 @@ impl Loader<String> for MountLoader {
 }
 
 /// An answer for every key (an empty list for none), so the cache also remembers "nothing".
-fn every_key<V>(keys: &[String], mut found: HashMap<String, Vec<V>>) -> HashMap<String, Vec<V>> {
+fn every_key<V, S: std::hash::BuildHasher>(
+    keys: &[String],
+    mut found: std::collections::HashMap<String, Vec<V>, S>,
+) -> HashMap<String, Vec<V>> {
     keys.iter().map(|k| (k.clone(), found.remove(k).unwrap_or_default())).collect()
 }
 

@@ -210,9 +210,10 @@ impl Services {
         actor: &Actor,
         volume_ids: &[String],
         columns: &Columns<snapshot::Entity>,
-    ) -> Result<std::collections::HashMap<String, Vec<SnapshotView>>> {
+    ) -> Result<foldhash::HashMap<String, Vec<SnapshotView>>> {
         let found = store::snapshots::live_of_volumes(&self.db, volume_ids, columns).await?;
-        let mut by_volume = std::collections::HashMap::<String, Vec<SnapshotView>>::with_capacity(volume_ids.len());
+        let mut by_volume: foldhash::HashMap<String, Vec<SnapshotView>> =
+            foldhash::HashMapExt::with_capacity(volume_ids.len());
         for s in found.into_iter().filter(|s| readable(actor, s)) {
             by_volume.entry(s.volume_id.clone()).or_default().push(s.into());
         }

@@ -1,8 +1,12 @@
 //! A page of volumes as a list shows them: the volumes, and as far as the caller asks, their
 //! attachments, those attachments' instances and their snapshots, each read in one statement of
 //! only the columns asked (`store::columns`), whatever the page's size.
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::sync::Arc;
+
+// The page's children by volume and instance id, hashed by foldhash: SipHash over those ids was
+// 7% of a page's instructions.
+use foldhash::{HashMap, HashMapExt};
 
 use super::super::authz::{Actor, Target};
 use super::super::instances::{self, InstanceView};
