@@ -55,25 +55,25 @@ where
 {
     let statement = query.select_only().columns(columns.0.iter().copied()).build(conn.get_database_backend());
     let rows = conn.query_all_raw(statement).await?;
-    // Sized at once: a model is hundreds of bytes, and a growing Vec moves every one it holds.
-    let mut models = Vec::with_capacity(rows.len());
+    // Sized at once and filled in place: a model is hundreds of bytes, and a growing Vec, or a
+    // model returned and then pushed, moves every one it holds.
+    let mut models: Vec<E::Model> = Vec::with_capacity(rows.len());
     for row in &rows {
-        models.push(decode::<E>(row, &columns.0)?);
+        models.push(E::Model::default());
+        if let Some(model) = models.last_mut() {
+            fill::<E>(model, row, &columns.0)?;
+        }
     }
     Ok(models)
 }
 
-/// A model from a row holding `columns` in that order; the other columns keep their defaults.
-fn decode<E>(row: &QueryResult, columns: &[E::Column]) -> Result<E::Model, DbErr>
-where
-    E: EntityTrait,
-    E::Model: Default,
-{
-    let mut model = E::Model::default();
+/// Sets `columns` of `model` from a row holding them in that order; the others keep their
+/// defaults.
+fn fill<E: EntityTrait>(model: &mut E::Model, row: &QueryResult, columns: &[E::Column]) -> Result<(), DbErr> {
     for (index, column) in columns.iter().enumerate() {
         model.try_set(*column, value_at::<E>(row, index, *column)?)?;
     }
-    Ok(model)
+    Ok(())
 }
 
 /// The value at `index`, decoded as the type the model holds `column` in.
