@@ -57,10 +57,17 @@ pub async fn post(State(state): State<HttpState>, headers: HeaderMap, body: Byte
 #[derive(Clone, Copy)]
 pub struct Operation(pub &'static str);
 
-/// Parses a single request once, or finds its text parsed before (execution reuses the
-/// document), to learn its operation type.
+/// The operation type of a request; `batch` for several.
 fn operation_of(state: &HttpState, batch: &mut BatchRequest) -> Operation {
-    let BatchRequest::Single(request) = batch else { return Operation("batch") };
+    match batch {
+        BatchRequest::Single(request) => operation_of_request(state, request),
+        BatchRequest::Batch(_) => Operation("batch"),
+    }
+}
+
+/// Parses a request once, or finds its text parsed before (execution reuses the document), to
+/// learn its operation type: the POST's metrics label, and the GET's refusal of a mutation.
+fn operation_of_request(state: &HttpState, request: &mut async_graphql::Request) -> Operation {
     state.schema.documents.parse(request);
     let name = request.operation_name.clone();
     let Ok(document) = request.parsed_query() else { return Operation("invalid") };
@@ -103,7 +110,7 @@ pub async fn get(State(state): State<HttpState>, request: Request) -> Response {
     }
     let headers = request.headers().clone();
     let query = request.uri().query().unwrap_or("");
-    let graphql_request = match parse_query_string(query) {
+    let mut graphql_request = match parse_query_string(query) {
         Ok(r) => r,
         Err(err) => {
             return request_error(
@@ -113,7 +120,7 @@ pub async fn get(State(state): State<HttpState>, request: Request) -> Response {
             );
         }
     };
-    if is_mutation(&graphql_request) {
+    if operation_of_request(&state, &mut graphql_request).0 == "mutation" {
         let mut response = (StatusCode::METHOD_NOT_ALLOWED, "mutations are sent with POST\n").into_response();
         response.headers_mut().insert(header::ALLOW, HeaderValue::from_static("POST"));
         return response;
@@ -124,19 +131,6 @@ pub async fn get(State(state): State<HttpState>, request: Request) -> Response {
     let batch = with_loaders(&state, &caller, &statements, batch);
     let response = STATEMENTS.scope(statements.clone(), state.schema.execute_batch(batch)).await;
     labelled(counted(respond(&state, &headers, response), &statements), Operation("query"))
-}
-
-fn is_mutation(request: &async_graphql::Request) -> bool {
-    let Ok(document) = async_graphql::parser::parse_query(&request.query) else {
-        return false;
-    };
-    let chosen = match &request.operation_name {
-        Some(name) => {
-            document.operations.iter().find(|(n, _)| n.map(|n| n.as_str()) == Some(name.as_str())).map(|(_, op)| op)
-        }
-        None => document.operations.iter().next().map(|(_, op)| op),
-    };
-    chosen.is_some_and(|op| op.node.ty == OperationType::Mutation)
 }
 
 fn wants_graphql_response(headers: &HeaderMap) -> bool {
