@@ -279,6 +279,7 @@ db_test!(live_subscribers_that_ask_the_same_share_one_execution_rendered_once, |
     server.tenant("acme").await;
     let token = server.token(Some("acme"), &[("compute:*", "tenant/acme")]).await;
     let projects = json!({ "t": "acme", "types": ["project.*"] });
+    let registered = server.app.services.feed.registered();
     let mut same = Vec::new();
     for id in ["a", "b", "c"] {
         let mut ws = acked(&server, &token).await;
@@ -292,6 +293,15 @@ db_test!(live_subscribers_that_ask_the_same_share_one_execution_rendered_once, |
     let mut other = acked(&server, &other_token).await;
     other.subscribe("o", EVENTS, projects.clone()).await;
     held(&server, 5, 3).await;
+    // An execution counts once it is made; it sees events once its resolver registered it on the
+    // feed. Each of the five sockets watches its token there too: 5 + 3.
+    for _ in 0..200 {
+        if server.app.services.feed.registered() >= registered + 8 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(server.app.services.feed.registered(), registered + 8, "five sockets, three executions");
     let delivered = server.app.services.metrics.events_delivered.get();
     let made = server.project("acme", "p0").await;
     let mut payloads = Vec::new();
