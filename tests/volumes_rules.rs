@@ -575,6 +575,49 @@ db_test!(a_page_of_volumes_costs_the_same_sql_statements_whatever_its_size, |bac
     assert!(counts[0] <= 4, "the page, attachments, snapshots, instances: {counts:?}");
 });
 
+/// What `SELECT <probe>` answers, read through `session`: on PostgreSQL the connection's
+/// backend, on SQLite a constant.
+async fn probed(session: &vps_graph::store::session::Session<'_>, backend: Backend) -> i64 {
+    use sea_orm::sqlx::Row as _;
+    use vps_graph::store::session::Row;
+    let sql = match backend {
+        Backend::Postgres => "SELECT pg_backend_pid()::int8",
+        Backend::Sqlite => "SELECT 7",
+    };
+    let mut found = Vec::new();
+    let statement = sea_orm::Statement::from_string(session.backend(), sql);
+    session
+        .each_row(statement, |row| {
+            found.push(match row {
+                Row::Postgres(row) => row.try_get::<i64, _>(0).unwrap(),
+                Row::Other(row) => row.try_get_by_index::<i64>(0).unwrap(),
+            });
+            Ok(())
+        })
+        .await
+        .unwrap();
+    assert_eq!(found.len(), 1);
+    found[0]
+}
+
+// A page's statements run on one connection checked out for them all: on PostgreSQL the pool
+// otherwise checks a connection out and tests it on its way back (a round trip) per statement.
+db_test!(a_pages_statements_run_on_one_connection_while_other_pages_use_others, |backend: Backend| async move {
+    let s = setup(backend).await;
+    let db = &s.server.app.services.db;
+    let first = vps_graph::store::session::Session::open(db).await.unwrap();
+    let second = vps_graph::store::session::Session::open(db).await.unwrap();
+    let (a, b) = (probed(&first, backend).await, probed(&second, backend).await);
+    for _ in 0..5 {
+        assert_eq!(probed(&first, backend).await, a);
+        assert_eq!(probed(&second, backend).await, b);
+    }
+    match backend {
+        Backend::Postgres => assert_ne!(a, b, "two open sessions hold two connections"),
+        Backend::Sqlite => assert_eq!(a, 7),
+    }
+});
+
 db_test!(a_pool_whose_provider_offers_no_volumes_is_unsupported, |backend: Backend| async move {
     let s = setup(backend).await;
     let pool = s.server.aws_pool("aws").await;

@@ -20,6 +20,7 @@ use crate::store::entity::provider_snapshot as snapshot;
 use crate::store::idempotency::{self, Claim};
 use crate::store::outbox::NewEvent;
 use crate::store::queue;
+use crate::store::session::Session;
 use crate::store::state::{Desired, State, VolumeFilesystem, VolumeKind};
 
 pub const KIND: &str = "provider-snapshot";
@@ -211,13 +212,7 @@ impl Services {
         volume_ids: &[String],
         columns: &Columns<snapshot::Entity>,
     ) -> Result<foldhash::HashMap<String, Vec<SnapshotView>>> {
-        let found = store::snapshots::live_of_volumes(&self.db, volume_ids, columns).await?;
-        let mut by_volume: foldhash::HashMap<String, Vec<SnapshotView>> =
-            foldhash::HashMapExt::with_capacity(volume_ids.len());
-        for s in found.into_iter().filter(|s| readable(actor, s)) {
-            by_volume.entry(s.volume_id.clone()).or_default().push(s.into());
-        }
-        Ok(by_volume)
+        snapshots_in(&Session::open(&self.db).await?, actor, volume_ids, columns).await
     }
 
     /// Marks the snapshot for deletion and returns it deleting; one being deleted is returned.
@@ -338,4 +333,20 @@ pub(crate) async fn find_snapshot(
     store::list::find_in_tenant::<snapshot::Entity>(conn, tenant_id, snapshot_id)
         .await?
         .ok_or_else(|| Error::not_found(KIND, snapshot_id))
+}
+
+/// `Services::snapshots_of` within a session.
+pub async fn snapshots_in(
+    session: &Session<'_>,
+    actor: &Actor,
+    volume_ids: &[String],
+    columns: &Columns<snapshot::Entity>,
+) -> Result<foldhash::HashMap<String, Vec<SnapshotView>>> {
+    let found = store::snapshots::live_of_volumes(session, volume_ids, columns).await?;
+    let mut by_volume: foldhash::HashMap<String, Vec<SnapshotView>> =
+        foldhash::HashMapExt::with_capacity(volume_ids.len());
+    for s in found.into_iter().filter(|s| readable(actor, s)) {
+        by_volume.entry(s.volume_id.clone()).or_default().push(s.into());
+    }
+    Ok(by_volume)
 }

@@ -4,13 +4,14 @@
 //! returns: a placeholder that nothing shows (the caller asked for the columns it shows).
 use sea_orm::sea_query::{ArrayType, Expr, ExprTrait, PgFunc, SimpleExpr};
 use sea_orm::{
-    ColumnTrait, ConnectionTrait, DbBackend, DbErr, EntityTrait, IdenStatic, Iterable, ModelTrait, QueryResult,
-    QuerySelect, QueryTrait, Select, Value,
+    ColumnTrait, DbBackend, DbErr, EntityTrait, IdenStatic, Iterable, ModelTrait, QueryResult, QuerySelect, QueryTrait,
+    Select, Value,
 };
 
-use sqlx::Row;
+use sqlx::Row as _;
 use sqlx::postgres::PgRow;
 
+use super::session::{Row, Session};
 use crate::error::Result;
 
 /// The columns a read selects, in the order they are decoded.
@@ -48,39 +49,42 @@ pub fn one_of<C: ColumnTrait>(backend: DbBackend, column: C, values: &[String]) 
 }
 
 /// The rows `query` finds, with only `columns` read.
-pub async fn select<E>(conn: &impl ConnectionTrait, query: Select<E>, columns: &Columns<E>) -> Result<Vec<E::Model>>
+pub async fn select<E>(session: &Session<'_>, query: Select<E>, columns: &Columns<E>) -> Result<Vec<E::Model>>
 where
     E: EntityTrait,
     E::Model: Default,
 {
-    let statement = query.select_only().columns(columns.0.iter().copied()).build(conn.get_database_backend());
-    let rows = conn.query_all_raw(statement).await?;
-    // Sized at once and filled in place: a model is hundreds of bytes, and a growing Vec, or a
-    // model returned and then pushed, moves every one it holds.
-    let mut models: Vec<E::Model> = Vec::with_capacity(rows.len());
-    for row in &rows {
-        models.push(E::Model::default());
-        if let Some(model) = models.last_mut() {
-            fill::<E>(model, row, &columns.0)?;
-        }
-    }
+    let statement = query.select_only().columns(columns.0.iter().copied()).build(session.backend());
+    let mut models: Vec<E::Model> = Vec::new();
+    session
+        .each_row(statement, |row| {
+            // Filled in place: a model is hundreds of bytes, and one returned and then pushed is
+            // moved twice.
+            models.push(E::Model::default());
+            match models.last_mut() {
+                Some(model) => fill::<E>(model, row, &columns.0),
+                None => Ok(()),
+            }
+        })
+        .await?;
     Ok(models)
 }
 
 /// Sets `columns` of `model` from a row holding them in that order; the others keep their
 /// defaults.
-fn fill<E: EntityTrait>(model: &mut E::Model, row: &QueryResult, columns: &[E::Column]) -> Result<(), DbErr> {
+fn fill<E: EntityTrait>(model: &mut E::Model, row: Row<'_>, columns: &[E::Column]) -> Result<(), DbErr> {
     for (index, column) in columns.iter().enumerate() {
-        model.try_set(*column, value_at::<E>(row, index, *column)?)?;
+        let value = match row {
+            Row::Postgres(row) => pg_value_at::<E>(row, index, *column)?,
+            Row::Other(row) => value_at::<E>(row, index, *column)?,
+        };
+        model.try_set(*column, value)?;
     }
     Ok(())
 }
 
 /// The value at `index`, decoded as the type the model holds `column` in.
 fn value_at<E: EntityTrait>(row: &QueryResult, index: usize, column: E::Column) -> Result<Value, DbErr> {
-    if let Some(row) = row.try_as_pg_row() {
-        return pg_value_at::<E>(row, index, column);
-    }
     Ok(match <E::Model as ModelTrait>::get_value_type(column) {
         ArrayType::String => Value::String(row.try_get_by_index(index)?),
         ArrayType::BigInt => Value::BigInt(row.try_get_by_index(index)?),

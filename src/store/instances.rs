@@ -7,6 +7,7 @@ use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, Query
 use super::change::UserChange;
 use super::columns::Columns;
 use super::entity::{instance, instance_filesystem};
+use super::session::Session;
 use crate::error::{Error, Result};
 use crate::store::state::{Desired, OnDelete, State};
 
@@ -33,16 +34,13 @@ pub async fn find_live_in_tenant(
 
 /// The instances of `instance_ids`, in no order.
 pub async fn find_many(
-    conn: &impl ConnectionTrait,
+    session: &Session<'_>,
     instance_ids: &[String],
     columns: &Columns<instance::Entity>,
 ) -> Result<Vec<instance::Model>> {
-    let query = instance::Entity::find().filter(super::columns::one_of(
-        conn.get_database_backend(),
-        instance::Column::Id,
-        instance_ids,
-    ));
-    super::columns::select(conn, query, columns).await
+    let query =
+        instance::Entity::find().filter(super::columns::one_of(session.backend(), instance::Column::Id, instance_ids));
+    super::columns::select(session, query, columns).await
 }
 
 /// The network's instances that are not deleted, by id.

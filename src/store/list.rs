@@ -5,6 +5,7 @@ use sea_orm::sea_query::{Alias, Expr, ExprTrait};
 use sea_orm::{ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect, Select};
 
 use super::columns::Columns;
+use super::session::Session;
 use crate::error::Result;
 use crate::store::state::State;
 
@@ -49,7 +50,7 @@ pub async fn page<E: EntityTrait>(
 
 /// The page `query` describes, with only `columns` read (`store::columns`).
 pub async fn page_of<E: EntityTrait>(
-    conn: &impl ConnectionTrait,
+    session: &Session<'_>,
     tenant_id: &str,
     filter: &ListFilter,
     columns: &Columns<E>,
@@ -57,7 +58,7 @@ pub async fn page_of<E: EntityTrait>(
 where
     E::Model: Default,
 {
-    super::columns::select(conn, query::<E>(tenant_id, filter), columns).await
+    super::columns::select(session, query::<E>(tenant_id, filter), columns).await
 }
 
 /// The row of `E` with `id`, if it is the tenant's (whatever its state).

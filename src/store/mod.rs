@@ -20,6 +20,7 @@ pub mod outbox;
 pub mod pools;
 pub mod queue;
 pub mod quota;
+pub mod session;
 pub mod snapshots;
 pub mod state;
 pub mod status;
@@ -62,15 +63,7 @@ pub async fn connect(url: &str, max_connections: u32) -> crate::error::Result<Da
         options.max_connections(max_connections).min_connections(1);
     }
     let mut db = Database::connect(options).await?;
-    db.set_metric_callback(|info| {
-        SQL_STATEMENTS.inc();
-        let in_request = STATEMENTS.try_with(|count| count.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
-        // A request's statements with their values, at trace level: what the bench replays in
-        // pgbench as "the service's own statements".
-        if in_request.is_ok() {
-            tracing::trace!(target: "vps_graph::sql", "{}", info.statement);
-        }
-    });
+    db.set_metric_callback(|info| count_statement(info.statement));
     if db.get_database_backend() == DbBackend::Sqlite {
         db.execute_unprepared("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")
             .await?;
@@ -78,6 +71,17 @@ pub async fn connect(url: &str, max_connections: u32) -> crate::error::Result<Da
     migrate(&db).await?;
     outbox::ensure_feed_epoch(&db).await?;
     Ok(db)
+}
+
+/// Counts a statement run, in all and in the request running it (if any).
+pub(crate) fn count_statement(statement: &Statement) {
+    SQL_STATEMENTS.inc();
+    let in_request = STATEMENTS.try_with(|count| count.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+    // A request's statements with their values, at trace level: what the bench replays in
+    // pgbench as "the service's own statements".
+    if in_request.is_ok() {
+        tracing::trace!(target: "vps_graph::sql", "{statement}");
+    }
 }
 
 /// Applies pending migrations; on PostgreSQL under an advisory lock, so replicas starting

@@ -9,6 +9,7 @@ use super::change::UserChange;
 use super::columns::Columns;
 use super::entity::provider_snapshot as snapshot;
 use super::list::ListFilter;
+use super::session::Session;
 use crate::error::Result;
 use crate::store::state::{Desired, State, VolumeKind};
 
@@ -33,15 +34,15 @@ pub async fn page(
 
 /// The snapshots (not deleted) of each of `volume_ids`, oldest first.
 pub async fn live_of_volumes(
-    conn: &impl ConnectionTrait,
+    session: &Session<'_>,
     volume_ids: &[String],
     columns: &Columns<snapshot::Entity>,
 ) -> Result<Vec<snapshot::Model>> {
     let query = snapshot::Entity::find()
-        .filter(super::columns::one_of(conn.get_database_backend(), snapshot::Column::VolumeId, volume_ids))
+        .filter(super::columns::one_of(session.backend(), snapshot::Column::VolumeId, volume_ids))
         .filter(snapshot::Column::State.ne(State::Deleted))
         .order_by_asc(snapshot::Column::Id);
-    super::columns::select(conn, query, columns).await
+    super::columns::select(session, query, columns).await
 }
 
 /// How many snapshots of the volume are not deleted (a volume keeps a bounded number).

@@ -20,6 +20,7 @@ use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, Query
 use super::change::UserChange;
 use super::columns::Columns;
 use super::entity::{provider_volume as volume, volume_attachment as attachment};
+use super::session::Session;
 use crate::error::Result;
 use crate::store::state::{Desired, State, VolumeFilesystem, VolumeKind};
 
@@ -65,15 +66,15 @@ pub async fn live_attachments(conn: &impl ConnectionTrait, volume_id: &str) -> R
 
 /// The attachments (not finished) of each of `volume_ids`, oldest first, with `columns` read.
 pub async fn live_attachments_of(
-    conn: &impl ConnectionTrait,
+    session: &Session<'_>,
     volume_ids: &[String],
     columns: &Columns<attachment::Entity>,
 ) -> Result<Vec<attachment::Model>> {
     let query = attachment::Entity::find()
-        .filter(super::columns::one_of(conn.get_database_backend(), attachment::Column::VolumeId, volume_ids))
+        .filter(super::columns::one_of(session.backend(), attachment::Column::VolumeId, volume_ids))
         .filter(attachment::Column::State.ne(State::Deleted))
         .order_by_asc(attachment::Column::Id);
-    super::columns::select(conn, query, columns).await
+    super::columns::select(session, query, columns).await
 }
 
 /// What a new volume row holds besides what every new row starts with.

@@ -10,7 +10,7 @@ use foldhash::{HashMap, HashMapExt};
 
 use super::super::authz::{Actor, Target};
 use super::super::instances::{self, InstanceView};
-use super::super::snapshots::SnapshotView;
+use super::super::snapshots::{SnapshotView, snapshots_in};
 use super::super::{Services, rows};
 use super::{AttachmentView, KIND, READ, VolumeView, view_of};
 use crate::error::Result;
@@ -20,6 +20,7 @@ use crate::store::columns::Columns;
 use crate::store::entity::{
     instance, provider_snapshot as snapshot, provider_volume as volume, volume_attachment as attachment,
 };
+use crate::store::session::Session;
 
 /// What a page of volumes reads: the columns of each volume, and the columns of each kind of
 /// child it reads along (None: not read; a child not asked for is not read).
@@ -52,7 +53,9 @@ impl Services {
     ) -> Result<VolumePage> {
         actor.decide_list(READ, tenant_id)?;
         rows::check_list(tenant_id, &filter, ids::VOLUME)?;
-        let found = store::list::page_of::<volume::Entity>(&self.db, tenant_id, &filter, &reads.volumes).await?;
+        // One connection for the page's statements (`store::session`).
+        let session = Session::open(&self.db).await?;
+        let found = store::list::page_of::<volume::Entity>(&session, tenant_id, &filter, &reads.volumes).await?;
         let mut volumes = rows::page(
             found,
             filter.first,
@@ -68,13 +71,13 @@ impl Services {
         }
         let attached = async {
             let Some(columns) = &reads.attachments else { return Ok(HashMap::new()) };
-            let mut attached = self.attachments_of(&ids, columns).await?;
+            let mut attached = attachments_of(&session, &ids, columns).await?;
             let instances = match &reads.instances {
                 Some(columns) => {
                     let instance_ids: BTreeSet<&str> =
                         attached.values().flatten().map(|a| a.instance_id.as_str()).collect();
                     let instance_ids: Vec<String> = instance_ids.into_iter().map(str::to_owned).collect();
-                    self.instances_by_id(actor, &instance_ids, columns).await?
+                    instances_in(&session, actor, &instance_ids, columns).await?
                 }
                 None => HashMap::new(),
             };
@@ -85,27 +88,12 @@ impl Services {
         };
         let snapshots = async {
             match &reads.snapshots {
-                Some(columns) => self.snapshots_of(actor, &ids, columns).await,
+                Some(columns) => snapshots_in(&session, actor, &ids, columns).await,
                 None => Ok(HashMap::new()),
             }
         };
         let (instances, snapshots) = tokio::try_join!(attached, snapshots)?;
         Ok(VolumePage { volumes, instances, snapshots })
-    }
-
-    /// The attachments (not finished) of each volume, in one statement.
-    async fn attachments_of(
-        &self,
-        volume_ids: &[String],
-        columns: &Columns<attachment::Entity>,
-    ) -> Result<HashMap<String, Vec<AttachmentView>>> {
-        let found = store::volumes::live_attachments_of(&self.db, volume_ids, columns).await?;
-        let mut by_volume: HashMap<String, Vec<AttachmentView>> = HashMap::with_capacity(volume_ids.len());
-        for mut a in found {
-            let volume_id = std::mem::take(&mut a.volume_id);
-            by_volume.entry(volume_id).or_default().push(a.into());
-        }
-        Ok(by_volume)
     }
 
     /// Instances by id, in one statement, only those `actor` may read.
@@ -115,14 +103,39 @@ impl Services {
         instance_ids: &[String],
         columns: &Columns<instance::Entity>,
     ) -> Result<HashMap<String, Arc<InstanceView>>> {
-        let found = store::instances::find_many(&self.db, instance_ids, columns).await?;
-        Ok(found
-            .into_iter()
-            .filter(|i| {
-                let target = Target::resource(&i.tenant_id, i.project_id.as_deref(), instances::KIND, &i.id);
-                actor.allows(instances::READ, &target)
-            })
-            .map(|i| (i.id.clone(), Arc::new(InstanceView::from(i))))
-            .collect())
+        instances_in(&Session::open(&self.db).await?, actor, instance_ids, columns).await
     }
+}
+
+/// The attachments (not finished) of each volume, in one statement.
+async fn attachments_of(
+    session: &Session<'_>,
+    volume_ids: &[String],
+    columns: &Columns<attachment::Entity>,
+) -> Result<HashMap<String, Vec<AttachmentView>>> {
+    let found = store::volumes::live_attachments_of(session, volume_ids, columns).await?;
+    let mut by_volume: HashMap<String, Vec<AttachmentView>> = HashMap::with_capacity(volume_ids.len());
+    for mut a in found {
+        let volume_id = std::mem::take(&mut a.volume_id);
+        by_volume.entry(volume_id).or_default().push(a.into());
+    }
+    Ok(by_volume)
+}
+
+/// `Services::instances_by_id` within a session.
+async fn instances_in(
+    session: &Session<'_>,
+    actor: &Actor,
+    instance_ids: &[String],
+    columns: &Columns<instance::Entity>,
+) -> Result<HashMap<String, Arc<InstanceView>>> {
+    let found = store::instances::find_many(session, instance_ids, columns).await?;
+    Ok(found
+        .into_iter()
+        .filter(|i| {
+            let target = Target::resource(&i.tenant_id, i.project_id.as_deref(), instances::KIND, &i.id);
+            actor.allows(instances::READ, &target)
+        })
+        .map(|i| (i.id.clone(), Arc::new(InstanceView::from(i))))
+        .collect())
 }

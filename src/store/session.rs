@@ -1,0 +1,79 @@
+//! One connection for a group of reads. On PostgreSQL every statement sent to the pool checks a
+//! connection out and back in, and sqlx tests the connection on its way back with a round trip
+//! of its own (no option turns that off): a page of the dashboard's list, four statements, was
+//! eight round trips and four checkouts. A `Session` checks one connection out for all of a
+//! page's statements and runs them on it with sqlx, each row handed over as sqlx read it. On
+//! SQLite (one connection, in process) it reads through the pool as before.
+//!
+//! A session holds its connection until it is dropped, so it must not wait on the pool itself
+//! while open: whatever reads within it reads through it.
+use std::sync::Arc;
+
+use sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend, DbErr, QueryResult, RuntimeErr, Statement};
+use sea_query_sqlx::SqlxValues;
+use sqlx::Postgres;
+use sqlx::pool::PoolConnection;
+use sqlx::postgres::PgRow;
+use tokio::sync::Mutex;
+
+use crate::error::Result;
+
+/// A row as the backend gave it.
+pub enum Row<'r> {
+    Postgres(&'r PgRow),
+    Other(&'r QueryResult),
+}
+
+pub struct Session<'a> {
+    db: &'a DatabaseConnection,
+    /// PostgreSQL's connection, shared by the reads of the session that run concurrently.
+    postgres: Option<Mutex<PoolConnection<Postgres>>>,
+}
+
+impl<'a> Session<'a> {
+    pub async fn open(db: &'a DatabaseConnection) -> Result<Session<'a>> {
+        let postgres = match db.get_database_backend() {
+            DbBackend::Postgres => {
+                let pool = db.get_postgres_connection_pool();
+                let connection = pool.acquire().await.map_err(|err| DbErr::Conn(sqlx_error(err)))?;
+                Some(Mutex::new(connection))
+            }
+            _ => None,
+        };
+        Ok(Session { db, postgres })
+    }
+
+    pub fn backend(&self) -> DbBackend {
+        self.db.get_database_backend()
+    }
+
+    /// Runs `statement`, handing each row it finds to `each` in order, and counts it as the
+    /// pool's statements are counted (`super::count_statement`).
+    pub async fn each_row(
+        &self,
+        mut statement: Statement,
+        mut each: impl FnMut(Row<'_>) -> Result<(), DbErr>,
+    ) -> Result<()> {
+        let Some(postgres) = &self.postgres else {
+            for row in &self.db.query_all_raw(statement).await? {
+                each(Row::Other(row))?;
+            }
+            return Ok(());
+        };
+        super::count_statement(&statement);
+        let values = statement.values.take().unwrap_or(sea_orm::Values(Vec::new()));
+        let query = sqlx::query_with(sqlx::AssertSqlSafe(statement.sql.as_str()), SqlxValues(values));
+        let rows = {
+            let mut connection = postgres.lock().await;
+            query.fetch_all(&mut **connection).await.map_err(|err| DbErr::Query(sqlx_error(err)))?
+        };
+        for row in &rows {
+            each(Row::Postgres(row))?;
+        }
+        Ok(())
+    }
+}
+
+fn sqlx_error(err: sqlx::Error) -> RuntimeErr {
+    RuntimeErr::SqlxError(Arc::new(err))
+}
