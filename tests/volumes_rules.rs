@@ -584,18 +584,15 @@ async fn probed(session: &vps_graph::store::session::Session<'_>, backend: Backe
         Backend::Postgres => "SELECT pg_backend_pid()::int8",
         Backend::Sqlite => "SELECT 7",
     };
-    let mut found = Vec::new();
     let statement = sea_orm::Statement::from_string(session.backend(), sql);
-    session
-        .each_row(statement, |row| {
-            found.push(match row {
-                Row::Postgres(row) => row.try_get::<i64, _>(0).unwrap(),
-                Row::Other(row) => row.try_get_by_index::<i64>(0).unwrap(),
-            });
-            Ok(())
+    let rows = session.rows(statement).await.unwrap();
+    let found: Vec<i64> = rows
+        .iter()
+        .map(|row| match row {
+            Row::Postgres(row) => row.try_get::<i64, _>(0).unwrap(),
+            Row::Other(row) => row.try_get_by_index::<i64>(0).unwrap(),
         })
-        .await
-        .unwrap();
+        .collect();
     assert_eq!(found.len(), 1);
     found[0]
 }

@@ -55,18 +55,16 @@ where
     E::Model: Default,
 {
     let statement = query.select_only().columns(columns.0.iter().copied()).build(session.backend());
-    let mut models: Vec<E::Model> = Vec::new();
-    session
-        .each_row(statement, |row| {
-            // Filled in place: a model is hundreds of bytes, and one returned and then pushed is
-            // moved twice.
-            models.push(E::Model::default());
-            match models.last_mut() {
-                Some(model) => fill::<E>(model, row, &columns.0),
-                None => Ok(()),
-            }
-        })
-        .await?;
+    let rows = session.rows(statement).await?;
+    // Sized at once and filled in place: a model is hundreds of bytes, and a growing Vec, or a
+    // model returned and then pushed, moves every one it holds.
+    let mut models: Vec<E::Model> = Vec::with_capacity(rows.len());
+    for row in rows.iter() {
+        models.push(E::Model::default());
+        if let Some(model) = models.last_mut() {
+            fill::<E>(model, row, &columns.0)?;
+        }
+    }
     Ok(models)
 }
 
