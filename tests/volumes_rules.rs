@@ -615,6 +615,27 @@ db_test!(a_pages_statements_run_on_one_connection_while_other_pages_use_others, 
     }
 });
 
+// The ids a page reads its children by are bound as one parameter (one text on PostgreSQL, split
+// by the server at its commas): none, one, or one holding a comma find what they name.
+db_test!(children_are_read_by_any_number_of_ids_whatever_they_hold, |backend: Backend| async move {
+    use vps_graph::store::columns::Columns;
+    let s = setup(backend).await;
+    let made = s.instance("host-a", "nyc3", None).await;
+    let session = vps_graph::store::session::Session::open(&s.server.app.services.db).await.unwrap();
+    let found = |ids: Vec<String>| {
+        let session = &session;
+        async move {
+            let rows = vps_graph::store::instances::find_many(session, &ids, &Columns::all()).await.unwrap();
+            rows.into_iter().map(|i| i.id).collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(found(vec![]).await, Vec::<String>::new());
+    assert_eq!(found(vec![made.clone()]).await, vec![made.clone()]);
+    assert_eq!(found(vec!["inst_nope".into(), made.clone()]).await, vec![made.clone()]);
+    assert_eq!(found(vec![format!("{made},{made}"), made.clone()]).await, vec![made.clone()]);
+    assert_eq!(found(vec![format!("{made},x")]).await, Vec::<String>::new(), "a comma is part of an id");
+});
+
 db_test!(a_pool_whose_provider_offers_no_volumes_is_unsupported, |backend: Backend| async move {
     let s = setup(backend).await;
     let pool = s.server.aws_pool("aws").await;

@@ -20,7 +20,6 @@ use std::collections::HashMap;
 
 use async_graphql::parser::types::{Field, FragmentDefinition, Selection, SelectionSet};
 use async_graphql::registry::Registry;
-use async_graphql::resolver_utils::enum_value;
 use async_graphql::{
     ContextSelectionSet, EnumType, Name, OutputType, Positioned, Response, ScalarType, ServerResult, Value,
 };
@@ -232,15 +231,21 @@ pub fn optional<T: 'static, V: ScalarType + 'static>(get: fn(&T) -> Option<V>) -
 
 /// An enum field.
 pub fn enumerated<T: 'static, E: EnumType + 'static>(get: fn(&T) -> E) -> Option<Step<T>> {
-    Some(Box::new(move |item, out| write_value(out, &enum_value(get(item)))))
+    Some(Box::new(move |item, out| write_enum(out, get(item))))
 }
 
 /// A nullable enum field.
 pub fn optional_enum<T: 'static, E: EnumType + 'static>(get: fn(&T) -> Option<E>) -> Option<Step<T>> {
     Some(Box::new(move |item, out| match get(item) {
-        Some(e) => write_value(out, &enum_value(e)),
+        Some(e) => write_enum(out, e),
         None => null(out),
     }))
+}
+
+/// An enum value by its name, as `enum_value` names it (without the `Value` it allocates).
+fn write_enum<E: EnumType>(out: &mut Vec<u8>, value: E) -> Option<()> {
+    let item = E::items().iter().find(|item| item.value == value)?;
+    write_text(out, item.name)
 }
 
 /// An edge of a connection: its cursor and its node, rendered as the node's plan says.
