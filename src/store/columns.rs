@@ -43,7 +43,7 @@ impl<E: EntityTrait> Columns<E> {
 /// value, some 900 allocations a page. Values holding a comma go as an array. On SQLite they are
 /// a JSON array read by `json_each`.
 pub fn one_of<C: ColumnTrait>(backend: DbBackend, column: C, values: &[String]) -> SimpleExpr {
-    let name = format!("\"{}\".\"{}\"", column.entity_name().to_string(), column.as_str());
+    let name = format!("\"{}\".\"{}\"", column.entity_name(), column.as_str());
     if backend != DbBackend::Postgres {
         let list = serde_json::Value::from(values.to_vec()).to_string();
         return Expr::cust_with_values(format!("{name} IN (SELECT value FROM json_each(?))"), [list]);
