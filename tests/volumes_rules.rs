@@ -615,8 +615,8 @@ db_test!(a_pages_statements_run_on_one_connection_while_other_pages_use_others, 
     }
 });
 
-// The ids a page reads its children by are bound as one parameter (one text on PostgreSQL, split
-// by the server at its commas): none, one, or one holding a comma find what they name.
+// The ids a page reads its children by are bound as one parameter (an array on PostgreSQL, a JSON
+// array on SQLite): none, one, or one holding a comma find what they name.
 db_test!(children_are_read_by_any_number_of_ids_whatever_they_hold, |backend: Backend| async move {
     use vps_graph::store::columns::Columns;
     let s = setup(backend).await;

@@ -36,22 +36,16 @@ impl<E: EntityTrait> Columns<E> {
     }
 }
 
-/// `column` is one of `values`, bound as one parameter however many they are: a page's
-/// statement has the same text, and so the same prepared statement and plan, at any page size.
-/// On PostgreSQL the values (ids) travel as one comma-separated text that the server splits: an
-/// array of them was copied value by value twice in building the statement, and encoded value by
-/// value, some 900 allocations a page. Values holding a comma go as an array. On SQLite they are
-/// a JSON array read by `json_each`.
+/// `column` is one of `values`, bound as one parameter however many they are (a PostgreSQL
+/// array; on SQLite a JSON array read by `json_each`): a page's statement has the same text, and
+/// so the same prepared statement and plan, at any page size.
 pub fn one_of<C: ColumnTrait>(backend: DbBackend, column: C, values: &[String]) -> SimpleExpr {
-    let name = format!("\"{}\".\"{}\"", column.entity_name(), column.as_str());
-    if backend != DbBackend::Postgres {
-        let list = serde_json::Value::from(values.to_vec()).to_string();
-        return Expr::cust_with_values(format!("{name} IN (SELECT value FROM json_each(?))"), [list]);
-    }
-    if values.iter().any(|v| v.contains(',')) {
+    if backend == DbBackend::Postgres {
         return column.into_expr().eq(PgFunc::any(Expr::val(values.to_vec())));
     }
-    Expr::cust_with_values(format!("{name} = ANY(string_to_array($1, ','))"), [values.join(",")])
+    let list = serde_json::Value::from(values.to_vec()).to_string();
+    let table = column.entity_name().to_string();
+    Expr::cust_with_values(format!("\"{table}\".\"{}\" IN (SELECT value FROM json_each(?))", column.as_str()), [list])
 }
 
 /// The rows `query` finds, with only `columns` read.
