@@ -597,7 +597,8 @@ async fn probed(session: &vps_graph::store::session::Session<'_>, backend: Backe
     found[0]
 }
 
-// A page's statements run on one connection checked out for them all: on PostgreSQL the pool
+// A session (what a page of volumes reads its four statements through) runs every statement on
+// the one connection it checked out, while another session holds another: on PostgreSQL the pool
 // otherwise checks a connection out and tests it on its way back (a round trip) per statement.
 db_test!(a_pages_statements_run_on_one_connection_while_other_pages_use_others, |backend: Backend| async move {
     let s = setup(backend).await;

@@ -178,8 +178,8 @@ fn json(text: &str) -> Vec<u8> {
 }
 
 /// `text` as a JSON string, as serde_json writes it. Most text here (ids, names, states) needs
-/// no escape, and is then copied as it is: a check over its bytes without an early exit, which
-/// the compiler vectorizes, costs a fraction of serde_json's byte-by-byte escaper.
+/// no escape, and is then copied as it is after one pass over its bytes, which costs fewer
+/// instructions than serde_json's escaper looking each byte up in its table.
 fn write_text(out: &mut Vec<u8>, text: &str) -> Option<()> {
     let plain = text.bytes().fold(true, |plain, b| plain & (b >= 0x20) & (b != b'"') & (b != b'\\'));
     if !plain {

@@ -3,8 +3,8 @@
 //! of its own (no option turns that off): a page of the dashboard's list, four statements, was
 //! eight round trips and four checkouts. A `Session` checks one connection out for all of a
 //! page's statements and runs them on it with sqlx, whose rows are decoded as they are (not
-//! wrapped and copied into SeaORM's). On
-//! SQLite (one connection, in process) it reads through the pool as before.
+//! wrapped and copied into SeaORM's). On SQLite (one connection, in process) it reads through
+//! the pool as before.
 //!
 //! A session holds its connection until it is dropped, so it must not wait on the pool itself
 //! while open: whatever reads within it reads through it.
