@@ -266,6 +266,20 @@ async fn held(server: &TestServer, subscribers: i64, executions: i64) {
     );
 }
 
+/// Waits until `n` subscriptions are registered on the feed, and asserts no more are. An
+/// execution counts in `held` once it is made, but sees events only once its resolver registered
+/// it on the feed, later, in its task (a live subscription without a cursor reads from there on);
+/// each socket watches its token there too.
+async fn registered_on_feed(server: &TestServer, n: usize, what: &str) {
+    for _ in 0..200 {
+        if server.app.services.feed.registered() >= n {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(server.app.services.feed.registered(), n, "{what}");
+}
+
 /// The next message of subscription `id`, as the text the server sent.
 async fn raw_next(ws: &mut Ws, id: &str) -> Value {
     let message = ws.next(WAIT).await.expect("a message");
@@ -293,15 +307,7 @@ db_test!(live_subscribers_that_ask_the_same_share_one_execution_rendered_once, |
     let mut other = acked(&server, &other_token).await;
     other.subscribe("o", EVENTS, projects.clone()).await;
     held(&server, 5, 3).await;
-    // An execution counts once it is made; it sees events once its resolver registered it on the
-    // feed. Each of the five sockets watches its token there too: 5 + 3.
-    for _ in 0..200 {
-        if server.app.services.feed.registered() >= registered + 8 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    assert_eq!(server.app.services.feed.registered(), registered + 8, "five sockets, three executions");
+    registered_on_feed(&server, registered + 8, "five sockets, three executions").await;
     let delivered = server.app.services.metrics.events_delivered.get();
     let made = server.project("acme", "p0").await;
     let mut payloads = Vec::new();
@@ -336,14 +342,18 @@ db_test!(a_subscriber_that_joins_a_live_execution_gets_what_it_answers_from_then
     server.tenant("acme").await;
     let token = server.token(Some("acme"), &[("compute:*", "tenant/acme")]).await;
     let projects = json!({ "t": "acme", "types": ["project.*"] });
+    let registered = server.app.services.feed.registered();
     let mut early = acked(&server, &token).await;
     early.subscribe("1", EVENTS, projects.clone()).await;
     held(&server, 1, 1).await;
+    registered_on_feed(&server, registered + 2, "a socket and its execution").await;
     let before = server.project("acme", "before").await;
     assert_eq!(take(&mut early, "1", 1).await[0]["subject"], before.as_str());
     let mut late = acked(&server, &token).await;
     late.subscribe("1", EVENTS, projects).await;
     held(&server, 2, 1).await;
+    // The joining subscriber shares the registered execution: only its socket is new.
+    registered_on_feed(&server, registered + 3, "two sockets, one execution").await;
     let after = server.project("acme", "after").await;
     assert_eq!(take(&mut early, "1", 1).await[0]["subject"], after.as_str());
     assert_eq!(take(&mut late, "1", 1).await[0]["subject"], after.as_str(), "from where it joined, nothing before");

@@ -306,10 +306,9 @@ impl Feed {
         })))
     }
 
-    /// Events the filter accepts, from `after` (replayed from the outbox) or from now on, in feed
-    /// order, until the feed stops.
-    /// How many live subscriptions are registered (one per execution): a subscription made
-    /// before an event sees it once it counts here, not when its socket was answered.
+    /// How many live subscriptions are registered (one per execution, one per socket watching
+    /// its token): a subscription made before an event sees it once it counts here, not when its
+    /// socket was answered.
     pub fn registered(&self) -> usize {
         let live = self.inner.live.lock().unwrap_or_else(|e| e.into_inner());
         let ids: std::collections::HashSet<u64> =
@@ -317,6 +316,8 @@ impl Feed {
         ids.len()
     }
 
+    /// Events the filter accepts, from `after` (replayed from the outbox) or from now on, in feed
+    /// order, until the feed stops.
     pub fn subscribe(
         &self,
         filter: Filter,
