@@ -572,8 +572,51 @@ db_test!(a_page_of_volumes_costs_the_same_sql_statements_whatever_its_size, |bac
         counts.push(statements);
     }
     assert!(counts.iter().all(|c| *c == counts[0]), "statements per page size 2, 8, 24: {counts:?}");
-    assert!(counts[0] <= 4, "the page, attachments, snapshots, instances: {counts:?}");
+    assert_eq!(counts[0], 3, "the page, the attachments with their instances, the snapshots: {counts:?}");
 });
+
+db_test!(
+    a_pages_attachments_show_their_instance_once_read_and_only_to_who_may_read_it,
+    |backend: Backend| async move {
+        let s = setup(backend).await;
+        let a = s.server.project("acme", "a").await;
+        let b = s.server.project("acme", "b").await;
+        let mut instances = Vec::new();
+        for (name, project) in [("shared", &a), ("elsewhere", &b)] {
+            let input = json!({ "i": { "tenantId": "acme", "projectId": project, "poolId": s.pool, "name": name, "region": "nyc3", "size": "s-1vcpu-1gb", "image": "ubuntu-24-04-x64", "idempotencyKey": name } });
+            let made = s
+                .server
+                .ok(Some(&s.token), "mutation($i: InstanceCreateInput!) { instanceCreate(input: $i) { id } }", input)
+                .await;
+            instances.push(made["instanceCreate"]["id"].as_str().unwrap().to_owned());
+        }
+        let (shared, elsewhere) = (&instances[0], &instances[1]);
+        for (name, instance) in [("one", shared), ("two", shared), ("three", elsewhere)] {
+            s.create(name, json!({ "projectId": a, "instanceId": instance })).await;
+        }
+        let scoped = s.server.token(Some("acme"), &[("compute:*", &format!("project/{a}"))]).await;
+        let query = "{ providerVolumes(tenantId: \"acme\", first: 10) { edges { node { name attachments { instanceId instance { id name } } } } } }";
+        let page = s.server.ok(Some(&scoped), query, json!({})).await;
+        let shown: Vec<(Value, Value, Value)> = page["providerVolumes"]["edges"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                let attachment = &e["node"]["attachments"][0];
+                (e["node"]["name"].clone(), attachment["instanceId"].clone(), attachment["instance"]["name"].clone())
+            })
+            .collect();
+        assert_eq!(
+            shown,
+            vec![
+                (json!("one"), json!(shared), json!("shared")),
+                (json!("two"), json!(shared), json!("shared")),
+                (json!("three"), json!(elsewhere), Value::Null),
+            ],
+            "two volumes on one instance both show it; an instance of a project the caller may not read is null"
+        );
+    }
+);
 
 /// What `SELECT <probe>` answers, read through `session`: on PostgreSQL the connection's
 /// backend, on SQLite a constant.

@@ -4,8 +4,8 @@
 //! returns: a placeholder that nothing shows (the caller asked for the columns it shows).
 use sea_orm::sea_query::{ArrayType, Expr, ExprTrait, PgFunc, SimpleExpr};
 use sea_orm::{
-    ColumnTrait, DbBackend, DbErr, EntityTrait, IdenStatic, Iterable, ModelTrait, QueryResult, QuerySelect, QueryTrait,
-    Select, Value,
+    ColumnTrait, DbBackend, DbErr, EntityTrait, IdenStatic, Iterable, JoinType, ModelTrait, QueryResult, QuerySelect,
+    QueryTrait, RelationDef, Select, Value,
 };
 
 use sqlx::Row as _;
@@ -62,16 +62,52 @@ where
     for row in rows.iter() {
         models.push(E::Model::default());
         if let Some(model) = models.last_mut() {
-            fill::<E>(model, row, &columns.0)?;
+            fill::<E>(model, row, 0, &columns.0)?;
         }
     }
     Ok(models)
 }
 
-/// Sets `columns` of `model` from a row holding them in that order; the others keep their
-/// defaults.
-fn fill<E: EntityTrait>(model: &mut E::Model, row: Row<'_>, columns: &[E::Column]) -> Result<(), DbErr> {
-    for (index, column) in columns.iter().enumerate() {
+/// The rows `query` finds, each with the row of `J` that `join` (an inner join) pairs it with:
+/// `columns` of the one and `joined` of the other, in one statement. A row of `J` paired with
+/// several is read once for each.
+pub async fn select_joined<E, J>(
+    session: &Session<'_>,
+    query: Select<E>,
+    columns: &Columns<E>,
+    join: RelationDef,
+    joined: &Columns<J>,
+) -> Result<(Vec<E::Model>, Vec<J::Model>)>
+where
+    E: EntityTrait,
+    E::Model: Default,
+    J: EntityTrait,
+    J::Model: Default,
+{
+    let statement = query
+        .join(JoinType::InnerJoin, join)
+        .select_only()
+        .columns(columns.0.iter().copied())
+        .columns(joined.0.iter().copied())
+        .build(session.backend());
+    let rows = session.rows(statement).await?;
+    let mut models: Vec<E::Model> = Vec::with_capacity(rows.len());
+    let mut joined_models: Vec<J::Model> = Vec::with_capacity(rows.len());
+    for row in rows.iter() {
+        models.push(E::Model::default());
+        joined_models.push(J::Model::default());
+        if let (Some(model), Some(joined_model)) = (models.last_mut(), joined_models.last_mut()) {
+            fill::<E>(model, row, 0, &columns.0)?;
+            fill::<J>(joined_model, row, columns.0.len(), &joined.0)?;
+        }
+    }
+    Ok((models, joined_models))
+}
+
+/// Sets `columns` of `model` from a row holding them in that order from `first` on; the others
+/// keep their defaults.
+fn fill<E: EntityTrait>(model: &mut E::Model, row: Row<'_>, first: usize, columns: &[E::Column]) -> Result<(), DbErr> {
+    for (index, column) in (first..).zip(columns) {
         let value = match row {
             Row::Postgres(row) => pg_value_at::<E>(row, index, *column)?,
             Row::Other(row) => value_at::<E>(row, index, *column)?,

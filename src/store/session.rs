@@ -22,6 +22,7 @@ use tracing::subscriber::NoSubscriber;
 use crate::error::Result;
 
 /// A row as the backend gave it.
+#[derive(Clone, Copy)]
 pub enum Row<'r> {
     Postgres(&'r PgRow),
     Other(&'r QueryResult),

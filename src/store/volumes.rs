@@ -15,11 +15,11 @@ pub fn share_tag(volume_id: &str) -> String {
 }
 
 use chrono::{DateTime, Utc};
-use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, Set};
+use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, Select, Set};
 
 use super::change::UserChange;
 use super::columns::Columns;
-use super::entity::{provider_volume as volume, volume_attachment as attachment};
+use super::entity::{instance, provider_volume as volume, volume_attachment as attachment};
 use super::session::Session;
 use crate::error::Result;
 use crate::store::state::{Desired, State, VolumeFilesystem, VolumeKind};
@@ -70,11 +70,31 @@ pub async fn live_attachments_of(
     volume_ids: &[String],
     columns: &Columns<attachment::Entity>,
 ) -> Result<Vec<attachment::Model>> {
-    let query = attachment::Entity::find()
+    super::columns::select(session, live_attachments_query(session, volume_ids), columns).await
+}
+
+/// `live_attachments_of`, each with its instance (`instance_columns` of it), in one statement:
+/// the page's instances cost no statement of their own, and PostgreSQL joins them by key rather
+/// than matching every instance against a list of ids.
+pub async fn live_attachments_with_instances(
+    session: &Session<'_>,
+    volume_ids: &[String],
+    columns: &Columns<attachment::Entity>,
+    instance_columns: &Columns<instance::Entity>,
+) -> Result<(Vec<attachment::Model>, Vec<instance::Model>)> {
+    let on_instance = attachment::Entity::belongs_to(instance::Entity)
+        .from(attachment::Column::InstanceId)
+        .to(instance::Column::Id)
+        .into();
+    let query = live_attachments_query(session, volume_ids);
+    super::columns::select_joined(session, query, columns, on_instance, instance_columns).await
+}
+
+fn live_attachments_query(session: &Session<'_>, volume_ids: &[String]) -> Select<attachment::Entity> {
+    attachment::Entity::find()
         .filter(super::columns::one_of(session.backend(), attachment::Column::VolumeId, volume_ids))
         .filter(attachment::Column::State.ne(State::Deleted))
-        .order_by_asc(attachment::Column::Id);
-    super::columns::select(session, query, columns).await
+        .order_by_asc(attachment::Column::Id)
 }
 
 /// What a new volume row holds besides what every new row starts with.

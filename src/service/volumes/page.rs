@@ -1,7 +1,6 @@
 //! A page of volumes as a list shows them: the volumes, and as far as the caller asks, their
-//! attachments, those attachments' instances and their snapshots, each read in one statement of
-//! only the columns asked (`store::columns`), whatever the page's size.
-use std::collections::BTreeSet;
+//! attachments with those attachments' instances, and their snapshots, each read in one statement
+//! of only the columns asked (`store::columns`), whatever the page's size.
 use std::sync::Arc;
 
 // The page's children by volume and instance id, hashed by foldhash: SipHash over those ids was
@@ -71,16 +70,16 @@ impl Services {
         }
         let attached = async {
             let Some(columns) = &reads.attachments else { return Ok(HashMap::new()) };
-            let mut attached = attachments_of(&session, &ids, columns).await?;
-            let instances = match &reads.instances {
-                Some(columns) => {
-                    let instance_ids: BTreeSet<&str> =
-                        attached.values().flatten().map(|a| a.instance_id.as_str()).collect();
-                    let instance_ids: Vec<String> = instance_ids.into_iter().map(str::to_owned).collect();
-                    instances_in(&session, actor, &instance_ids, columns).await?
+            let (found, instances) = match &reads.instances {
+                Some(instance_columns) => {
+                    let (found, instances) =
+                        store::volumes::live_attachments_with_instances(&session, &ids, columns, instance_columns)
+                            .await?;
+                    (found, readable_instances(actor, instances))
                 }
-                None => HashMap::new(),
+                None => (store::volumes::live_attachments_of(&session, &ids, columns).await?, HashMap::new()),
             };
+            let mut attached = by_volume(found, ids.len());
             for volume in &mut volumes.items {
                 volume.attachments = attached.remove(&volume.id).unwrap_or_default();
             }
@@ -107,19 +106,14 @@ impl Services {
     }
 }
 
-/// The attachments (not finished) of each volume, in one statement.
-async fn attachments_of(
-    session: &Session<'_>,
-    volume_ids: &[String],
-    columns: &Columns<attachment::Entity>,
-) -> Result<HashMap<String, Vec<AttachmentView>>> {
-    let found = store::volumes::live_attachments_of(session, volume_ids, columns).await?;
-    let mut by_volume: HashMap<String, Vec<AttachmentView>> = HashMap::with_capacity(volume_ids.len());
+/// Attachments by the id of their volume.
+fn by_volume(found: Vec<attachment::Model>, volumes: usize) -> HashMap<String, Vec<AttachmentView>> {
+    let mut by_volume: HashMap<String, Vec<AttachmentView>> = HashMap::with_capacity(volumes);
     for mut a in found {
         let volume_id = std::mem::take(&mut a.volume_id);
         by_volume.entry(volume_id).or_default().push(a.into());
     }
-    Ok(by_volume)
+    by_volume
 }
 
 /// `Services::instances_by_id` within a session.
@@ -130,12 +124,20 @@ async fn instances_in(
     columns: &Columns<instance::Entity>,
 ) -> Result<HashMap<String, Arc<InstanceView>>> {
     let found = store::instances::find_many(session, instance_ids, columns).await?;
-    Ok(found
-        .into_iter()
-        .filter(|i| {
-            let target = Target::resource(&i.tenant_id, i.project_id.as_deref(), instances::KIND, &i.id);
-            actor.allows(instances::READ, &target)
-        })
-        .map(|i| (i.id.clone(), Arc::new(InstanceView::from(i))))
-        .collect())
+    Ok(readable_instances(actor, found))
+}
+
+/// The instances `actor` may read, by id (an instance found more than once is kept once).
+fn readable_instances(actor: &Actor, found: Vec<instance::Model>) -> HashMap<String, Arc<InstanceView>> {
+    let mut readable = HashMap::with_capacity(found.len());
+    for i in found {
+        if readable.contains_key(&i.id) {
+            continue;
+        }
+        let target = Target::resource(&i.tenant_id, i.project_id.as_deref(), instances::KIND, &i.id);
+        if actor.allows(instances::READ, &target) {
+            readable.insert(i.id.clone(), Arc::new(InstanceView::from(i)));
+        }
+    }
+    readable
 }
