@@ -783,3 +783,31 @@ db_test!(a_shared_volume_on_a_network_being_deleted_is_invalid_state, |backend: 
     assert_eq!(got, "INVALID_STATE", "{details}");
     assert_eq!(s.used().await, 0);
 });
+
+db_test!(every_id_column_compares_bytewise_as_on_sqlite, |backend: Backend| async move {
+    // SQLite compares text bytewise (BINARY) unless a column says otherwise, and none does.
+    if backend == Backend::Sqlite {
+        return;
+    }
+    use sea_orm::ConnectionTrait;
+    let db = common::TestDb::new(backend).await;
+    let conn = vps_graph::store::connect(&db.url, 2).await.unwrap();
+    let statement = sea_orm::Statement::from_string(
+        sea_orm::DbBackend::Postgres,
+        "SELECT table_name::text || '.' || column_name::text FROM information_schema.columns \
+         WHERE table_schema = current_schema() AND data_type = 'character varying' \
+         AND (column_name = 'id' OR column_name LIKE '%\\_id') AND collation_name IS DISTINCT FROM 'C'",
+    );
+    let rows = conn.query_all_raw(statement).await.unwrap();
+    let columns: Vec<String> = rows.iter().map(|r| r.try_get_by_index(0).unwrap()).collect();
+    assert_eq!(columns, Vec::<String>::new(), "id columns under the database's collation (strcoll per comparison)");
+    let ids = "SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema() AND column_name = 'id' AND collation_name = 'C'";
+    let count: i64 = conn
+        .query_one_raw(sea_orm::Statement::from_string(sea_orm::DbBackend::Postgres, ids))
+        .await
+        .unwrap()
+        .unwrap()
+        .try_get_by_index(0)
+        .unwrap();
+    assert!(count >= 10, "the tables' ids were looked at: {count}");
+});

@@ -11,6 +11,7 @@ mod m20261201_000004_addresses;
 mod m20261201_000005_usage;
 mod m20261201_000006_filesystems;
 mod m20261202_000007_generations;
+mod m20261204_000008_bytewise_ids;
 
 pub struct Migrator;
 
@@ -25,6 +26,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261201_000005_usage::Migration),
             Box::new(m20261201_000006_filesystems::Migration),
             Box::new(m20261202_000007_generations::Migration),
+            Box::new(m20261204_000008_bytewise_ids::Migration),
         ]
     }
 }
