@@ -1,6 +1,6 @@
 //! One connection for a group of reads. On PostgreSQL every statement sent to the pool checks a
 //! connection out and back in, and sqlx tests the connection on its way back with a round trip
-//! of its own (no option turns that off): a page of the dashboard's list, four statements, was
+//! of its own (no option turns that off): a page of the dashboard's list, then four statements, was
 //! eight round trips and four checkouts. A `Session` checks one connection out for all of a
 //! page's statements and runs them on it with sqlx, whose rows are decoded as they are (not
 //! wrapped and copied into SeaORM's). On SQLite (one connection, in process) it reads through
