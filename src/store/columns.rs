@@ -11,7 +11,7 @@ use sea_orm::{
 use sqlx::Row as _;
 use sqlx::postgres::PgRow;
 
-use super::session::{Row, Session};
+use super::session::{Row, Rows, Session};
 use crate::error::Result;
 
 /// The columns a read selects, in the order they are decoded.
@@ -55,17 +55,7 @@ where
     E::Model: Default,
 {
     let statement = query.select_only().columns(columns.0.iter().copied()).build(session.backend());
-    let rows = session.rows(statement).await?;
-    // Sized at once and filled in place: a model is hundreds of bytes, and a growing Vec, or a
-    // model returned and then pushed, moves every one it holds.
-    let mut models: Vec<E::Model> = Vec::with_capacity(rows.len());
-    for row in rows.iter() {
-        models.push(E::Model::default());
-        if let Some(model) = models.last_mut() {
-            fill::<E>(model, row, 0, &columns.0)?;
-        }
-    }
-    Ok(models)
+    models(&session.rows(statement).await?, 0, columns)
 }
 
 /// The rows `query` finds, each with the row of `J` that `join` (an inner join) pairs it with:
@@ -91,17 +81,25 @@ where
         .columns(joined.0.iter().copied())
         .build(session.backend());
     let rows = session.rows(statement).await?;
+    Ok((models(&rows, 0, columns)?, models(&rows, columns.0.len(), joined)?))
+}
+
+/// A model of `E` from each of `rows`, which hold its `columns` from `first` on.
+fn models<E>(rows: &Rows, first: usize, columns: &Columns<E>) -> Result<Vec<E::Model>>
+where
+    E: EntityTrait,
+    E::Model: Default,
+{
+    // Sized at once and filled in place: a model is hundreds of bytes, and a growing Vec, or a
+    // model returned and then pushed, moves every one it holds.
     let mut models: Vec<E::Model> = Vec::with_capacity(rows.len());
-    let mut joined_models: Vec<J::Model> = Vec::with_capacity(rows.len());
     for row in rows.iter() {
         models.push(E::Model::default());
-        joined_models.push(J::Model::default());
-        if let (Some(model), Some(joined_model)) = (models.last_mut(), joined_models.last_mut()) {
-            fill::<E>(model, row, 0, &columns.0)?;
-            fill::<J>(joined_model, row, columns.0.len(), &joined.0)?;
+        if let Some(model) = models.last_mut() {
+            fill::<E>(model, row, first, &columns.0)?;
         }
     }
-    Ok((models, joined_models))
+    Ok(models)
 }
 
 /// Sets `columns` of `model` from a row holding them in that order from `first` on; the others

@@ -102,7 +102,8 @@ impl Services {
         instance_ids: &[String],
         columns: &Columns<instance::Entity>,
     ) -> Result<HashMap<String, Arc<InstanceView>>> {
-        instances_in(&Session::open(&self.db).await?, actor, instance_ids, columns).await
+        let found = store::instances::find_many(&Session::open(&self.db).await?, instance_ids, columns).await?;
+        Ok(readable_instances(actor, found))
     }
 }
 
@@ -114,17 +115,6 @@ fn by_volume(found: Vec<attachment::Model>, volumes: usize) -> HashMap<String, V
         by_volume.entry(volume_id).or_default().push(a.into());
     }
     by_volume
-}
-
-/// `Services::instances_by_id` within a session.
-async fn instances_in(
-    session: &Session<'_>,
-    actor: &Actor,
-    instance_ids: &[String],
-    columns: &Columns<instance::Entity>,
-) -> Result<HashMap<String, Arc<InstanceView>>> {
-    let found = store::instances::find_many(session, instance_ids, columns).await?;
-    Ok(readable_instances(actor, found))
 }
 
 /// The instances `actor` may read, by id (an instance found more than once is kept once).
