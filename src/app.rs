@@ -8,7 +8,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
-use crate::config::{Demo, LimitArgs, ServeArgs};
+use crate::config::{Demo, LimitArgs, LoadArgs, ServeArgs};
 use crate::error::{Error, Result};
 use crate::graphql::{self, Limits, Schemas};
 use crate::http::{self, HttpState};
@@ -37,6 +37,7 @@ pub struct AppConfig {
     pub metrics_token: Option<crate::secret::Secret>,
     pub demo: bool,
     pub limits: LimitArgs,
+    pub load: LoadArgs,
     /// The in-process simulated cloud, if any.
     pub sim: Option<SimConfig>,
     pub runtime: RuntimeConfig,
@@ -57,6 +58,7 @@ impl From<&ServeArgs> for AppConfig {
                 Demo::Auto => args.database.database_url.starts_with("sqlite:"),
             },
             limits: args.limits,
+            load: args.load,
             sim: (!args.no_sim).then(|| args.sim.config()),
             runtime: RuntimeConfig {
                 workers: args.reconcile.reconcile_workers,
@@ -78,6 +80,9 @@ pub struct App {
     /// The in-process simulated cloud, when running.
     pub sim: Option<Sim>,
     limits: LimitArgs,
+    load: http::Load,
+    /// Whether the database answers, as its prober last saw.
+    pub health: store::health::Health,
     metrics_token: Option<crate::secret::Secret>,
     runtime: tokio::task::JoinHandle<()>,
 }
@@ -128,15 +133,31 @@ impl App {
         queue::wake(&services.db, events::KIND, events::ITEM, services.clock.now_ms()).await?;
         let runtime = reconcile::start(services.clone(), reconcilers, config.runtime.clone(), work, stop.clone());
         let first_start = if config.demo { bootstrap::demo(&services).await? } else { None };
+        let health = store::health::Health::up();
+        health.watch(&config.database_url, stop.clone());
         let limits = Limits {
             depth: config.limits.max_depth,
             complexity: config.limits.max_complexity,
             aliases: config.limits.max_aliases,
+            selections: config.limits.max_selections,
+            deadline: Duration::from_millis(config.limits.request_timeout_ms),
             introspection: config.limits.introspection == crate::config::Toggle::On,
         };
         let schema = graphql::build(services.clone(), limits);
         let metrics_token = config.metrics_token;
-        Ok(App { services, schema, stop, first_start, sim, limits: config.limits, metrics_token, runtime })
+        let load = http::Load::new(config.load);
+        Ok(App {
+            services,
+            schema,
+            stop,
+            first_start,
+            sim,
+            limits: config.limits,
+            load,
+            health,
+            metrics_token,
+            runtime,
+        })
     }
 
     /// Stops the feed and the reconcilers: runs in progress finish, then the leases are given back.
@@ -154,7 +175,10 @@ impl App {
             metrics: self.services.metrics.clone(),
             max_batch: self.limits.max_batch,
             ws_init_timeout: Duration::from_millis(self.limits.ws_init_timeout_ms),
+            request_timeout: Duration::from_millis(self.limits.request_timeout_ms),
             metrics_token: self.metrics_token.clone(),
+            load: self.load.clone(),
+            health: self.health.clone(),
         };
         http::router(state, &self.limits)
     }

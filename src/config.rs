@@ -56,6 +56,8 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub limits: LimitArgs,
     #[command(flatten)]
+    pub load: LoadArgs,
+    #[command(flatten)]
     pub reconcile: ReconcileArgs,
     /// Do not run the in-process simulated cloud (accounts made with `sim: true` need it).
     #[arg(long, env = "VPS_GRAPH_NO_SIM")]
@@ -139,6 +141,11 @@ pub struct LimitArgs {
     /// Most aliases a query may use.
     #[arg(long, env = "VPS_GRAPH_MAX_ALIASES", default_value_t = 30)]
     pub max_aliases: usize,
+    /// Most selections a document may hold once its fragments are expanded where they are
+    /// spread (fields, spreads, directives and input values; each fragment's definition counted
+    /// once more), measured before any work.
+    #[arg(long, env = "VPS_GRAPH_MAX_SELECTIONS", default_value_t = 5_000)]
+    pub max_selections: usize,
     /// Most operations in one batched request.
     #[arg(long, env = "VPS_GRAPH_MAX_BATCH", default_value_t = 10)]
     pub max_batch: usize,
@@ -159,6 +166,59 @@ pub struct LimitArgs {
     /// from before them is refused (`30d`, `12h`, `90m`, `3600s`).
     #[arg(long, env = "VPS_GRAPH_EVENT_RETENTION", default_value = "30d", value_parser = parse_duration)]
     pub event_retention: std::time::Duration,
+}
+
+/// The load one process takes: requests in flight, each caller's request budget, sockets and
+/// connections, and how long an idle one is kept.
+#[derive(Args, Debug, Clone, Copy)]
+pub struct LoadArgs {
+    /// Most requests in flight at once; one more is answered 503 with Retry-After at once.
+    #[arg(long, env = "VPS_GRAPH_MAX_IN_FLIGHT", default_value_t = 1024)]
+    pub max_in_flight: usize,
+    /// Requests a token (or an address, for requests without a valid token) may send a minute;
+    /// past it 429 with RateLimit-* headers. WebSocket operations count too.
+    #[arg(long, env = "VPS_GRAPH_RATE_LIMIT", default_value_t = 60_000)]
+    pub rate_limit: u64,
+    /// Count operator tokens against the rate limit and the per-token socket cap too.
+    #[arg(long, env = "VPS_GRAPH_RATE_LIMIT_OPERATORS")]
+    pub rate_limit_operators: bool,
+    /// Most WebSockets open at once.
+    #[arg(long, env = "VPS_GRAPH_MAX_SOCKETS", default_value_t = 30_000)]
+    pub max_sockets: usize,
+    /// Most WebSockets one token holds at once (operators are not counted).
+    #[arg(long, env = "VPS_GRAPH_MAX_SOCKETS_PER_TOKEN", default_value_t = 1_000)]
+    pub max_sockets_per_token: usize,
+    /// Most TCP connections open at once; past it a new one is closed as it is accepted.
+    #[arg(long, env = "VPS_GRAPH_MAX_CONNECTIONS", default_value_t = 40_000)]
+    pub max_connections: usize,
+    /// How long a connection may take to send a request's headers, or keep still between two
+    /// requests, in milliseconds.
+    #[arg(long, env = "VPS_GRAPH_HEADER_TIMEOUT_MS", default_value_t = 10_000)]
+    pub header_timeout_ms: u64,
+    /// How often a WebSocket is pinged; one that sends nothing back by the next ping is closed
+    /// (1001), in milliseconds.
+    #[arg(long, env = "VPS_GRAPH_WS_PING_MS", default_value_t = 30_000)]
+    pub ws_ping_ms: u64,
+    /// How long a WebSocket may hold no subscription before it is closed (1000), in
+    /// milliseconds.
+    #[arg(long, env = "VPS_GRAPH_WS_IDLE_MS", default_value_t = 300_000)]
+    pub ws_idle_ms: u64,
+}
+
+impl Default for LoadArgs {
+    fn default() -> Self {
+        LoadArgs {
+            max_in_flight: 1024,
+            rate_limit: 60_000,
+            rate_limit_operators: false,
+            max_sockets: 30_000,
+            max_sockets_per_token: 1_000,
+            max_connections: 40_000,
+            header_timeout_ms: 10_000,
+            ws_ping_ms: 30_000,
+            ws_idle_ms: 300_000,
+        }
+    }
 }
 
 /// `<n>d`, `<n>h`, `<n>m` or `<n>s`.
@@ -184,6 +244,7 @@ impl Default for LimitArgs {
             max_complexity: 20_000,
             introspection: Toggle::On,
             max_aliases: 30,
+            max_selections: 5_000,
             max_batch: 10,
             max_body_bytes: 256 * 1024,
             feed_poll_ms: 1000,

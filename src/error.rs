@@ -15,6 +15,8 @@ pub enum Code {
     LimitExceeded,
     Internal,
     Timeout,
+    /// The server, or the database it needs, cannot take the request now: retry.
+    Unavailable,
 }
 
 impl Code {
@@ -31,6 +33,7 @@ impl Code {
             Code::LimitExceeded => "LIMIT_EXCEEDED",
             Code::Internal => "INTERNAL",
             Code::Timeout => "TIMEOUT",
+            Code::Unavailable => "UNAVAILABLE",
         }
     }
 }
@@ -98,7 +101,16 @@ impl Error {
 
 impl From<sea_orm::DbErr> for Error {
     fn from(err: sea_orm::DbErr) -> Self {
-        Error::internal(format!("database: {err}"))
+        match err {
+            // The database is away (or every connection busy past the wait): retry, not a fault.
+            sea_orm::DbErr::ConnectionAcquire(_) | sea_orm::DbErr::Conn(_) => Error {
+                code: Code::Unavailable,
+                message: "the database does not answer: retry shortly".into(),
+                details: Value::Null,
+                internal: Some(format!("database: {err}")),
+            },
+            err => Error::internal(format!("database: {err}")),
+        }
     }
 }
 

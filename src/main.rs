@@ -77,14 +77,9 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     }
     tracing::info!(address = %args.listen, "GraphiQL at http://{}/ , GraphQL at /graphql", args.listen);
     let stop = app.stop.clone();
-    let server = axum::serve(listener, app.router()).with_graceful_shutdown(shutdown_signal(stop.clone()));
-    tokio::select! {
-        result = server => result.map_err(|e| e.to_string())?,
-        // Open WebSockets would hold a graceful shutdown forever: give them ten seconds.
-        _ = async { stop.cancelled().await; tokio::time::sleep(Duration::from_secs(10)).await } => {
-            tracing::warn!("connections still open after 10 s; closing them");
-        }
-    }
+    tokio::spawn(shutdown_signal(stop.clone()));
+    // Open connections are given ten seconds to finish once stopped.
+    vps_graph::http::serve(listener, app.router(), args.load, stop).await.map_err(|e| e.to_string())?;
     app.shutdown(Duration::from_secs(30)).await;
     tracing::info!("stopped");
     Ok(())

@@ -620,7 +620,8 @@ db_test!(addresses_are_read_with_addresses_read_and_changed_with_addresses_manag
         refusal(&deleted),
         (
             "ACCESS_DENIED".into(),
-            json!({ "permission": "compute:addresses:manage", "scope": format!("provider-address/{id}") })
+            json!({ "permission": "compute:addresses:manage", "scope": format!("provider-address/{id}"),
+                "projectId": project })
         )
     );
     let globex = {
@@ -657,7 +658,7 @@ db_test!(a_page_of_addresses_with_their_instances_costs_the_same_sql_statements,
     let query = "query($n: Int!) { providerAddresses(tenantId: \"acme\", first: $n) { edges { node { id instance { id name } } } } }";
     let mut counts = Vec::new();
     for first in [2, 8, 24] {
-        let (body, statements) = s.server.counted(&s.token, query, json!({ "n": first })).await;
+        let (body, statements) = s.server.counted(ADMIN, query, json!({ "n": first })).await;
         let edges = body["data"]["providerAddresses"]["edges"].as_array().unwrap().clone();
         assert_eq!(edges.len(), first, "{body}");
         assert!(edges.iter().all(|e| e["node"]["instance"]["name"].is_string()), "{body}");

@@ -7,7 +7,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::Backend;
+use common::{ADMIN, Backend};
 use serde_json::{Value, json};
 use vps_graph::metrics::Metrics;
 use vps_graph::provider::AwsInstances;
@@ -251,7 +251,7 @@ db_test!(a_page_of_instances_reads_their_mounts_in_one_statement_whatever_its_si
     let query = "query($n: Int!) { instances(tenantId: \"acme\", first: $n) { edges { node { id filesystems { filesystemId path } } } } }";
     let mut counts = Vec::new();
     for first in [2, 8, 24] {
-        let (body, statements) = s.server.counted(&s.token, query, json!({ "n": first })).await;
+        let (body, statements) = s.server.counted(ADMIN, query, json!({ "n": first })).await;
         let edges = body["data"]["instances"]["edges"].as_array().unwrap().clone();
         assert_eq!(edges.len(), first, "{body}");
         assert!(edges.iter().all(|e| e["node"]["filesystems"].as_array().unwrap().len() == 2), "{body}");

@@ -217,3 +217,55 @@ async fn first_start_makes_the_demo_and_prints_tokens_once() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+db_test!(the_pages_send_a_content_security_policy_and_may_not_be_framed_or_sniffed, |backend: Backend| async move {
+    let server = TestServer::start(backend).await;
+    for path in ["/", "/dashboard"] {
+        let page = server.http.get(server.url(path)).send().await.unwrap();
+        let header = |name: &str| page.headers().get(name).map(|v| v.to_str().unwrap().to_owned()).unwrap_or_default();
+        let policy = header("content-security-policy");
+        for part in ["frame-ancestors 'none'", "object-src 'none'", "base-uri 'none'"] {
+            assert!(policy.contains(part), "{path}: {policy}");
+        }
+        assert!(!policy.contains("unsafe-eval") && !policy.contains("script-src *"), "{path}: {policy}");
+        assert_eq!(header("x-frame-options"), "DENY", "{path}");
+        assert_eq!(header("x-content-type-options"), "nosniff", "{path}");
+        assert_eq!(header("referrer-policy"), "no-referrer", "{path}");
+    }
+    let api =
+        server.http.post(server.url("/graphql")).json(&json!({ "query": "{ __typename }" })).send().await.unwrap();
+    assert_eq!(api.headers()["x-content-type-options"], "nosniff");
+});
+
+db_test!(a_misconfigured_account_is_told_to_the_operator_never_in_a_tenants_message, |backend: Backend| async move {
+    let server = TestServer::start(backend).await;
+    server.tenant("acme").await;
+    // `pool` makes an account whose credential is `env:DO_TOKEN`, which is not set here.
+    assert!(std::env::var_os("DO_TOKEN").is_none(), "DO_TOKEN is set: this test needs it unset");
+    let pool = server.pool("real").await;
+    server.offer(&pool, "acme", json!([{ "resource": "networks", "max": 5 }])).await;
+    let token = server.token(Some("acme"), &[("compute:*", "tenant/acme")]).await;
+    let input = json!({ "tenantId": "acme", "poolId": pool, "name": "lan", "idempotencyKey": "lan",
+        "subnets": [{ "region": "nyc3", "ipRange": "10.1.0.0/24" }] });
+    let made = server
+        .ok(
+            Some(&token),
+            "mutation($i: NetworkCreateInput!) { networkCreate(input: $i) { id } }",
+            json!({ "i": input }),
+        )
+        .await;
+    let id = made["networkCreate"]["id"].as_str().unwrap().to_owned();
+    let read = "query($n: String!) { network(tenantId: \"acme\", networkId: $n) { state message } }";
+    let mut seen = Value::Null;
+    for _ in 0..100 {
+        seen = server.ok(Some(&token), read, json!({ "n": id })).await["network"].clone();
+        if seen["state"] == "ERROR" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(seen["state"], "ERROR", "{seen}");
+    let message = seen["message"].as_str().unwrap();
+    assert_eq!(message, vps_graph::provider::MISCONFIGURED);
+    assert!(!message.contains("DO_TOKEN") && !message.contains("env:"), "{message}");
+});

@@ -58,20 +58,22 @@ async fn cursor_of(server: &TestServer, tenant: &str, subject: &str) -> String {
     panic!("no event about {subject}");
 }
 
-db_test!(connection_init_with_a_bad_token_is_refused, |backend: Backend| async move {
+db_test!(connection_init_with_a_bad_token_is_closed_4403, |backend: Backend| async move {
     let server = TestServer::start(backend).await;
     let mut ws = server.ws(json!({ "Authorization": "Bearer vpsg_nope" })).await;
-    let reply = ws.next(WAIT).await;
-    assert!(reply.as_ref().is_none_or(|r| r["type"] != "connection_ack"), "a bad token was acknowledged: {reply:?}");
+    let (seen, closed) = ws.read_until_closed(WAIT).await;
+    assert!(seen.iter().all(|m| m["type"] != "connection_ack"), "a bad token was acknowledged: {seen:?}");
+    assert_eq!(closed.map(|(code, _)| code), Some(4403));
 });
 
-db_test!(subscription_without_a_token_is_unauthenticated, |backend: Backend| async move {
+db_test!(connection_init_without_a_token_is_closed_4403, |backend: Backend| async move {
     let server = TestServer::start(backend).await;
     let mut ws = server.ws(json!({})).await;
-    assert_eq!(ws.next(WAIT).await.unwrap()["type"], "connection_ack");
-    ws.subscribe("1", EVENTS, json!({ "t": "acme" })).await;
-    let reply = ws.next(WAIT).await.unwrap();
-    assert_eq!(reply["payload"]["errors"][0]["extensions"]["code"], "UNAUTHENTICATED", "{reply}");
+    let (seen, closed) = ws.read_until_closed(WAIT).await;
+    assert!(seen.is_empty(), "{seen:?}");
+    let (code, reason) = closed.expect("a close frame");
+    assert_eq!(code, 4403, "{reason}");
+    assert!(reason.contains("token"), "{reason}");
 });
 
 db_test!(live_events_arrive_in_order, |backend: Backend| async move {

@@ -42,6 +42,7 @@ pub async fn pass_figures(database_url: &str, args: &BenchArgs) -> BenchResult<U
         metrics_token: None,
         demo: false,
         limits: LimitArgs::default(),
+        load: crate::config::LoadArgs::default(),
         sim: None,
         runtime: RuntimeConfig { workers: 0, ..RuntimeConfig::default() },
         provider_timeout: std::time::Duration::from_secs(5),

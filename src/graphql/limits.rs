@@ -1,61 +1,62 @@
 //! Query limits with clear errors (`extensions.code = LIMIT_EXCEEDED`, details naming the limit).
-//! Depth and aliases are measured here on the parsed document, fragments inlined; complexity
-//! comes from validation, where lists and connections weigh their page size. Introspection
-//! (`__schema`, `__type`) counts against none of them: every standard client sends graphql-js's
-//! introspection query, deeper than any dashboard query. It has bounds of its own instead: one
-//! `__schema` and a few `__type` per operation, and a depth no schema needs to exceed.
-//! It also gives GraphQL's own parse and validation errors a code (INVALID_INPUT).
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+//! A request is admitted before async-graphql sees it (`Limits::admit`): its text may not nest
+//! deeper than the parser may safely recurse, and its document is measured once, fragment by
+//! fragment (`measure`), against the selections, nesting, depth and alias bounds, so that nothing
+//! async-graphql then does (its parse checks, validation, execution) can cost more than the
+//! bounds allow. Complexity comes from validation, where lists and connections weigh their page
+//! size; it is checked here after it. Introspection (`__schema`, `__type`) counts against none of
+//! depth, complexity and aliases: every standard client sends graphql-js's introspection query,
+//! deeper than any dashboard query. It has bounds of its own instead: one `__schema` and a few
+//! `__type` per operation, lists nested at most three deep, few aliases, a depth no schema needs
+//! to exceed. It also gives GraphQL's own parse and validation errors a code (INVALID_INPUT).
+use std::sync::Arc;
 
-use async_graphql::Response;
 use async_graphql::extensions::{
-    Extension, ExtensionContext, ExtensionFactory, NextParseQuery, NextRequest, NextSubscribe, NextValidation,
+    Extension, ExtensionContext, ExtensionFactory, NextRequest, NextSubscribe, NextValidation,
 };
 use async_graphql::futures_util::stream::{BoxStream, StreamExt};
-use async_graphql::parser::types::{ExecutableDocument, FragmentDefinition, Selection, SelectionSet};
-use async_graphql::parser::{Positioned, types::Field};
-use async_graphql::{Name, ServerError, ServerResult, ValidationResult, Variables};
+use async_graphql::{Request, Response, ServerError, ValidationResult};
 use serde_json::json;
 
+use super::documents::Documents;
 use super::error::server_error;
+use super::measure::{MAX_NESTING, Measure, Refusal, measure};
 use crate::error::{Code, Error};
 
-/// Introspection's own bounds: graphql-js's query is 13 deep (its type reference nests `ofType`).
+/// Introspection's own bounds: graphql-js's query is 13 deep (its type reference nests `ofType`)
+/// and nests three lists (`types { fields { args } }`).
 const INTROSPECTION_DEPTH: usize = 24;
+const INTROSPECTION_LISTS: usize = 3;
+const INTROSPECTION_ALIASES: usize = 4;
 const SCHEMA_FIELDS: usize = 1;
 const TYPE_FIELDS: usize = 10;
+
+/// The deepest a document's text may nest brackets: past the parser's own selection-set limit
+/// (64), well past what a valid document needs (33 sets, and a few lists in arguments).
+pub const MAX_TEXT_NESTING: usize = 64;
 
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
     pub depth: usize,
     pub complexity: usize,
     pub aliases: usize,
+    /// Selections (and directives, variable definitions, input values) of the document once
+    /// its fragments are expanded.
+    pub selections: usize,
     pub introspection: bool,
+    /// How long a query or mutation may take: sent over a WebSocket too.
+    pub deadline: std::time::Duration,
 }
 
 impl ExtensionFactory for Limits {
     fn create(&self) -> Arc<dyn Extension> {
-        Arc::new(Guard { limits: *self, measured: Mutex::default() })
+        Arc::new(Guard { limits: *self })
     }
 }
 
-/// One request's limits, with what parsing measured for validation to use.
+/// One request's limits, checked after validation measured its complexity.
 struct Guard {
     limits: Limits,
-    measured: Mutex<Measure>,
-}
-
-/// What one document costs, fragments inlined. Introspection is measured apart.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Measure {
-    pub depth: usize,
-    pub aliases: usize,
-    /// Fields under `__schema` / `__type`, themselves included: what validation counted for them.
-    pub introspection_fields: usize,
-    pub introspection_depth: usize,
-    pub schema_fields: usize,
-    pub type_fields: usize,
 }
 
 fn exceeded(limit: &str, value: usize, max: usize) -> ServerError {
@@ -86,17 +87,38 @@ pub fn with_codes(mut response: Response) -> Response {
     response
 }
 
-impl Guard {
-    fn check(&self, m: &Measure) -> ServerResult<()> {
-        if !self.limits.introspection && m.schema_fields + m.type_fields > 0 {
+impl Limits {
+    /// Admits `request` for execution: its text nests no deeper than `MAX_TEXT_NESTING`, it
+    /// parses (once per text, `documents`), and its measure fits every bound. Returns the
+    /// measure, which validation needs; on refusal nothing of async-graphql has run.
+    pub fn admit(&self, documents: &Documents, request: &mut Request) -> Result<Measure, ServerError> {
+        documents.parse(request)?;
+        let variables = std::mem::take(&mut request.variables);
+        let measured = request.parsed_query().map(|document| measure(document, &variables));
+        request.variables = variables;
+        let measured = measured?.map_err(|refusal| match refusal {
+            Refusal::Nesting => exceeded("nesting", MAX_NESTING + 1, MAX_NESTING),
+            Refusal::Cycle(name) => {
+                server_error(Error::invalid_input("query", format!("fragment {name} spreads itself")))
+            }
+        })?;
+        self.check(&measured)?;
+        Ok(measured)
+    }
+
+    fn check(&self, m: &Measure) -> Result<(), ServerError> {
+        if !self.introspection && m.schema_fields + m.type_fields > 0 {
             let off = Error::new(Code::Unsupported, "introspection is turned off on this server")
                 .with_details(json!({ "reason": "introspection" }));
             return Err(server_error(off));
         }
         let bounds = [
-            ("depth", m.depth, self.limits.depth),
-            ("aliases", m.aliases, self.limits.aliases),
+            ("selections", m.selections, self.selections),
+            ("depth", m.depth, self.depth),
+            ("aliases", m.aliases, self.aliases),
             ("introspection depth", m.introspection_depth, INTROSPECTION_DEPTH),
+            ("introspection lists", m.introspection_lists, INTROSPECTION_LISTS),
+            ("introspection aliases", m.introspection_aliases, INTROSPECTION_ALIASES),
             ("__schema fields", m.schema_fields, SCHEMA_FIELDS),
             ("__type fields", m.type_fields, TYPE_FIELDS),
         ];
@@ -104,6 +126,12 @@ impl Guard {
             Some((limit, value, max)) => Err(exceeded(limit, value, max)),
             None => Ok(()),
         }
+    }
+
+    /// The complexity and depth the executing schema refuses past on its own, introspection
+    /// included: what an admitted request can never reach.
+    pub fn executing_bounds(&self) -> (usize, usize) {
+        (self.complexity.saturating_add(self.selections), self.depth.max(INTROSPECTION_DEPTH))
     }
 }
 
@@ -122,27 +150,15 @@ impl Extension for Guard {
         next.run(ctx, stream).map(with_codes).boxed()
     }
 
-    async fn parse_query(
-        &self,
-        ctx: &ExtensionContext<'_>,
-        query: &str,
-        variables: &Variables,
-        next: NextParseQuery<'_>,
-    ) -> ServerResult<ExecutableDocument> {
-        let document = next.run(ctx, query, variables).await?;
-        let measured = measure(&document);
-        self.check(&measured)?;
-        *self.measured.lock().unwrap_or_else(|e| e.into_inner()) = measured;
-        Ok(document)
-    }
-
     async fn validation(
         &self,
         ctx: &ExtensionContext<'_>,
         next: NextValidation<'_>,
     ) -> Result<ValidationResult, Vec<ServerError>> {
         let mut result = next.run(ctx).await?;
-        let measured = *self.measured.lock().unwrap_or_else(|e| e.into_inner());
+        // Admitted requests carry their measure; one without (none should be) counts its
+        // introspection against complexity, the safe way round.
+        let measured = ctx.data_opt::<Measure>().copied().unwrap_or_default();
         result.depth = measured.depth;
         result.complexity = result.complexity.saturating_sub(measured.introspection_fields);
         if result.complexity > self.limits.complexity {
@@ -152,64 +168,6 @@ impl Extension for Guard {
             return Err(vec![ServerError::new(PASSED, None)]);
         }
         Ok(result)
-    }
-}
-
-/// Measures every operation of the document, following fragment spreads (a spread cycle is
-/// validation's to refuse; here it stops the walk).
-pub fn measure(document: &ExecutableDocument) -> Measure {
-    let mut walk = Walk { fragments: &document.fragments, stack: Vec::new(), measure: Measure::default() };
-    for (_, operation) in document.operations.iter() {
-        walk.set(&operation.node.selection_set.node, 0, false);
-    }
-    walk.measure
-}
-
-struct Walk<'a> {
-    fragments: &'a HashMap<Name, Positioned<FragmentDefinition>>,
-    stack: Vec<&'a str>,
-    measure: Measure,
-}
-
-impl<'a> Walk<'a> {
-    fn set(&mut self, set: &'a SelectionSet, depth: usize, introspection: bool) {
-        for item in &set.items {
-            match &item.node {
-                Selection::Field(field) => self.field(&field.node, depth + 1, introspection),
-                Selection::InlineFragment(fragment) => {
-                    self.set(&fragment.node.selection_set.node, depth, introspection)
-                }
-                Selection::FragmentSpread(spread) => {
-                    let name = spread.node.fragment_name.node.as_str();
-                    let Some(fragment) = self.fragments.get(name) else { continue };
-                    if self.stack.contains(&name) {
-                        continue;
-                    }
-                    self.stack.push(name);
-                    self.set(&fragment.node.selection_set.node, depth, introspection);
-                    self.stack.pop();
-                }
-            }
-        }
-    }
-
-    fn field(&mut self, field: &'a Field, depth: usize, introspection: bool) {
-        let name = field.name.node.as_str();
-        let enters = !introspection && (name == "__schema" || name == "__type");
-        let m = &mut self.measure;
-        if enters && name == "__schema" {
-            m.schema_fields += 1;
-        } else if enters {
-            m.type_fields += 1;
-        }
-        if introspection || enters {
-            m.introspection_fields += 1;
-            m.introspection_depth = m.introspection_depth.max(depth);
-        } else {
-            m.depth = m.depth.max(depth);
-            m.aliases += usize::from(field.alias.is_some());
-        }
-        self.set(&field.selection_set.node, depth, introspection || enters);
     }
 }
 

@@ -8,6 +8,7 @@ mod filesystems;
 mod instances;
 mod limits;
 pub mod loaders;
+mod measure;
 mod networks;
 mod nodes;
 mod pools;
@@ -78,19 +79,31 @@ pub struct Subscription(
 /// type name formatted per list item), which cost a list page more than its SQL did.
 #[derive(Clone)]
 pub struct Schemas {
-    pub checked: AppSchema,
+    checked: AppSchema,
     fast: AppSchema,
+    limits: Limits,
     /// The WebSocket subscriptions, on `checked`, shared by the subscribers that ask the same.
-    pub shared: Arc<shared::Shared>,
+    shared: Arc<shared::Shared>,
     /// Parsed documents by their text, for the HTTP requests.
     pub documents: Arc<documents::Documents>,
 }
 
 impl Schemas {
+    /// Measures `request` against the limits before async-graphql sees it (`Limits::admit`).
+    /// Every request passes here first, on every transport.
+    pub fn admit(&self, request: &mut async_graphql::Request) -> Result<measure::Measure, async_graphql::ServerError> {
+        self.limits.admit(&self.documents, request)
+    }
+
     pub async fn execute(&self, mut request: async_graphql::Request) -> async_graphql::Response {
+        let measured = match self.admit(&mut request) {
+            Ok(measured) => measured,
+            Err(refused) => return limits::with_codes(async_graphql::Response::from_errors(vec![refused])),
+        };
         let mut check = async_graphql::Request::new(request.query.clone())
             .variables(request.variables.clone())
-            .data(limits::CheckOnly);
+            .data(limits::CheckOnly)
+            .data(measured);
         check.operation_name = request.operation_name.clone();
         if let Ok(document) = request.parsed_query() {
             check.set_parsed_query(document.clone());
@@ -117,14 +130,30 @@ impl Schemas {
             }
         }
     }
+
+    /// Answers `request` of `caller` as subscription `id` on `link`, once admitted.
+    pub fn subscribe(
+        &self,
+        mut request: async_graphql::Request,
+        caller: &Caller,
+        id: &str,
+        link: shared::Link,
+    ) -> Result<shared::Membership, async_graphql::ServerError> {
+        let measured = self.admit(&mut request)?;
+        Ok(self.shared.subscribe(request.data(measured), caller, id, link, self.limits.deadline))
+    }
 }
 
 pub fn build(services: Services, limits: Limits) -> Schemas {
     let schema =
         || Schema::build(Query::default(), Mutation::default(), Subscription::default()).data(services.clone());
     let checked = schema().extension(limits);
-    // What `checked` validated is only measured again (complexity, depth), not re-validated.
-    let fast = schema().validation_mode(async_graphql::ValidationMode::Fast);
+    // What `checked` validated is only measured again (complexity, depth), not re-validated;
+    // with bounds of its own past anything an admitted request reaches, a floor should a
+    // measure ever be wrong.
+    let (complexity, depth) = limits.executing_bounds();
+    let fast =
+        schema().validation_mode(async_graphql::ValidationMode::Fast).limit_complexity(complexity).limit_depth(depth);
     let metrics = services.metrics.clone();
     let (checked, fast) = if limits.introspection {
         (checked.finish(), fast.finish())
@@ -132,7 +161,7 @@ pub fn build(services: Services, limits: Limits) -> Schemas {
         (checked.disable_introspection().finish(), fast.disable_introspection().finish())
     };
     let documents = Arc::default();
-    Schemas { shared: shared::Shared::new(checked.clone(), metrics), checked, fast, documents }
+    Schemas { shared: shared::Shared::new(checked.clone(), metrics), checked, fast, limits, documents }
 }
 
 /// The schema's SDL, as `vps-graph schema` prints it and `schema.graphql` holds it.

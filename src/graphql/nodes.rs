@@ -13,7 +13,7 @@ use super::tokens::Token;
 use super::volumes::{Attachment, ProviderVolume};
 use super::{actor, addresses::ProviderAddress, services};
 use crate::error::{Code, Error};
-use crate::service::nodes::NodeKind;
+use crate::service::nodes::NodeView;
 
 /// Most ids one `nodes` call takes.
 const MAX_IDS: usize = 100;
@@ -40,25 +40,31 @@ pub enum Node {
 #[derive(Default)]
 pub struct NodeQuery;
 
+/// What `node` and `nodes` weigh besides their ids: the statements of one call.
+const STATEMENTS: usize = crate::service::nodes::MAX_STATEMENTS;
+
 #[Object]
 impl NodeQuery {
     /// The object with this id, decided as its type's own read (NOT_FOUND when there is none
     /// the caller may read).
+    #[graphql(complexity = "1 + STATEMENTS + child_complexity")]
     async fn node(&self, ctx: &Context<'_>, id: ID) -> Result<Node> {
-        Ok(node(ctx, &id).await?)
+        let mut found = read(ctx, std::slice::from_ref(&id.0)).await?;
+        Ok(found.pop().unwrap_or_else(|| Err(Error::not_found("node", &id)))?)
     }
 
-    /// The objects with these ids, in the order asked (at most 100); null where `node` would be
-    /// NOT_FOUND.
-    #[graphql(complexity = "1 + ids.len().saturating_mul(child_complexity)")]
+    /// The objects with these ids, in the order asked (at most 100), read in one statement per
+    /// kind; null where `node` would be NOT_FOUND.
+    #[graphql(complexity = "1 + STATEMENTS + ids.len().saturating_mul(1 + child_complexity)")]
     async fn nodes(&self, ctx: &Context<'_>, ids: Vec<ID>) -> Result<Vec<Option<Node>>> {
         if ids.len() > MAX_IDS {
             let message = format!("nodes takes at most {MAX_IDS} ids, not {}", ids.len());
             return Err(Error::invalid_input("ids", message).into());
         }
+        let ids: Vec<String> = ids.into_iter().map(|id| id.0).collect();
         let mut found = Vec::with_capacity(ids.len());
-        for id in &ids {
-            match node(ctx, id).await {
+        for decided in read(ctx, &ids).await? {
+            match decided {
                 Ok(node) => found.push(Some(node)),
                 Err(err) if err.code == Code::NotFound => found.push(None),
                 Err(err) => return Err(err.into()),
@@ -68,34 +74,27 @@ impl NodeQuery {
     }
 }
 
-async fn node(ctx: &Context<'_>, id: &str) -> Result<Node, Error> {
-    let (svc, actor) = (services(ctx), actor(ctx)?);
-    let owner = svc.node_owner(id).await?;
-    let (tenant, parent) = (owner.tenant_id.as_str(), owner.parent_id.as_deref().unwrap_or_default());
-    let missing = || Error::not_found("node", id);
-    Ok(match owner.kind {
-        NodeKind::Tenant => Node::Tenant(Tenant(svc.tenant_get(actor, tenant).await?)),
-        NodeKind::Project => Node::Project(Project(svc.project_get(actor, tenant, id).await?)),
-        NodeKind::ProviderAccount => Node::ProviderAccount(ProviderAccount(svc.provider_account_get(actor, id).await?)),
-        NodeKind::Pool => Node::Pool(Pool(svc.pool_get(actor, id).await?)),
-        NodeKind::Token => Node::Token(Token(svc.token_get(actor, id).await?)),
-        NodeKind::Network => Node::Network(Network(svc.network_get(actor, tenant, id).await?)),
-        NodeKind::Subnet => {
-            let network = svc.network_get(actor, tenant, parent).await?;
-            Node::Subnet(Subnet(network.subnets.into_iter().find(|s| s.id == id).ok_or_else(missing)?))
+async fn read(ctx: &Context<'_>, ids: &[String]) -> Result<Vec<Result<Node, Error>>, Error> {
+    let found = services(ctx).nodes_get(actor(ctx)?, ids).await?;
+    Ok(found.into_iter().map(|decided| decided.map(Node::from)).collect())
+}
+
+impl From<NodeView> for Node {
+    fn from(view: NodeView) -> Self {
+        match view {
+            NodeView::Tenant(t) => Node::Tenant(Tenant(t)),
+            NodeView::Project(p) => Node::Project(Project(p)),
+            NodeView::ProviderAccount(a) => Node::ProviderAccount(ProviderAccount(a)),
+            NodeView::Pool(p) => Node::Pool(Pool(p)),
+            NodeView::Token(t) => Node::Token(Token(t)),
+            NodeView::Network(n) => Node::Network(Network(n)),
+            NodeView::Subnet(s) => Node::Subnet(Subnet(s)),
+            NodeView::Instance(i) => Node::Instance(Instance::from(i)),
+            NodeView::ProviderVolume(v) => Node::ProviderVolume(ProviderVolume::whole(v)),
+            NodeView::Attachment(a) => Node::Attachment(Attachment::from(a)),
+            NodeView::ProviderSnapshot(s) => Node::ProviderSnapshot(ProviderSnapshot(s)),
+            NodeView::ProviderAddress(a) => Node::ProviderAddress(ProviderAddress(a)),
+            NodeView::Filesystem(f) => Node::Filesystem(Filesystem(f)),
         }
-        NodeKind::Instance => Node::Instance(Instance::from(svc.instance_get(actor, tenant, id).await?)),
-        NodeKind::ProviderVolume => {
-            Node::ProviderVolume(ProviderVolume::whole(svc.volume_get(actor, tenant, id).await?))
-        }
-        NodeKind::Attachment => {
-            let volume = svc.volume_get(actor, tenant, parent).await?;
-            Node::Attachment(Attachment::from(volume.attachments.into_iter().find(|a| a.id == id).ok_or_else(missing)?))
-        }
-        NodeKind::ProviderSnapshot => {
-            Node::ProviderSnapshot(ProviderSnapshot(svc.snapshot_get(actor, tenant, id).await?))
-        }
-        NodeKind::ProviderAddress => Node::ProviderAddress(ProviderAddress(svc.address_get(actor, tenant, id).await?)),
-        NodeKind::Filesystem => Node::Filesystem(Filesystem(svc.filesystem_get(actor, tenant, parent, id).await?)),
-    })
+    }
 }

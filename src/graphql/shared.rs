@@ -129,9 +129,17 @@ impl Shared {
     }
 
     /// Answers `request` of `caller` as subscription `id` on `link`: in the live execution that
-    /// already answers the same, or in a new one.
-    pub fn subscribe(self: &Arc<Self>, mut request: Request, caller: &Caller, id: &str, link: Link) -> Membership {
+    /// already answers the same, or in a new one. A query or mutation has `deadline` to answer.
+    pub fn subscribe(
+        self: &Arc<Self>,
+        mut request: Request,
+        caller: &Caller,
+        id: &str,
+        link: Link,
+        deadline: std::time::Duration,
+    ) -> Membership {
         let key = shared_key(&mut request, caller);
+        let deadline = (operation_type(&mut request) != Some(OperationType::Subscription)).then_some(deadline);
         let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(execution) = key.as_ref().and_then(|key| live.get(key))
             && let Some(membership) = self.join(execution, id, &link)
@@ -150,6 +158,10 @@ impl Shared {
         drop(live);
         let membership = self.join(&execution, id, &link).expect("a new execution is joinable");
         let stream = self.schema.execute_stream(request.data(caller.clone()));
+        let stream = match deadline {
+            Some(deadline) => within(deadline, stream),
+            None => stream,
+        };
         let task = tokio::spawn(answer(Arc::downgrade(self), execution.clone(), stream));
         *execution.task.lock().unwrap_or_else(|e| e.into_inner()) = Some(task.abort_handle());
         membership
@@ -219,6 +231,33 @@ async fn answer(
     }
 }
 
+/// `stream`'s one answer, or a TIMEOUT error once `deadline` has passed: a query or mutation
+/// over a socket takes no longer than over HTTP.
+fn within(
+    deadline: std::time::Duration,
+    stream: futures_util::stream::BoxStream<'static, async_graphql::Response>,
+) -> futures_util::stream::BoxStream<'static, async_graphql::Response> {
+    let answered = async move {
+        let mut stream = stream;
+        match tokio::time::timeout(deadline, stream.next()).await {
+            Ok(answer) => answer,
+            Err(_) => {
+                let message = format!("the operation took longer than {} ms", deadline.as_millis());
+                let timeout = crate::error::Error::new(crate::error::Code::Timeout, message);
+                Some(async_graphql::Response::from_errors(vec![super::error::server_error(timeout)]))
+            }
+        }
+    };
+    futures_util::stream::once(answered).filter_map(futures_util::future::ready).boxed()
+}
+
+/// The type of the operation `request` runs, when its document parses and names one.
+fn operation_type(request: &mut Request) -> Option<OperationType> {
+    let name = request.operation_name.clone();
+    let document = request.parsed_query().ok()?;
+    Some(super::documents::chosen(document, name.as_deref())?.node.ty)
+}
+
 /// The key a live subscription is shared under; None for what runs on its own (a query, a
 /// mutation, a replay from a cursor, a request that does not parse).
 fn shared_key(request: &mut Request, caller: &Caller) -> Option<Key> {
@@ -227,10 +266,7 @@ fn shared_key(request: &mut Request, caller: &Caller) -> Option<Key> {
     let (query, operation_name, values) =
         (request.query.clone(), request.operation_name.clone(), request.variables.clone());
     let document = request.parsed_query().ok()?;
-    let operation = match &operation_name {
-        Some(name) => document.operations.iter().find(|(n, _)| n.map(|n| n.as_str()) == Some(name.as_str()))?.1,
-        None => document.operations.iter().next()?.1,
-    };
+    let operation = super::documents::chosen(document, operation_name.as_deref())?;
     if operation.node.ty != OperationType::Subscription {
         return None;
     }

@@ -60,7 +60,8 @@ pub struct UsageQuery;
 #[Object]
 impl UsageQuery {
     /// The tenant's usage on a pool offered to it, over at most 366 days
-    /// (`compute:usage:read` on the tenant).
+    /// (`compute:usage:read`), totalled over what the caller may read it of: a token of some
+    /// projects reads those projects' usage.
     async fn usage(
         &self,
         ctx: &Context<'_>,

@@ -51,6 +51,8 @@ async fn edge(State(deadline): State<Duration>, mut request: Request, next: Next
         }
     };
     response.headers_mut().insert(REQUEST_ID_HEADER, value);
+    // No response is to be read as another type than it says.
+    response.headers_mut().insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     response
 }
 

@@ -12,11 +12,16 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use axum::Extension;
+use axum::extract::ConnectInfo;
+
 use super::HttpState;
 use super::bearer::{caller, header_token};
+use super::load::{Budget, Spender};
 use crate::error::Code;
 use crate::graphql::Caller;
 use crate::graphql::loaders::Loaders;
@@ -26,7 +31,10 @@ use crate::store::STATEMENTS;
 const GRAPHQL_RESPONSE: &str = "application/graphql-response+json";
 const JSON: &str = "application/json";
 
-pub async fn post(State(state): State<HttpState>, headers: HeaderMap, body: Bytes) -> Response {
+/// Where a request came from, when the accept loop said so (`http::serve`).
+type Peer = Option<Extension<ConnectInfo<SocketAddr>>>;
+
+pub async fn post(State(state): State<HttpState>, peer: Peer, headers: HeaderMap, body: Bytes) -> Response {
     let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
     let media = content_type.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
     if media != JSON && media != "application/graphql+json" {
@@ -44,13 +52,30 @@ pub async fn post(State(state): State<HttpState>, headers: HeaderMap, body: Byte
         let message = format!("a batch holds at most {} operations, not {}", state.max_batch, operations.len());
         return request_error(&headers, Code::LimitExceeded, &message);
     }
+    let caller = caller(&state, header_token(&headers)).await;
+    let operations = match &batch {
+        BatchRequest::Single(_) => 1,
+        BatchRequest::Batch(operations) => operations.len() as u64,
+    };
+    let budget = state.load.spend(&Spender::of(&caller, peer.map(|p| p.0.0)), operations);
+    if let Some(spent) = budget.filter(|b| !b.allowed) {
+        return spent.refusal();
+    }
     let mut batch = batch;
     let operation = operation_of(&state, &mut batch);
-    let caller = caller(&state, header_token(&headers)).await;
     let statements = Arc::new(AtomicU64::new(0));
     let batch = with_loaders(&state, &caller, &statements, batch.data(caller.clone()));
     let response = STATEMENTS.scope(statements.clone(), state.schema.execute_batch(batch)).await;
-    labelled(counted(respond(&state, &headers, response), &statements), operation)
+    let response = counted(respond(&state, &headers, response), &statements, &caller);
+    labelled(budgeted(response, budget), operation)
+}
+
+/// The budget's headers on a response counted on one.
+fn budgeted(mut response: Response, budget: Option<Budget>) -> Response {
+    if let Some(budget) = budget {
+        budget.headers(response.headers_mut());
+    }
+    response
 }
 
 /// The GraphQL operation type of a request, for the latency metrics (`batch` for several).
@@ -68,14 +93,12 @@ fn operation_of(state: &HttpState, batch: &mut BatchRequest) -> Operation {
 /// Parses a request once, or finds its text parsed before (execution reuses the document), to
 /// learn its operation type: the POST's metrics label, and the GET's refusal of a mutation.
 fn operation_of_request(state: &HttpState, request: &mut async_graphql::Request) -> Operation {
-    state.schema.documents.parse(request);
+    if state.schema.documents.parse(request).is_err() {
+        return Operation("invalid");
+    }
     let name = request.operation_name.clone();
     let Ok(document) = request.parsed_query() else { return Operation("invalid") };
-    let chosen = match &name {
-        Some(name) => document.operations.iter().find(|(n, _)| n.map(|n| n.as_str()) == Some(name.as_str())),
-        None => document.operations.iter().next(),
-    };
-    Operation(match chosen.map(|(_, op)| op.node.ty) {
+    Operation(match crate::graphql::documents::chosen(document, name.as_deref()).map(|op| op.node.ty) {
         Some(OperationType::Query) => "query",
         Some(OperationType::Mutation) => "mutation",
         Some(OperationType::Subscription) => "subscription",
@@ -98,15 +121,19 @@ fn with_loaders(state: &HttpState, caller: &Caller, statements: &Arc<AtomicU64>,
     }
 }
 
-/// `x-sql-statements`: how many SQL statements the request cost (for benchmarks and operators).
-fn counted(mut response: Response, statements: &AtomicU64) -> Response {
-    response.headers_mut().insert("x-sql-statements", HeaderValue::from(statements.load(Ordering::Relaxed)));
+/// `x-sql-statements`: how many SQL statements the request cost, for operators (and benchmarks)
+/// only: to anyone else the count would tell whether an id it may not read exists.
+fn counted(mut response: Response, statements: &AtomicU64, caller: &Caller) -> Response {
+    if matches!(caller, Caller::Authenticated(actor) if actor.is_operator()) {
+        response.headers_mut().insert("x-sql-statements", HeaderValue::from(statements.load(Ordering::Relaxed)));
+    }
     response
 }
 
-pub async fn get(State(state): State<HttpState>, request: Request) -> Response {
+pub async fn get(State(state): State<HttpState>, peer: Peer, request: Request) -> Response {
+    let peer = peer.map(|p| p.0.0);
     if request.headers().contains_key(header::UPGRADE) {
-        return super::websocket::upgrade(state, request).await;
+        return super::websocket::upgrade(state, request, peer).await;
     }
     let headers = request.headers().clone();
     let query = request.uri().query().unwrap_or("");
@@ -126,11 +153,16 @@ pub async fn get(State(state): State<HttpState>, request: Request) -> Response {
         return response;
     }
     let caller = caller(&state, header_token(&headers)).await;
+    let budget = state.load.spend(&Spender::of(&caller, peer), 1);
+    if let Some(spent) = budget.filter(|b| !b.allowed) {
+        return spent.refusal();
+    }
     let statements = Arc::new(AtomicU64::new(0));
     let batch = BatchRequest::Single(graphql_request.data(caller.clone()));
     let batch = with_loaders(&state, &caller, &statements, batch);
     let response = STATEMENTS.scope(statements.clone(), state.schema.execute_batch(batch)).await;
-    labelled(counted(respond(&state, &headers, response), &statements), Operation("query"))
+    let response = counted(respond(&state, &headers, response), &statements, &caller);
+    labelled(budgeted(response, budget), Operation("query"))
 }
 
 fn wants_graphql_response(headers: &HeaderMap) -> bool {

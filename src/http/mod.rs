@@ -3,10 +3,14 @@
 mod bearer;
 mod edge;
 mod graphql;
+mod load;
 mod playground;
+mod serve;
 mod websocket;
 
 pub use edge::{REQUEST_ID_HEADER, with_edge};
+pub use load::Load;
+pub use serve::serve;
 
 use std::sync::Arc;
 
@@ -33,8 +37,12 @@ pub struct HttpState {
     pub max_batch: usize,
     /// How long a WebSocket may take to send `connection_init`.
     pub ws_init_timeout: std::time::Duration,
+    /// How long a request may take: an operation sent over a WebSocket too.
+    pub request_timeout: std::time::Duration,
     /// When set, `/metrics` needs it as a bearer token.
     pub metrics_token: Option<crate::secret::Secret>,
+    pub load: Load,
+    pub health: crate::store::health::Health,
 }
 
 pub fn router(state: HttpState, limits: &LimitArgs) -> Router {
@@ -45,13 +53,15 @@ pub fn router(state: HttpState, limits: &LimitArgs) -> Router {
             tracing::info_span!("request", method = %request.method(), uri = %request.uri(), request_id = %id)
         })
         .on_response(DefaultOnResponse::new().level(Level::INFO));
+    let graphql = get(graphql::get).post(graphql::post).layer(middleware::from_fn_with_state(state.clone(), admit));
     let router = Router::new()
-        .route("/graphql", get(graphql::get).post(graphql::post))
+        .route("/graphql", graphql)
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
         .route("/", get(playground::index))
         .route("/dashboard", get(playground::dashboard))
+        .route("/graphiql-fallback.js", get(playground::fallback_script))
         .route("/{*path}", get(playground::asset))
         .layer(middleware::from_fn_with_state(state.clone(), count_requests))
         .layer(DefaultBodyLimit::max(limits.max_body_bytes))
@@ -60,8 +70,25 @@ pub fn router(state: HttpState, limits: &LimitArgs) -> Router {
     with_edge(router, std::time::Duration::from_millis(limits.request_timeout_ms))
 }
 
+/// A GraphQL request is taken only while the database answers (else 503 at once, not after the
+/// pool's wait) and while there is room among the requests in flight.
+async fn admit(State(state): State<HttpState>, request: Request, next: Next) -> Response {
+    if !state.health.is_up() {
+        let message = "the database does not answer: retry shortly".to_owned();
+        return load::unavailable(message, serde_json::json!({ "reason": "database" }));
+    }
+    let _place = match state.load.enter() {
+        Ok(place) => place,
+        Err(full) => return full.into_response(),
+    };
+    next.run(request).await
+}
+
+/// Ready while the database answers (known at once from its prober) with every migration
+/// applied (asked, for a second at most).
 async fn readyz(State(state): State<HttpState>) -> Response {
-    if crate::store::ready(&state.services.db).await {
+    let asked = tokio::time::timeout(std::time::Duration::from_secs(1), crate::store::ready(&state.services.db));
+    if state.health.is_up() && matches!(asked.await, Ok(true)) {
         (StatusCode::OK, "ready\n").into_response()
     } else {
         (StatusCode::SERVICE_UNAVAILABLE, "database unreachable or migrations pending\n").into_response()

@@ -4,29 +4,54 @@
 //! offline one; `/dashboard` says how to build it.
 use axum::extract::Path;
 use axum::http::{StatusCode, header};
-use axum::response::{Html, IntoResponse, Response};
+use axum::response::{IntoResponse, Response};
 use rust_embed::RustEmbed;
 
 #[derive(RustEmbed)]
 #[folder = "$OUT_DIR/playground"]
 struct Build;
 
+/// What the built pages may load: their own scripts, styles and workers (the editor's), and
+/// nothing framed, embedded or posted elsewhere.
+const PAGE_POLICY: &str = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; \
+img-src 'self' data: blob:; font-src 'self' data:; worker-src 'self' blob:; connect-src 'self'; \
+object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+/// The CDN fallback loads only the pinned files below (each with its integrity hash).
+const FALLBACK_POLICY: &str = "default-src 'self'; script-src 'self' https://unpkg.com; \
+style-src https://unpkg.com 'unsafe-inline'; img-src 'self' data:; font-src https://unpkg.com data:; \
+connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
 pub async fn index() -> Response {
     match Build::get("index.html") {
-        Some(file) => html(file.data),
-        None => Html(CDN_FALLBACK).into_response(),
+        Some(file) => page(file.data, PAGE_POLICY, StatusCode::OK),
+        None => page(CDN_FALLBACK.as_bytes().into(), FALLBACK_POLICY, StatusCode::OK),
     }
 }
 
 pub async fn dashboard() -> Response {
     match Build::get("dashboard.html") {
-        Some(file) => html(file.data),
-        None => (StatusCode::NOT_FOUND, Html(NO_DASHBOARD)).into_response(),
+        Some(file) => page(file.data, PAGE_POLICY, StatusCode::OK),
+        None => page(NO_DASHBOARD.as_bytes().into(), PAGE_POLICY, StatusCode::NOT_FOUND),
     }
 }
 
-fn html(page: std::borrow::Cow<'static, [u8]>) -> Response {
-    ([(header::CONTENT_TYPE, "text/html; charset=utf-8"), (header::CACHE_CONTROL, "no-cache")], page).into_response()
+/// A page with the headers that keep it from being framed, sniffed, or told where it was read.
+fn page(body: std::borrow::Cow<'static, [u8]>, policy: &'static str, status: StatusCode) -> Response {
+    let headers = [
+        (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+        (header::CACHE_CONTROL, "no-cache"),
+        (header::CONTENT_SECURITY_POLICY, policy),
+        (header::X_FRAME_OPTIONS, "DENY"),
+        (header::REFERRER_POLICY, "no-referrer"),
+    ];
+    (status, headers, body).into_response()
+}
+
+/// The fallback page's own script: a file of this server's, so no inline script is allowed.
+pub async fn fallback_script() -> Response {
+    ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8"), (header::CACHE_CONTROL, "no-cache")], FALLBACK_SCRIPT)
+        .into_response()
 }
 
 pub async fn asset(Path(path): Path<String>) -> Response {
@@ -55,6 +80,9 @@ fn content_type(path: &str) -> &'static str {
     }
 }
 
+/// GraphiQL 3's single-file build (React 18's UMD files and GraphiQL's own), each pinned to the
+/// exact bytes its npm package holds: unpkg serves them as published, and the browser refuses
+/// any other.
 const CDN_FALLBACK: &str = r#"<!doctype html>
 <html lang="en">
 <head>
@@ -62,30 +90,27 @@ const CDN_FALLBACK: &str = r#"<!doctype html>
   <title>vps-graph</title>
   <style>body{margin:0;height:100vh;display:flex;flex-direction:column}#graphiql{flex:1}
   .note{font:14px sans-serif;padding:6px 12px;background:#fff3cd}</style>
-  <link rel="stylesheet" href="https://esm.sh/graphiql@5.4.0/dist/style.css">
-  <script type="importmap">{"imports":{
-    "react":"https://esm.sh/react@19.3.1","react/":"https://esm.sh/react@19.3.1/",
-    "react-dom":"https://esm.sh/react-dom@19.3.1","react-dom/":"https://esm.sh/react-dom@19.3.1/",
-    "graphiql":"https://esm.sh/graphiql@5.4.0?standalone&external=react,react-dom,@graphiql/react,graphql",
-    "@graphiql/react":"https://esm.sh/@graphiql/react@0.39.1?standalone&external=react,react-dom,graphql",
-    "@graphiql/toolkit":"https://esm.sh/@graphiql/toolkit@0.12.1?standalone&external=graphql",
-    "graphql":"https://esm.sh/graphql@16.15.0"}}</script>
+  <link rel="stylesheet" href="https://unpkg.com/graphiql@3.8.3/graphiql.min.css"
+    integrity="sha384-Mq3vbRBY71jfjQAt/DcjxUIYY33ksal4cgdRt9U/hNPvHBCaT2JfJ/PTRiPKf0aM" crossorigin="anonymous">
+  <script src="https://unpkg.com/react@18.3.1/umd/react.production.min.js"
+    integrity="sha384-DGyLxAyjq0f9SPpVevD6IgztCFlnMF6oW/XQGmfe+IsZ8TqEiDrcHkMLKI6fiB/Z" crossorigin="anonymous"></script>
+  <script src="https://unpkg.com/react-dom@18.3.1/umd/react-dom.production.min.js"
+    integrity="sha384-gTGxhz21lVGYNMcdJOyq01Edg0jhn/c22nsx0kyqP0TxaV5WVdsSH1fSDUf5YJj1" crossorigin="anonymous"></script>
+  <script src="https://unpkg.com/graphiql@3.8.3/graphiql.min.js"
+    integrity="sha384-HbRVEFG0JGJZeAHCJ9Xm2+tpknBQ7QZmNlO/DgZtkZ0aJSypT96YYGRNod99l9Ie" crossorigin="anonymous"></script>
 </head>
 <body>
   <div class="note">This GraphiQL loads from a CDN because the binary was built without Node.js.
   Install Node.js and rebuild for the offline build.</div>
   <div id="graphiql">Loading…</div>
-  <script type="module">
-    import React from 'react';
-    import ReactDOM from 'react-dom/client';
-    import { GraphiQL } from 'graphiql';
-    import { createGraphiQLFetcher } from '@graphiql/toolkit';
-    const fetcher = createGraphiQLFetcher({ url: '/graphql' });
-    ReactDOM.createRoot(document.getElementById('graphiql')).render(React.createElement(GraphiQL, { fetcher }));
-  </script>
+  <script src="/graphiql-fallback.js"></script>
 </body>
 </html>
 "#;
+
+const FALLBACK_SCRIPT: &str = "const fetcher = GraphiQL.createFetcher({ url: '/graphql' });
+ReactDOM.createRoot(document.getElementById('graphiql')).render(React.createElement(GraphiQL, { fetcher }));
+";
 
 const NO_DASHBOARD: &str = "<!doctype html><html lang=\"en\"><meta charset=\"utf-8\"><title>vps-graph</title>\
 <p>The dashboard is built with Node.js when the binary is: install Node.js (with npm) and rebuild.\

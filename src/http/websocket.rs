@@ -1,9 +1,14 @@
 //! GraphQL over WebSocket: graphql-transport-ws, and the legacy graphql-ws (subscriptions-
-//! transport-ws), with the bounds a public socket needs. `connection_init` must come within a
-//! deadline (else close 4408) and at most once (4429); a subscription before it is 4401, an id
-//! already running 4409, a message that is not one of the protocol's 4400. A connection holds at
-//! most `MAX_SUBSCRIPTIONS` at once (one more is answered with a coded LIMIT_EXCEEDED error for
-//! its id). Revoking the token a connection authenticated with closes it (4403), on every
+//! transport-ws), with the bounds a public socket needs. A socket takes a place among the
+//! server's (`http::load`: past the cap the upgrade is 503), and its token one among the token's
+//! (past it, close 1013). `connection_init` must come within a deadline (else close 4408), at
+//! most once (4429), with a token that authenticates (else 4403); a subscription before it is
+//! 4401, an id already running 4409, a message that is not one of the protocol's 4400. It is
+//! pinged every `--ws-ping-ms`: one that sent nothing since the last ping is closed (1001), and
+//! one that holds no subscription for `--ws-idle-ms` too (1000). Every operation is counted on
+//! the token's request budget, and a query or mutation sent over it has the HTTP deadline. A
+//! connection holds at most `MAX_SUBSCRIPTIONS` at once (one more is answered with a coded
+//! LIMIT_EXCEEDED error for its id). Revoking the token a connection authenticated with closes it (4403), on every
 //! replica, since the revocation is an event. A connection that does not read what it is sent
 //! (`QUEUE` messages behind) is closed with 1013: its client reconnects and resumes after the last
 //! cursor it saw; one whose peer does not take a message for `SEND_TIMEOUT` is dropped. Subscriptions are answered through `graphql::shared`, which runs the live ones
@@ -11,6 +16,7 @@
 //! upgrade.
 use std::collections::HashMap;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 
@@ -23,6 +29,7 @@ use futures_util::{SinkExt, StreamExt, future};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::load::{SocketPlace, Spender};
 use super::{HttpState, bearer};
 use crate::graphql::Caller;
 use crate::graphql::shared::{Link, Membership, Outbound};
@@ -49,7 +56,11 @@ const SEND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 /// graphql-transport-ws (and the legacy graphql-ws) on the same path. The token comes in
 /// `connection_init` (`{"Authorization": "Bearer …"}`), or else from the upgrade request's header;
 /// a token that does not authenticate closes the connection.
-pub async fn upgrade(state: HttpState, request: Request) -> Response {
+pub async fn upgrade(state: HttpState, request: Request, peer: Option<SocketAddr>) -> Response {
+    let place = match state.load.open_socket() {
+        Ok(place) => place,
+        Err(full) => return full.into_response(),
+    };
     let (mut parts, _) = request.into_parts();
     let offered = parts.headers.get(header::SEC_WEBSOCKET_PROTOCOL).and_then(|v| v.to_str().ok()).unwrap_or("");
     let Some(protocol) = offered.split(',').find_map(|p| p.trim().parse::<WebSocketProtocols>().ok()) else {
@@ -68,7 +79,7 @@ pub async fn upgrade(state: HttpState, request: Request) -> Response {
         .max_message_size(MAX_WS_MESSAGE)
         .max_frame_size(MAX_WS_MESSAGE)
         .protocols(ALL_WEBSOCKET_PROTOCOLS)
-        .on_upgrade(move |socket| serve(socket, state, Protocol(protocol), header))
+        .on_upgrade(move |socket| serve(socket, state, Protocol(protocol), header, Place { socket: place, peer }))
         .into_response()
 }
 
@@ -89,6 +100,12 @@ impl Protocol {
 
     fn complete(self, id: &str) -> String {
         json!({ "type": "complete", "id": id }).to_string()
+    }
+
+    /// A ping; the legacy protocol has only its keep-alive, which nothing answers.
+    fn ping(self) -> String {
+        let kind = if self.is_legacy() { "ka" } else { "ping" };
+        format!(r#"{{"type":"{kind}"}}"#)
     }
 
     /// Errors for subscription `id` that was never run: a list in graphql-transport-ws, one error
@@ -139,6 +156,14 @@ struct Connection {
     caller: Option<Caller>,
     running: HashMap<Arc<str>, Membership>,
     link: Link,
+    place: Place,
+}
+
+/// Where a connection stands: its place among the server's sockets, and the address it came
+/// from (the budget of a caller without a token).
+struct Place {
+    socket: SocketPlace,
+    peer: Option<SocketAddr>,
 }
 
 /// What handling a client message comes to.
@@ -149,25 +174,46 @@ enum Step {
     End(Vec<Message>),
 }
 
-async fn serve(socket: WebSocket, state: HttpState, protocol: Protocol, header_token: Option<String>) {
+async fn serve(socket: WebSocket, state: HttpState, protocol: Protocol, header_token: Option<String>, place: Place) {
     let _open = GaugeGuard::new(&state.metrics.websocket_connections);
     let (mut sink, mut stream) = socket.split();
     let (link, mut outbound, behind) = Link::new(QUEUE);
     let deadline = state.ws_init_timeout;
-    let mut connection = Connection { state, protocol, header_token, caller: None, running: HashMap::new(), link };
+    let (ping_every, idle_for) = (state.load.ws_ping(), state.load.ws_idle());
+    let mut connection =
+        Connection { state, protocol, header_token, caller: None, running: HashMap::new(), link, place };
     let init_deadline = tokio::time::sleep(deadline);
     tokio::pin!(init_deadline);
+    let mut ping = tokio::time::interval_at(tokio::time::Instant::now() + ping_every, ping_every);
+    // Whether the peer sent anything since the last ping, and since when it holds nothing.
+    let (mut heard, mut idle_since) = (true, tokio::time::Instant::now());
     // What a connection waits on is kept to what it needs: an operator's or an anonymous one
     // never waits for a revocation, and a token's watch is made once it authenticated.
     let mut revoked: Pin<Box<dyn Future<Output = ()> + Send>> = Box::pin(future::pending());
     loop {
         let messages = tokio::select! {
-            incoming = stream.next() => match incoming {
-                Some(Ok(Message::Text(text))) => connection.handle(text.as_bytes()).await,
-                Some(Ok(Message::Binary(bytes))) => connection.handle(&bytes).await,
-                Some(Ok(Message::Close(_))) | Some(Err(_)) | None => break,
-                Some(Ok(_)) => continue,
-            },
+            incoming = stream.next() => {
+                heard = true;
+                match incoming {
+                    Some(Ok(Message::Text(text))) => connection.handle(text.as_bytes()).await,
+                    Some(Ok(Message::Binary(bytes))) => connection.handle(&bytes).await,
+                    Some(Ok(Message::Close(_))) | Some(Err(_)) | None => break,
+                    Some(Ok(_)) => continue,
+                }
+            }
+            _ = ping.tick() => {
+                if !connection.running.is_empty() {
+                    idle_since = tokio::time::Instant::now();
+                }
+                if !heard {
+                    Step::End(vec![close(1001, "Going away: nothing heard since the last ping")])
+                } else if idle_since.elapsed() >= idle_for {
+                    Step::End(vec![close(1000, "Idle: no subscription")])
+                } else {
+                    heard = false;
+                    Step::Send(vec![text(protocol.ping())])
+                }
+            }
             Some(message) = outbound.recv() => Step::Send(connection.outbound(message).into_iter().collect()),
             _ = &mut init_deadline, if connection.caller.is_none() => {
                 Step::End(protocol.refuse(4408, "Connection initialisation timeout"))
@@ -245,13 +291,16 @@ impl Connection {
         // Boxed: the lookup is done once, and a connection should not carry its size for life.
         match Box::pin(bearer::caller(&self.state, token)).await {
             Caller::Rejected(err) => Step::End(self.protocol.refuse(4403, &format!("Forbidden: {}", err.message))),
-            caller => {
-                let actor = match &caller {
-                    Caller::Authenticated(actor) => Some(actor.clone()),
-                    _ => None,
-                };
-                self.caller = Some(caller);
-                Step::Acknowledge(actor)
+            Caller::Anonymous => Step::End(self.protocol.refuse(4403, "Forbidden: connection_init needs a token")),
+            Caller::Authenticated(actor) => {
+                let holder = actor.token_id.as_deref().unwrap_or("admin");
+                if !self.state.load.claim_socket(&mut self.place.socket, holder, actor.is_operator()) {
+                    let most = self.state.load.max_sockets_per_token();
+                    let reason = format!("Try again later: this token holds its most sockets ({most})");
+                    return Step::End(vec![close(1013, &reason)]);
+                }
+                self.caller = Some(Caller::Authenticated(actor.clone()));
+                Step::Acknowledge(Some(actor))
             }
         }
     }
@@ -266,9 +315,20 @@ impl Connection {
         if self.running.len() >= MAX_SUBSCRIPTIONS {
             return Step::Send(vec![text(self.protocol.error(&id, over_the_cap()))]);
         }
-        let membership = self.state.schema.shared.subscribe(request, caller, &id, self.link.clone());
-        self.running.insert(Arc::from(id), membership);
-        Step::Send(Vec::new())
+        let spender = Spender::of(caller, self.place.peer);
+        if let Some(spent) = self.state.load.spend(&spender, 1).filter(|b| !b.allowed) {
+            return Step::Send(vec![text(self.protocol.error(&id, spent.error()))]);
+        }
+        match self.state.schema.subscribe(request, caller, &id, self.link.clone()) {
+            Ok(membership) => {
+                self.running.insert(Arc::from(id), membership);
+                Step::Send(Vec::new())
+            }
+            Err(refused) => {
+                let error = serde_json::to_value(&refused).unwrap_or_else(|_| json!({ "message": refused.message }));
+                Step::Send(vec![text(self.protocol.error(&id, error))])
+            }
+        }
     }
 
     /// What a subscription sent, as the message to write (none for one the client completed

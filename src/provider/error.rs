@@ -11,17 +11,38 @@ pub enum ProviderError {
     Unknown { message: String },
     /// The provider refused the request (4xx); `message` is its own words.
     Refused { status: u16, message: String },
-    /// The account cannot be used (no credential): nothing was sent.
+    /// The account cannot be used (no credential): nothing was sent. `message` says why, for
+    /// the operator alone (it names credential variables and paths).
     Misconfigured { message: String },
 }
 
+/// What a tenant reads of a misconfigured account; the operator reads why in the log.
+pub const MISCONFIGURED: &str = "the provider account cannot be used as it is configured: the operator is told why";
+
 impl ProviderError {
+    /// What the resource's `message` says: the provider's words, and nothing of the account's
+    /// configuration.
     pub fn message(&self) -> &str {
         match self {
             ProviderError::RetryLater { message, .. }
             | ProviderError::Unknown { message }
-            | ProviderError::Refused { message, .. }
-            | ProviderError::Misconfigured { message } => message,
+            | ProviderError::Refused { message, .. } => message,
+            ProviderError::Misconfigured { .. } => MISCONFIGURED,
+        }
+    }
+
+    /// An account that cannot be used as configured: why is logged for the operator here, and
+    /// kept out of every tenant-visible message.
+    pub fn misconfigured(message: String) -> ProviderError {
+        tracing::warn!(target: "vps_graph::provider", why = %message, "a provider account cannot be used as configured");
+        ProviderError::Misconfigured { message }
+    }
+
+    /// What an operator is told: a misconfiguration's own words, else the message.
+    pub fn detail(&self) -> &str {
+        match self {
+            ProviderError::Misconfigured { message } => message,
+            other => other.message(),
         }
     }
 

@@ -243,7 +243,8 @@ impl Services {
     ) -> Result<rows::Page<AddressView>> {
         actor.decide_list(READ, tenant_id)?;
         rows::check_list(tenant_id, &filter, ids::ADDRESS)?;
-        let found = crate::store::list::page::<address::Entity>(&self.db, tenant_id, &filter).await?;
+        let readable = actor.readable(READ, tenant_id, Some(KIND));
+        let found = crate::store::list::page::<address::Entity>(&self.db, tenant_id, &filter, &readable).await?;
         Ok(rows::page(
             found,
             filter.first,

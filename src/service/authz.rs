@@ -6,6 +6,7 @@
 use serde_json::json;
 
 use crate::error::{Code, Error, Result};
+pub use crate::store::list::Readable;
 
 pub const OPERATOR_SCOPE: &str = "operator";
 
@@ -131,6 +132,27 @@ impl Actor {
             && self.grants.iter().any(|g| g.covers(target) && permission_matches(&g.permission, permission))
     }
 
+    /// Which of the tenant's resources of `kind` the caller may read with `permission` (of any
+    /// kind for None): all of them with a grant on the tenant, else those of the projects and
+    /// the resources its grants name. Lists read only these.
+    pub fn readable(&self, permission: &str, tenant_id: &str, kind: Option<&str>) -> Readable {
+        if self.is_operator() {
+            return Readable::All;
+        }
+        let (mut projects, mut ids) = (Vec::new(), Vec::new());
+        if self.tenant_id.as_deref() == Some(tenant_id) {
+            for grant in self.grants.iter().filter(|g| permission_matches(&g.permission, permission)) {
+                match grant.scope.split_once('/') {
+                    Some(("tenant", id)) if id == tenant_id => return Readable::All,
+                    Some(("project", id)) => projects.push(id.to_owned()),
+                    Some((of, id)) if kind.is_none_or(|kind| kind == of) => ids.push(id.to_owned()),
+                    _ => {}
+                }
+            }
+        }
+        Readable::Only { projects, ids }
+    }
+
     /// A list is decided on the tenant: the caller must belong to it (else NOT_FOUND) and hold the
     /// permission somewhere in it (else ACCESS_DENIED); the items are then filtered with `allows`.
     pub fn decide_list(&self, permission: &str, tenant_id: &str) -> Result<()> {
@@ -163,8 +185,11 @@ fn access_denied(permission: &str, target: &Target<'_>) -> Error {
         Some(id) => format!("{}/{id}", target.kind),
         None => format!("tenant/{}", target.tenant_id),
     };
-    Error::new(Code::AccessDenied, format!("{permission} is not granted on {scope}"))
-        .with_details(json!({ "permission": permission, "scope": scope }))
+    let mut details = json!({ "permission": permission, "scope": scope });
+    if let Some(project_id) = target.project_id {
+        details["projectId"] = json!(project_id);
+    }
+    Error::new(Code::AccessDenied, format!("{permission} is not granted on {scope}")).with_details(details)
 }
 
 /// The permission that reads a subject of `kind` (used to filter the event feed).
@@ -227,5 +252,26 @@ mod tests {
         assert!(scoped.allows("compute:volumes:read", &named));
         assert!(!scoped.allows("compute:volumes:manage", &named));
         assert!(!scoped.allows("compute:pools:read", &Target::tenant("acme")));
+    }
+
+    #[test]
+    fn what_a_list_may_read_follows_the_grants_that_allow_it() {
+        let scoped = actor(&[
+            ("compute:*", "project/prj_a"),
+            ("compute:volumes:read", "provider-volume/pvol_9"),
+            ("compute:addresses:read", "tenant/acme"),
+        ]);
+        let only = |projects: &[&str], ids: &[&str]| Readable::Only {
+            projects: projects.iter().map(|p| p.to_string()).collect(),
+            ids: ids.iter().map(|i| i.to_string()).collect(),
+        };
+        assert_eq!(
+            scoped.readable("compute:volumes:read", "acme", Some("provider-volume")),
+            only(&["prj_a"], &["pvol_9"])
+        );
+        assert_eq!(scoped.readable("compute:volumes:read", "acme", Some("instance")), only(&["prj_a"], &[]));
+        assert_eq!(scoped.readable("compute:addresses:read", "acme", Some("provider-address")), Readable::All);
+        assert_eq!(scoped.readable("compute:volumes:read", "other", None), only(&[], &[]), "another tenant: none");
+        assert_eq!(Actor::system().readable("compute:volumes:read", "other", None), Readable::All);
     }
 }

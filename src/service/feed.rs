@@ -22,6 +22,7 @@ use crate::store::notify;
 use crate::store::outbox::{self, Cursor, Event, Position};
 
 const TAIL_BATCH: u64 = 512;
+const TOKEN: &str = "token";
 const REPLAY_PAGE: u64 = 256;
 /// Events a subscriber's queue holds before it overflows (it then reads from the outbox).
 const QUEUE_CAPACITY: usize = 256;
@@ -203,6 +204,8 @@ impl Filter {
             return false;
         }
         match &event.tenant_id {
+            // Tokens are read by operators alone (`tokens`), a tenant's own included.
+            Some(_) if event.subject_kind == TOKEN => self.actor.is_operator(),
             Some(tenant_id) => {
                 let target =
                     Target::resource(tenant_id, event.project_id.as_deref(), &event.subject_kind, &event.subject);

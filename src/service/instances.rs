@@ -172,6 +172,7 @@ impl Services {
                 let place = Placement { account_id: &pool.account.id, region: &input.region, zones: &zones, aws };
                 let (network, zone) =
                     check_network(&txn, &input.tenant_id, network_id, &place, input.zone.as_deref()).await?;
+                networks::decide_join(actor, &network)?;
                 if !input.filesystems.is_empty() {
                     // Filesystems are decided on their network: mounting one reads it.
                     let target =
@@ -181,7 +182,7 @@ impl Services {
                 zone
             }
         };
-        let mounts = check_filesystems(&txn, &input).await?;
+        let mounts = check_filesystems(&txn, actor, &input).await?;
         let rendered = crate::boot::user_data(&mounts, input.user_data.as_deref());
         if rendered.as_ref().is_some_and(|d| d.len() > crate::boot::MAX_USER_DATA_BYTES) {
             return Err(Error::invalid_input(
@@ -255,7 +256,8 @@ impl Services {
     ) -> Result<rows::Page<InstanceView>> {
         actor.decide_list(READ, tenant_id)?;
         rows::check_list(tenant_id, &filter, ids::INSTANCE)?;
-        let found = crate::store::list::page::<instance::Entity>(&self.db, tenant_id, &filter).await?;
+        let readable = actor.readable(READ, tenant_id, Some(KIND));
+        let found = crate::store::list::page::<instance::Entity>(&self.db, tenant_id, &filter, &readable).await?;
         Ok(rows::page(
             found,
             filter.first,
@@ -360,7 +362,11 @@ fn check_path(path: &str) -> Result<()> {
 /// The filesystems an instance asks to mount: each the tenant's, on the instance's network,
 /// ready and not being deleted. The network's row is locked already (see `check_network`), as a
 /// filesystem's delete locks it, so none can start deleting before this instance is recorded.
-async fn check_filesystems(conn: &impl ConnectionTrait, input: &InstanceCreate) -> Result<Vec<crate::boot::BootMount>> {
+async fn check_filesystems(
+    conn: &impl ConnectionTrait,
+    actor: &Actor,
+    input: &InstanceCreate,
+) -> Result<Vec<crate::boot::BootMount>> {
     let Some(network_id) = input.network_id.as_deref().filter(|_| !input.filesystems.is_empty()) else {
         if input.filesystems.is_empty() {
             return Ok(Vec::new());
@@ -379,6 +385,13 @@ async fn check_filesystems(conn: &impl ConnectionTrait, input: &InstanceCreate) 
             .find(|f| f.id == asked.filesystem_id)
             .ok_or_else(|| Error::not_found(super::filesystems::KIND, &asked.filesystem_id))?;
         if found.network_id != network_id {
+            // Decided on its own network: one the caller may not read is not found.
+            let other = crate::store::networks::find_live_in_tenant(conn, &input.tenant_id, &found.network_id).await?;
+            let project_id = other.as_ref().and_then(|n| n.project_id.as_deref());
+            let target = Target::resource(&input.tenant_id, project_id, networks::KIND, &found.network_id);
+            if other.is_none() || !actor.allows(networks::READ, &target) {
+                return Err(Error::not_found(super::filesystems::KIND, &found.id));
+            }
             return Err(Error::invalid_input(
                 "filesystems.filesystem",
                 format!("{} is on another network than the instance", found.id),

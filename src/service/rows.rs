@@ -53,8 +53,8 @@ pub fn check_list(tenant_id: &str, filter: &ListFilter, id_prefix: &str) -> Resu
 /// A page of a list, in the order resources were made.
 pub struct Page<T> {
     pub items: Vec<T>,
-    /// The last row read, even one the caller may not see: a page whose rows are all filtered
-    /// out still moves the cursor on.
+    /// The last row read: lists read only rows the caller may read (`Actor::readable`), so a
+    /// cursor never carries an id the caller may not.
     pub end_cursor: Option<String>,
     pub has_next_page: bool,
 }

@@ -201,7 +201,9 @@ impl Services {
         if let Some(volume_id) = &filter.volume_id {
             validate::id("volumeId", ids::VOLUME, volume_id)?;
         }
-        let found = store::snapshots::page(&self.db, tenant_id, &filter.list, filter.volume_id.as_deref()).await?;
+        let visible = actor.readable(READ, tenant_id, Some(KIND));
+        let found =
+            store::snapshots::page(&self.db, tenant_id, &filter.list, &visible, filter.volume_id.as_deref()).await?;
         Ok(rows::page(found, filter.list.first, |s| &s.id, |s| readable(actor, &s).then(|| s.into())))
     }
 

@@ -1,6 +1,7 @@
 //! Usage: the meters resources bill on a metered pool and the totals a tenant reads of them. The
 //! windows themselves are written by the `vps.ancillary-usage` pass (`reconcile::usage`); this
-//! module only reads them. Decided on the tenant with `compute:usage:read`.
+//! module only reads them. Decided on the tenant with `compute:usage:read`, and totalled over
+//! the resources the caller may read it of (a project's token: its projects').
 use chrono::{DateTime, Duration, Utc};
 
 use super::authz::Actor;
@@ -49,7 +50,9 @@ impl Services {
         check_range(from, to)?;
         actor.decide_list(READ, tenant_id)?;
         rows::offered_pool(&self.db, tenant_id, pool_id).await?;
-        let totals = crate::store::usage::totals(&self.db, tenant_id, pool_id, from, to).await?;
+        // Totalled over what the caller may read: a project's token reads its projects' usage.
+        let readable = actor.readable(READ, tenant_id, None);
+        let totals = crate::store::usage::totals(&self.db, tenant_id, pool_id, &readable, from, to).await?;
         let meters = totals
             .into_iter()
             .map(|(meter, source_kind, quantity, windows)| MeterTotal { meter, source_kind, quantity, windows })

@@ -2,7 +2,7 @@
 //! one query behind every list), and one row if it is the tenant's.
 //! The caller checks the filter first (`service::rows::list_query`); this only reads.
 use sea_orm::sea_query::{Alias, Expr, ExprTrait};
-use sea_orm::{ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect, Select};
+use sea_orm::{Condition, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect, Select};
 
 use super::columns::Columns;
 use super::session::Session;
@@ -19,11 +19,32 @@ pub struct ListFilter {
     pub after: Option<String>,
 }
 
-/// The tenant's rows of `E` that `filter` asks for, in the order made, one more than the page
-/// (so the caller can tell whether there is a next page).
-pub fn query<E: EntityTrait>(tenant_id: &str, filter: &ListFilter) -> Select<E> {
+/// Which of a tenant's rows a caller may read (`Actor::readable`): every one, or those of some
+/// projects and those with some ids. A list reads only these, so that the last row of a page,
+/// whose id is the page's cursor, is always one the caller may read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Readable {
+    All,
+    Only { projects: Vec<String>, ids: Vec<String> },
+}
+
+impl Readable {
+    /// The condition on a table's project and id columns; None when every row is readable.
+    pub fn condition(&self, project: Expr, id: Expr) -> Option<Condition> {
+        let Readable::Only { projects, ids } = self else { return None };
+        // An empty list is written `1 = 2` by sea-query: it reads nothing.
+        Some(Condition::any().add(project.is_in(projects.iter().cloned())).add(id.is_in(ids.iter().cloned())))
+    }
+}
+
+/// The tenant's rows of `E` that `filter` asks for and the caller may read, in the order made,
+/// one more than the page (so the caller can tell whether there is a next page).
+pub fn query<E: EntityTrait>(tenant_id: &str, filter: &ListFilter, readable: &Readable) -> Select<E> {
     let col = |name: &str| Expr::col(Alias::new(name));
     let mut query = E::find().filter(col("tenant_id").eq(tenant_id));
+    if let Some(readable) = readable.condition(col("project_id"), col("id")) {
+        query = query.filter(readable);
+    }
     if let Some(pool_id) = &filter.pool_id {
         query = query.filter(col("pool_id").eq(pool_id.as_str()));
     }
@@ -44,8 +65,9 @@ pub async fn page<E: EntityTrait>(
     conn: &impl ConnectionTrait,
     tenant_id: &str,
     filter: &ListFilter,
+    readable: &Readable,
 ) -> Result<Vec<E::Model>> {
-    Ok(query::<E>(tenant_id, filter).all(conn).await?)
+    Ok(query::<E>(tenant_id, filter, readable).all(conn).await?)
 }
 
 /// The page `query` describes, with only `columns` read (`store::columns`).
@@ -53,12 +75,13 @@ pub async fn page_of<E: EntityTrait>(
     session: &Session<'_>,
     tenant_id: &str,
     filter: &ListFilter,
+    readable: &Readable,
     columns: &Columns<E>,
 ) -> Result<Vec<E::Model>>
 where
     E::Model: Default,
 {
-    super::columns::select(session, query::<E>(tenant_id, filter), columns).await
+    super::columns::select(session, query::<E>(tenant_id, filter, readable), columns).await
 }
 
 /// The row of `E` with `id`, if it is the tenant's (whatever its state).

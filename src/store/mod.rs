@@ -9,6 +9,7 @@ pub mod change;
 pub mod columns;
 pub mod entity;
 pub mod filesystems;
+pub mod health;
 pub mod idempotency;
 pub mod instances;
 pub mod list;
@@ -50,7 +51,9 @@ tokio::task_local! {
 /// Connects to `url` (a `sqlite:` or `postgres:` URL) and applies pending migrations.
 pub async fn connect(url: &str, max_connections: u32) -> crate::error::Result<DatabaseConnection> {
     let mut options = ConnectOptions::new(url.to_owned());
-    options.sqlx_logging(false).acquire_timeout(Duration::from_secs(30));
+    // A statement that cannot have a connection within 5 s fails (UNAVAILABLE) rather than hold
+    // its request while the database is away; the prober (`health`) tells the next ones at once.
+    options.sqlx_logging(false).acquire_timeout(Duration::from_secs(5));
     // A connection is pinged before it is handed out only when it sat idle long enough for the
     // server or a proxy to have dropped it: a ping on every checkout was a round trip more per
     // statement, four more per page of a list.

@@ -1,47 +1,29 @@
-//! The one or two columns `node(id:)` reads of a row to tell whose it is: its tenant, or the
-//! parent it is read through. Each read is by primary key and selects only those columns.
+//! The rows `node(id:)` and `nodes(ids:)` read: the rows of one table by their ids, in one
+//! statement whatever the number of ids, and the live attachments of the volumes read.
 use sea_orm::sea_query::{Alias, Expr, ExprTrait};
-use sea_orm::{ConnectionTrait, EntityTrait, PrimaryKeyTrait, QueryFilter, QuerySelect};
+use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder};
 
-use super::entity::{filesystem, network_subnet, volume_attachment};
+use super::entity::volume_attachment as attachment;
+use super::state::State;
 use crate::error::Result;
 
-/// The tenant of the row `id` of `E` (a project or any tenant-owned resource: every such table
-/// has `tenant_id`), None when there is no such row.
-pub async fn tenant_of<E: EntityTrait>(conn: &impl ConnectionTrait, id: &str) -> Result<Option<String>> {
-    let found = E::find()
-        .filter(Expr::col(Alias::new("id")).eq(id))
-        .select_only()
-        .expr(Expr::col(Alias::new("tenant_id")))
-        .into_tuple::<String>();
-    Ok(found.one(conn).await?)
+/// The rows of `E` whose `id` is one of `ids` (every table has an `id`); none for no ids.
+pub async fn rows_by_id<E: EntityTrait>(conn: &impl ConnectionTrait, ids: &[String]) -> Result<Vec<E::Model>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    Ok(E::find().filter(Expr::col(Alias::new("id")).is_in(ids.iter().cloned())).all(conn).await?)
 }
 
-/// The tenant and the network of the filesystem `id`, None when there is no such filesystem.
-pub async fn filesystem_tenant_and_network(conn: &impl ConnectionTrait, id: &str) -> Result<Option<(String, String)>> {
-    let found = filesystem::Entity::find_by_id(id.to_owned())
-        .select_only()
-        .column(filesystem::Column::TenantId)
-        .column(filesystem::Column::NetworkId)
-        .into_tuple::<(String, String)>();
-    Ok(found.one(conn).await?)
-}
-
-/// The network of the subnet `id`, None when there is no such subnet.
-pub async fn subnet_network(conn: &impl ConnectionTrait, id: &str) -> Result<Option<String>> {
-    column::<network_subnet::Entity>(conn, id, network_subnet::Column::NetworkId).await
-}
-
-/// The volume of the attachment `id`, None when there is no such attachment.
-pub async fn attachment_volume(conn: &impl ConnectionTrait, id: &str) -> Result<Option<String>> {
-    column::<volume_attachment::Entity>(conn, id, volume_attachment::Column::VolumeId).await
-}
-
-/// One string column of the row `id`, None when there is no such row.
-async fn column<E>(conn: &impl ConnectionTrait, id: &str, column: E::Column) -> Result<Option<String>>
-where
-    E: EntityTrait,
-    <E::PrimaryKey as PrimaryKeyTrait>::ValueType: From<String>,
-{
-    Ok(E::find_by_id(id.to_owned()).select_only().column(column).into_tuple::<String>().one(conn).await?)
+/// The attachments (not finished) of each of `volume_ids`, oldest first.
+pub async fn live_attachments_of(conn: &impl ConnectionTrait, volume_ids: &[String]) -> Result<Vec<attachment::Model>> {
+    if volume_ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    Ok(attachment::Entity::find()
+        .filter(attachment::Column::VolumeId.is_in(volume_ids.iter().cloned()))
+        .filter(attachment::Column::State.ne(State::Deleted))
+        .order_by_asc(attachment::Column::Id)
+        .all(conn)
+        .await?)
 }

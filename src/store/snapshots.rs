@@ -8,7 +8,7 @@ use sea_orm::{
 use super::change::UserChange;
 use super::columns::Columns;
 use super::entity::provider_snapshot as snapshot;
-use super::list::ListFilter;
+use super::list::{ListFilter, Readable};
 use super::session::Session;
 use crate::error::Result;
 use crate::store::state::{Desired, State, VolumeKind};
@@ -23,9 +23,10 @@ pub async fn page(
     conn: &impl ConnectionTrait,
     tenant_id: &str,
     filter: &ListFilter,
+    readable: &Readable,
     volume_id: Option<&str>,
 ) -> Result<Vec<snapshot::Model>> {
-    let mut query = super::list::query::<snapshot::Entity>(tenant_id, filter);
+    let mut query = super::list::query::<snapshot::Entity>(tenant_id, filter, readable);
     if let Some(volume_id) = volume_id {
         query = query.filter(snapshot::Column::VolumeId.eq(volume_id));
     }

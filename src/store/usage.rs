@@ -10,6 +10,7 @@ use sea_orm::{
 };
 
 use super::entity::usage_window as window;
+use super::list::Readable;
 use super::stmt;
 use crate::error::Result;
 use crate::ids;
@@ -214,10 +215,17 @@ pub async fn totals(
     conn: &impl ConnectionTrait,
     tenant_id: &str,
     pool_id: &str,
+    readable: &Readable,
     from: DateTime<Utc>,
     to: DateTime<Utc>,
 ) -> Result<Vec<Total>> {
-    Ok(window::Entity::find()
+    let mut query = window::Entity::find();
+    if let Some(readable) =
+        readable.condition(Expr::col(window::Column::ProjectId), Expr::col(window::Column::ResourceId))
+    {
+        query = query.filter(readable);
+    }
+    Ok(query
         .select_only()
         .column(window::Column::Meter)
         .column(window::Column::SourceKind)

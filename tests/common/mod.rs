@@ -127,6 +127,7 @@ pub fn config(url: &str) -> AppConfig {
         metrics_token: None,
         demo: false,
         limits: LimitArgs { feed_poll_ms: 200, ..LimitArgs::default() },
+        load: vps_graph::config::LoadArgs::default(),
         sim: Some(SimConfig::default()),
         runtime: RuntimeConfig { workers: 4, lease_ms: 5_000, poll: Duration::from_millis(50) },
         provider_timeout: Duration::from_secs(2),
@@ -270,12 +271,18 @@ impl TestServer {
             let _ =
                 tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::from_default_env()).try_init();
         }
+        let load = config.load;
         let app = App::start(config).await.expect("app starts");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");
-        let router = app.router();
-        tokio::spawn(async move { axum::serve(listener, router).await });
+        let (router, stop) = (app.router(), app.stop.clone());
+        tokio::spawn(vps_graph::http::serve(listener, router, load, stop));
         TestServer { app, addr, http: reqwest::Client::new(), _db: None }
+    }
+
+    /// Keeps `db` as long as the server (dropped with it).
+    pub fn keep(&mut self, db: TestDb) {
+        self._db = Some(db);
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -298,7 +305,8 @@ impl TestServer {
         body["data"].clone()
     }
 
-    /// The body of a query and the SQL statements it cost (`x-sql-statements`).
+    /// The body of a query and the SQL statements it cost (`x-sql-statements`, which only an
+    /// operator token is told).
     pub async fn counted(&self, token: &str, query: &str, variables: Value) -> (Value, u64) {
         let response = self
             .http

@@ -42,7 +42,7 @@ fn sdk_tags(tags: &[Tag]) -> ProviderResult<Vec<aws_sdk_efs::types::Tag>> {
                 .key(&t.key)
                 .value(&t.value)
                 .build()
-                .map_err(|e| ProviderError::Misconfigured { message: format!("bad EFS tag {}: {e}", t.key) })
+                .map_err(|e| ProviderError::misconfigured(format!("bad EFS tag {}: {e}", t.key)))
         })
         .collect()
 }

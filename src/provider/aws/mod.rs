@@ -67,7 +67,7 @@ fn credentials_error(err: aws_credential_types::provider::error::CredentialsErro
     let message = format!("AWS credentials: {}", aws_sdk_efs::error::DisplayErrorContext(&err));
     match err {
         CredentialsError::CredentialsNotLoaded(_) | CredentialsError::InvalidConfiguration(_) => {
-            ProviderError::Misconfigured { message }
+            ProviderError::misconfigured(message)
         }
         _ => ProviderError::RetryLater { message, after: RETRY_AFTER },
     }
@@ -187,7 +187,7 @@ impl Aws {
     }
 
     fn credentials(&self) -> ProviderResult<SharedCredentialsProvider> {
-        self.credentials.clone().map_err(|message| ProviderError::Misconfigured { message })
+        self.credentials.clone().map_err(ProviderError::misconfigured)
     }
 
     /// The credentials to sign an EC2 call with: the ones kept while fresh, else the source's.
@@ -272,9 +272,9 @@ where
             let meta = context.err();
             classify(Some(status), meta.code(), meta.message().unwrap_or_default(), acts)
         }
-        SdkError::ConstructionFailure(_) => ProviderError::Misconfigured {
-            message: format!("cannot build the AWS request: {}", DisplayErrorContext(err)),
-        },
+        SdkError::ConstructionFailure(_) => {
+            ProviderError::misconfigured(format!("cannot build the AWS request: {}", DisplayErrorContext(err)))
+        }
         _ => lost(acts, &format!("AWS did not answer: {}", DisplayErrorContext(err))),
     }
 }

@@ -94,7 +94,7 @@ impl DigitalOcean {
         path: &str,
         body: Option<Value>,
     ) -> ProviderResult<Answer> {
-        let token = self.token.clone().map_err(|message| ProviderError::Misconfigured { message })?;
+        let token = self.token.clone().map_err(ProviderError::misconfigured)?;
         let now_s = chrono::Utc::now().timestamp();
         {
             let mut budget = self.budget.lock().unwrap_or_else(|e| e.into_inner());

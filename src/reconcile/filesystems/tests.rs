@@ -4,7 +4,7 @@ use std::time::Duration;
 use chrono::Utc;
 
 use super::*;
-use crate::provider::{IngressRule, LustreFileSystem, MountTarget, RuleSource};
+use crate::provider::{IngressRule, LustreFileSystem, MISCONFIGURED, MountTarget, RuleSource};
 use crate::store::entity::network_subnet as subnet;
 use crate::store::state::{Desired, FilesystemKind, State};
 
@@ -125,7 +125,7 @@ fn after_a_call_table() {
             Err(ProviderError::Refused { status: 400, message: "AWS BadRequest: no".into() }),
             After::Fail("AWS BadRequest: no".into()),
         ),
-        (Err(ProviderError::Misconfigured { message: "no key".into() }), After::Fail("no key".into())),
+        (Err(ProviderError::Misconfigured { message: "no key".into() }), After::Fail(MISCONFIGURED.into())),
         (Err(refused("FileSystemAlreadyExists")), After::LookAgain),
         (Err(refused("InvalidGroup.Duplicate")), After::LookAgain),
         (Err(refused("MountTargetConflict")), After::LookAgain),

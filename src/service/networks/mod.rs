@@ -24,12 +24,12 @@ use crate::store::networks::{self as store, mark_removed};
 use crate::store::queue;
 use crate::store::state::{Desired, FilesystemKind, ProviderKind, State};
 use placement::*;
-pub use views::{NetworkView, SubnetView, event, view};
+pub use views::{NetworkView, SubnetView, event, subnet_view, view};
 
 use crate::store::networks::{RECONCILER, subnets_of};
 pub const KIND: &str = "network";
 pub const READ: &str = "compute:networks:read";
-const UPDATE: &str = "compute:networks:update";
+pub const UPDATE: &str = "compute:networks:update";
 const MAX_SUBNETS: usize = 16;
 
 /// A subnet asked for: on DigitalOcean in a `region`, on AWS in a `zone` (the region follows
@@ -76,9 +76,16 @@ pub fn provider_name(subnet_id: &str) -> String {
 
 pub struct NetworkPage {
     pub networks: Vec<NetworkView>,
-    /// The last network read, even one the caller may not see.
+    /// The last network read (one the caller may read, as every one a list reads).
     pub end_cursor: Option<String>,
     pub has_next_page: bool,
+}
+
+/// Putting a machine or a share on a network changes who is on it: decided as changing the
+/// network (`compute:networks:update`), with the caller's own credential, as putting a volume on
+/// an instance is decided on the instance.
+pub(crate) fn decide_join(actor: &Actor, network: &network::Model) -> Result<()> {
+    actor.decide(UPDATE, &Target::resource(&network.tenant_id, network.project_id.as_deref(), KIND, &network.id))
 }
 
 impl Services {
@@ -306,7 +313,8 @@ impl Services {
     ) -> Result<NetworkPage> {
         actor.decide_list(READ, tenant_id)?;
         super::rows::check_list(tenant_id, &filter, ids::NETWORK)?;
-        let mut rows = crate::store::list::page::<network::Entity>(&self.db, tenant_id, &filter).await?;
+        let readable = actor.readable(READ, tenant_id, Some(KIND));
+        let mut rows = crate::store::list::page::<network::Entity>(&self.db, tenant_id, &filter, &readable).await?;
         let has_next_page = rows.len() as u64 > filter.first;
         rows.truncate(filter.first as usize);
         let end_cursor = rows.last().map(|n| n.id.clone());

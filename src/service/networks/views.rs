@@ -68,22 +68,22 @@ pub fn view(n: &network::Model, subnets: &[network_subnet::Model]) -> NetworkVie
         ip_range: n.ip_range.clone(),
         provider_id: n.provider_id.clone(),
         adopted: n.adopted,
-        subnets: subnets
-            .iter()
-            .filter(|s| s.network_id == n.id)
-            .map(|s| SubnetView {
-                id: s.id.clone(),
-                region: s.region.clone(),
-                zone: s.zone.clone(),
-                ip_range: s.ip_range.clone(),
-                state: s.state,
-                desired_state: s.desired_state,
-                provider_id: s.provider_id.clone(),
-                message: s.message.clone(),
-                ready_at: s.ready_at,
-                deleted_at: s.deleted_at,
-            })
-            .collect(),
+        subnets: subnets.iter().filter(|s| s.network_id == n.id).map(subnet_view).collect(),
+    }
+}
+
+pub fn subnet_view(s: &network_subnet::Model) -> SubnetView {
+    SubnetView {
+        id: s.id.clone(),
+        region: s.region.clone(),
+        zone: s.zone.clone(),
+        ip_range: s.ip_range.clone(),
+        state: s.state,
+        desired_state: s.desired_state,
+        provider_id: s.provider_id.clone(),
+        message: s.message.clone(),
+        ready_at: s.ready_at,
+        deleted_at: s.deleted_at,
     }
 }
 

@@ -45,6 +45,7 @@ pub(super) fn check_create(input: &VolumeCreate) -> Result<()> {
 /// with a ready subnet in the region.
 pub(super) async fn check_shared(
     conn: &impl ConnectionTrait,
+    actor: &Actor,
     input: &VolumeCreate,
     account_id: &str,
     account_kind: ProviderKind,
@@ -60,7 +61,8 @@ pub(super) async fn check_shared(
     let network_id = input.network_id.as_deref().unwrap_or_default();
     let found = store::networks::find_live_in_tenant(conn, &input.tenant_id, network_id)
         .await?
-        .ok_or_else(|| Error::invalid_input("networkId", format!("{network_id} is not a network of the tenant")))?;
+        .ok_or_else(|| Error::not_found(networks::KIND, network_id))?;
+    networks::decide_join(actor, &found)?;
     if found.provider_account_id != account_id {
         return Err(Error::invalid_input("networkId", "the network is on another provider account than the pool"));
     }

@@ -90,7 +90,7 @@ impl Services {
         rows::check_project(&txn, &input.tenant_id, input.project_id.as_deref()).await?;
         rows::check_region(&pool, &input.region)?;
         if input.kind == VolumeKind::Shared {
-            check_shared(&txn, &input, &pool.account.id, account_kind).await?;
+            check_shared(&txn, actor, &input, &pool.account.id, account_kind).await?;
         }
         let target = match &input.instance_id {
             Some(instance_id) => {

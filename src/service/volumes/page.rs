@@ -54,7 +54,9 @@ impl Services {
         rows::check_list(tenant_id, &filter, ids::VOLUME)?;
         // One connection for the page's statements (`store::session`).
         let session = Session::open(&self.db).await?;
-        let found = store::list::page_of::<volume::Entity>(&session, tenant_id, &filter, &reads.volumes).await?;
+        let readable = actor.readable(READ, tenant_id, Some(KIND));
+        let found =
+            store::list::page_of::<volume::Entity>(&session, tenant_id, &filter, &readable, &reads.volumes).await?;
         let mut volumes = rows::page(
             found,
             filter.first,

@@ -239,11 +239,11 @@ impl Aws {
         let action = form.action().to_owned();
         let url = self.ec2_url(region);
         let parsed = reqwest::Url::parse(&url)
-            .map_err(|e| ProviderError::Misconfigured { message: format!("bad EC2 endpoint {url}: {e}") })?;
+            .map_err(|e| ProviderError::misconfigured(format!("bad EC2 endpoint {url}: {e}")))?;
         let host = match (parsed.host_str(), parsed.port()) {
             (Some(host), Some(port)) => format!("{host}:{port}"),
             (Some(host), None) => host.to_owned(),
-            _ => return Err(ProviderError::Misconfigured { message: format!("bad EC2 endpoint {url}") }),
+            _ => return Err(ProviderError::misconfigured(format!("bad EC2 endpoint {url}"))),
         };
         let body = form.encode();
         let acts = effect != Effect::Reads;
@@ -299,8 +299,7 @@ fn sign_headers(
     host: &str,
     body: &str,
 ) -> ProviderResult<Vec<(String, String)>> {
-    let failed =
-        |e: &dyn std::fmt::Display| ProviderError::Misconfigured { message: format!("cannot sign for EC2: {e}") };
+    let failed = |e: &dyn std::fmt::Display| ProviderError::misconfigured(format!("cannot sign for EC2: {e}"));
     let identity = credentials.clone().into();
     let params = v4::SigningParams::builder()
         .identity(&identity)
