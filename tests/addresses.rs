@@ -20,6 +20,16 @@ async fn setup(backend: Backend) -> Setup {
     setup_with(backend, Duration::ZERO).await
 }
 
+/// `setup` on the tenant's own account (BYO): a machine may be left running there.
+async fn setup_own(backend: Backend) -> Setup {
+    common::TestApp::driven(backend)
+        .regions(&["nyc3", "sfo3"])
+        .own_account()
+        .quotas(json!([{ "resource": "diskGiB", "max": 2000 }, { "resource": "addresses", "max": 3 }]))
+        .build()
+        .await
+}
+
 /// `setup` with `latency` added to every call the sim answers.
 async fn setup_with(backend: Backend, latency: Duration) -> Setup {
     common::TestApp::driven(backend)
@@ -446,7 +456,7 @@ db_test!(deleting_an_instance_unassigns_its_addresses_which_stay_reserved, |back
 db_test!(
     an_instance_made_to_detach_on_delete_leaves_its_machine_running_and_only_lets_go,
     |backend: Backend| async move {
-        let s = setup(backend).await;
+        let s = setup_own(backend).await;
         let (instance, droplet) = s.instance("keeper", "nyc3", json!({ "onDelete": "DETACH" })).await;
         assert_eq!(s.instance_view(&instance).await["onDelete"], "DETACH");
         let address = s.create("ingress", json!({})).await;
@@ -547,7 +557,7 @@ db_test!(assign_rules_one_instance_at_a_time_and_the_callers_own_instances_updat
         .ok(
             Some(&globex),
             "mutation($i: InstanceCreateInput!) { instanceCreate(input: $i) { id } }",
-            json!({ "i": { "tenantId": "globex", "poolId": s.pool, "name": "g", "region": "nyc3", "size": "s", "image": "i", "idempotencyKey": "g" } }),
+            json!({ "i": { "tenantId": "globex", "poolId": s.pool, "name": "g", "region": "nyc3", "size": "s-1vcpu-1gb", "image": "ubuntu-24-04-x64", "idempotencyKey": "g" } }),
         )
         .await["instanceCreate"]["id"]
         .as_str()
@@ -644,7 +654,7 @@ db_test!(a_page_of_addresses_with_their_instances_costs_the_same_sql_statements,
     let raise = "mutation($p: String!) { quotaSet(input: { tenantId: \"acme\", poolId: $p, resource: \"addresses\", max: 30 }) { max } }";
     s.server.ok(Some(ADMIN), raise, json!({ "p": s.pool })).await;
     for i in 0..24 {
-        let input = json!({ "tenantId": "acme", "poolId": s.pool, "name": format!("host-{i}"), "region": "nyc3", "size": "s", "image": "i", "idempotencyKey": format!("host-{i}") });
+        let input = json!({ "tenantId": "acme", "poolId": s.pool, "name": format!("host-{i}"), "region": "nyc3", "size": "s-1vcpu-1gb", "image": "ubuntu-24-04-x64", "idempotencyKey": format!("host-{i}") });
         let instance = s
             .gql("mutation($i: InstanceCreateInput!) { instanceCreate(input: $i) { id } }", json!({ "i": input }))
             .await["instanceCreate"]["id"]

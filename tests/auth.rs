@@ -143,7 +143,11 @@ db_test!(pools_and_quotas_are_read_by_the_tenant, |backend: Backend| async move 
     server.tenant("acme").await;
     let pool = server.pool("main").await;
     server
-        .offer(&pool, "acme", json!([{ "resource": "diskGiB", "max": 100 }, { "resource": "addresses", "max": 2 }]))
+        .offer_exactly(
+            &pool,
+            "acme",
+            json!([{ "resource": "diskGiB", "max": 100 }, { "resource": "addresses", "max": 2 }]),
+        )
         .await;
     let token = server
         .token(Some("acme"), &[("compute:pools:read", "tenant/acme"), ("compute:quotas:read", "tenant/acme")])

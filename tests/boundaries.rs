@@ -24,12 +24,13 @@ impl World {
 }
 
 /// The mutations only an operator may call: a project's token is refused before any id.
-const OPERATOR: [&str; 8] = [
+const OPERATOR: [&str; 9] = [
     "tenantCreate",
     "projectCreate",
     "providerAccountCreate",
     "poolCreate",
     "poolOffer",
+    "poolMachinesSet",
     "quotaSet",
     "tokenIssue",
     "tokenRevoke",
@@ -64,6 +65,7 @@ fn bases() -> BTreeMap<&'static str, Vec<Value>> {
         ),
         ("poolCreate", vec![json!({ "name": name(), "providerAccountId": "$account", "billing": "BYO" })]),
         ("poolOffer", vec![json!({ "poolId": "$pool", "tenantId": t, "quotas": [] })]),
+        ("poolMachinesSet", vec![json!({ "poolId": "$pool", "sizes": [], "images": [] })]),
         ("quotaSet", vec![json!({ "poolId": "$pool", "tenantId": t, "resource": "diskGiB", "max": 1 })]),
         ("tokenIssue", vec![json!({ "tenantId": t, "grants": [{ "permission": "*", "scope": "tenant/x" }] })]),
         ("tokenRevoke", vec![json!({ "tokenId": "$token" })]),

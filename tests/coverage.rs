@@ -88,6 +88,11 @@ fn table(ids: &Ids) -> Vec<(&'static str, &'static str, String)> {
         ("Mutation", "poolOffer", m("poolOffer", format!("poolId: \"{}\", {t}, quotas: []", ids.pool))),
         (
             "Mutation",
+            "poolMachinesSet",
+            m("poolMachinesSet", format!("poolId: \"{}\", sizes: [], images: []", ids.pool)),
+        ),
+        (
+            "Mutation",
             "quotaSet",
             m("quotaSet", format!("poolId: \"{}\", {t}, resource: \"diskGiB\", max: 1", ids.pool)),
         ),
@@ -152,7 +157,7 @@ fn table(ids: &Ids) -> Vec<(&'static str, &'static str, String)> {
             m(
                 "instanceCreate",
                 format!(
-                    "{t}, poolId: \"{}\", name: \"x\", region: \"nyc3\", size: \"s\", image: \"i\", idempotencyKey: \"x\"",
+                    "{t}, poolId: \"{}\", name: \"x\", region: \"nyc3\", size: \"s-1vcpu-1gb\", image: \"ubuntu-24-04-x64\", idempotencyKey: \"x\"",
                     ids.pool
                 ),
             ),

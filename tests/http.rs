@@ -204,7 +204,14 @@ async fn first_start_makes_the_demo_and_prints_tokens_once() {
         .await;
     assert_eq!(me["me"]["tenantId"], "demo");
     assert_eq!(me["pools"][0]["name"], "demo");
-    assert_eq!(me["quotas"].as_array().unwrap().len(), 2);
+    // DigitalOcean's pool: diskGiB, addresses, instances, networks; AWS's: diskGiB, instances,
+    // networks, filesystems, filesystemGiB.
+    let resources: Vec<&str> =
+        me["quotas"].as_array().unwrap().iter().map(|q| q["resource"].as_str().unwrap()).collect();
+    assert_eq!(resources.len(), 9, "{resources:?}");
+    for resource in ["diskGiB", "addresses", "instances", "networks", "filesystems", "filesystemGiB"] {
+        assert!(resources.contains(&resource), "{resource}: {resources:?}");
+    }
     let operator = tokens.operator_token.clone();
     first.app.stop.cancel();
     drop(first);

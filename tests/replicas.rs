@@ -93,7 +93,7 @@ async fn setup(p: &Process, sim_url: &str) -> (String, String) {
         .to_owned();
     p.ok(
         ADMIN,
-        "mutation($p: String!) { poolOffer(input: { poolId: $p, tenantId: \"acme\" }) { tenantId } }",
+        "mutation($p: String!) { poolOffer(input: { poolId: $p, tenantId: \"acme\", quotas: [{ resource: \"networks\", max: 1000 }] }) { tenantId } }",
         json!({ "p": pool }),
     )
     .await;

@@ -75,7 +75,7 @@ async fn no_log_line_of_a_full_run_carries_the_operator_token_or_a_provider_toke
         &base,
         ADMIN,
         "mutation($i: PoolOfferInput!) { poolOffer(input: $i) { quotas { resource } } }",
-        json!({ "i": { "poolId": pool, "tenantId": "acme", "quotas": [] } }),
+        json!({ "i": { "poolId": pool, "tenantId": "acme", "quotas": [{ "resource": "networks", "max": 5 }] } }),
     )
     .await;
     let created = gql(

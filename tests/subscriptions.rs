@@ -99,7 +99,7 @@ db_test!(types_filter_keeps_only_those_types, |backend: Backend| async move {
     ws.subscribe("q", EVENTS, json!({ "t": "acme", "types": ["quota.*"] })).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     server.project("acme", "noise").await;
-    server.offer(&pool, "acme", json!([{ "resource": "diskGiB", "max": 10 }])).await;
+    server.offer_exactly(&pool, "acme", json!([{ "resource": "diskGiB", "max": 10 }])).await;
     let events = take(&mut ws, "q", 1).await;
     assert_eq!(events[0]["type"], "quota.updated");
     assert!(ws.next(Duration::from_millis(500)).await.is_none(), "only the quota event passes the filter");

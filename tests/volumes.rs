@@ -198,11 +198,13 @@ impl Setup {
         serde_json::from_value(seen).unwrap()
     }
 
+    /// The diskGiB the tenant's volumes hold: what is used, less its instances' disks.
     async fn used(&self) -> i64 {
         let data = self.gql("{ quotas(tenantId: \"acme\") { resource used } }", json!({})).await;
-        data["quotas"].as_array().unwrap().iter().find(|q| q["resource"] == "diskGiB").unwrap()["used"]
+        let used = data["quotas"].as_array().unwrap().iter().find(|q| q["resource"] == "diskGiB").unwrap()["used"]
             .as_i64()
-            .unwrap()
+            .unwrap();
+        used - common::instance_disks(&self.server, &self.token).await
     }
 }
 

@@ -71,6 +71,7 @@ impl Setup {
             .iter()
             .find(|q| q["resource"] == "diskGiB")
             .map_or(0, |q| q["used"].as_i64().unwrap())
+            - common::instance_disks(&self.server, &self.token).await
     }
 
     async fn instance(&self, name: &str, region: &str, network: Option<&str>) -> String {
@@ -143,7 +144,7 @@ db_test!(create_books_size_gib_on_disk_gib_and_fails_closed, |backend: Backend| 
     assert_eq!(s.used().await, 100, "nothing booked for a refused create");
     // A tenant without a diskGiB row gets nothing (fail closed).
     s.server.tenant("bare").await;
-    s.server.offer(&s.pool, "bare", json!([])).await;
+    s.server.offer_exactly(&s.pool, "bare", json!([])).await;
     let bare = s.server.token(Some("bare"), &[("compute:*", "tenant/bare")]).await;
     let mut input = s.volume("v", json!({}));
     input["i"]["tenantId"] = json!("bare");

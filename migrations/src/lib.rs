@@ -12,6 +12,7 @@ mod m20261201_000005_usage;
 mod m20261201_000006_filesystems;
 mod m20261202_000007_generations;
 mod m20261204_000008_bytewise_ids;
+mod m20261205_000009_machines;
 
 pub struct Migrator;
 
@@ -27,6 +28,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261201_000006_filesystems::Migration),
             Box::new(m20261202_000007_generations::Migration),
             Box::new(m20261204_000008_bytewise_ids::Migration),
+            Box::new(m20261205_000009_machines::Migration),
         ]
     }
 }

@@ -111,6 +111,15 @@ async function run() {
   check((await tenant.innerText()).includes('demo'), `the tenant shown is "${await tenant.innerText()}", not demo`);
   check(!page.url().includes('#') && !page.url().includes(token), `the fragment is still in the URL: ${page.url()}`);
   await page.getByTestId('volumes-table').waitFor({ state: 'visible', timeout: STEP_TIMEOUT_MS });
+  // The demo pool's quotas, the instances and networks ones too, each a bar with its numbers.
+  for (const resource of ['diskGiB', 'addresses', 'instances', 'networks']) {
+    const bar = page.getByRole('meter', { name: `${resource} used` }).first();
+    await bar.waitFor({ state: 'visible', timeout: STEP_TIMEOUT_MS }).catch(() => {
+      throw new Error(`no ${resource} quota bar on the pools`);
+    });
+  }
+  const machines = await page.locator('.pool .machines').first().innerText();
+  check(machines.includes('s-1vcpu-1gb'), `the demo pool's machines are not shown: "${machines}"`);
   // A marker that a reload or navigation would lose.
   await page.evaluate(() => { window.dashboardTestMarker = 'still the same document'; });
   const loadsAtStart = navigations;

@@ -76,6 +76,12 @@ async fn listen(mut subscriber: Subscriber, expected: usize, latencies: Arc<Mute
             break;
         };
         let Ok(frame) = serde_json::from_str::<Value>(message.to_text().unwrap_or("{}")) else { continue };
+        if frame["type"] == "ping" {
+            use futures_util::SinkExt;
+            let pong = tokio_tungstenite::tungstenite::Message::text(r#"{"type":"pong"}"#);
+            let _ = subscriber.ws.send(pong).await;
+            continue;
+        }
         if let Some(time) = frame["payload"]["data"]["events"]["time"].as_str()
             && let Ok(time) = time.parse::<DateTime<Utc>>()
         {

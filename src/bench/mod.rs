@@ -5,6 +5,7 @@
 //! converging against the simulated cloud; reading pages of volumes (`volumes`); and the usage
 //! pass metering many volumes (`usage`).
 mod feed;
+mod hostile;
 mod list;
 mod peers;
 mod start;
@@ -71,6 +72,10 @@ pub struct BenchArgs {
     /// Skip the foundation figures (mutations, deliveries, idle memory).
     #[arg(long)]
     pub only_networks: bool,
+    /// Only the hostile figures (`bench::hostile`): the worst documents of each family of attack,
+    /// `/healthz` under them, and the rate a tenant's token is throttled at.
+    #[arg(long)]
+    pub only_hostile: bool,
     /// Volumes to converge from create to READY against the simulated cloud (0 skips it).
     #[arg(long, default_value_t = 1000)]
     pub volumes: usize,
@@ -120,7 +125,7 @@ pub async fn run(args: BenchArgs) -> BenchResult<()> {
     raise_open_files();
     let dir = std::env::temp_dir().join(format!("vps-graph-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let mut backends = vec![("sqlite", format!("sqlite://{}/bench.db?mode=rwc", dir.display()), None)];
+    let mut backends: Vec<Backend> = vec![("sqlite", format!("sqlite://{}/bench.db?mode=rwc", dir.display()), None)];
     if let Some(base) = &args.postgres_url {
         let name = format!("vpsg_bench_{}", ulid::Ulid::generate().to_string().to_lowercase());
         crate::store::admin::execute(base, &format!("CREATE DATABASE {name}")).await?;
@@ -136,6 +141,11 @@ pub async fn run(args: BenchArgs) -> BenchResult<()> {
         backends.push(("postgres", url, Some((base.clone(), name))));
     }
     println!("vps-graph bench: server = this binary as a child process; clients in this process; loopback only");
+    if args.only_hostile {
+        let result = hostile::figures(&backends[0].1).await;
+        cleanup(backends, &dir).await?;
+        return result;
+    }
     for (label, url, _) in &backends {
         if args.networks > 0 {
             let figures = converge_networks(url, &args).await?;
@@ -195,13 +205,23 @@ pub async fn run(args: BenchArgs) -> BenchResult<()> {
     }
     if !args.only_networks {
         start::figures(&dir).await?;
+        hostile::figures(&backends[0].1).await?;
     }
+    cleanup(backends, &dir).await
+}
+
+/// A backend the bench measures on: its label, its URL, and the database to drop after (the
+/// server's URL and the database's name), if it made one.
+type Backend = (&'static str, String, Option<(String, String)>);
+
+/// Drops the databases the bench made and its folder.
+async fn cleanup(backends: Vec<Backend>, dir: &std::path::Path) -> BenchResult<()> {
     for (_, _, drop) in backends {
         if let Some((base, name)) = drop {
             crate::store::admin::execute(&base, &format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await?;
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(dir);
     Ok(())
 }
 
@@ -409,28 +429,47 @@ impl Client {
     }
 
     async fn subscriber(&self, tenant: &str) -> BenchResult<Subscriber> {
-        let mut request = format!("ws://{}/graphql", self.addr).into_client_request().map_err(|e| e.to_string())?;
-        request.headers_mut().insert("Sec-WebSocket-Protocol", HeaderValue::from_static("graphql-transport-ws"));
-        let config = WebSocketConfig::default().read_buffer_size(8 * 1024);
-        let (mut ws, _) = tokio_tungstenite::connect_async_with_config(request, Some(config), false)
-            .await
-            .map_err(|e| format!("websocket: {e}"))?;
-        let init = json!({ "type": "connection_init", "payload": { "Authorization": format!("Bearer {ADMIN}") } });
-        ws.send(Message::text(init.to_string())).await.map_err(|e| e.to_string())?;
-        let ack = ws.next().await.ok_or("closed before ack")?.map_err(|e| e.to_string())?;
-        if !ack.to_text().unwrap_or("").contains("connection_ack") {
-            return Err(format!("no ack: {ack}"));
-        }
+        let mut subscriber = Subscriber::connect(self, ADMIN).await?;
         let subscribe = json!({ "id": "1", "type": "subscribe", "payload": {
             "query": "subscription($t: String) { events(tenantId: $t, types: [\"project.*\"]) { time subject } }",
             "variables": { "t": tenant } } });
-        ws.send(Message::text(subscribe.to_string())).await.map_err(|e| e.to_string())?;
-        Ok(Subscriber { ws })
+        subscriber.ws.send(Message::text(subscribe.to_string())).await.map_err(|e| e.to_string())?;
+        Ok(subscriber)
+    }
+
+    /// A token of `tenant` with `compute:*` on it; its secret.
+    pub(crate) async fn tenant_token(&self, tenant: &str) -> BenchResult<String> {
+        let issued = self
+            .gql(
+                "mutation($t: String!, $s: String!) { tokenIssue(input: { tenantId: $t, grants: [{ permission: \"compute:*\", scope: $s }] }) { secret } }",
+                json!({ "t": tenant, "s": format!("tenant/{tenant}") }),
+            )
+            .await?;
+        issued["tokenIssue"]["secret"].as_str().map(str::to_owned).ok_or_else(|| format!("no secret: {issued}"))
     }
 }
 
 pub(crate) struct Subscriber {
     pub(crate) ws: tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
+}
+
+impl Subscriber {
+    /// A graphql-transport-ws socket to the server, acknowledged for `token`.
+    pub(crate) async fn connect(client: &Client, token: &str) -> BenchResult<Subscriber> {
+        let mut request = format!("ws://{}/graphql", client.addr).into_client_request().map_err(|e| e.to_string())?;
+        request.headers_mut().insert("Sec-WebSocket-Protocol", HeaderValue::from_static("graphql-transport-ws"));
+        let config = WebSocketConfig::default().read_buffer_size(8 * 1024);
+        let (mut ws, _) = tokio_tungstenite::connect_async_with_config(request, Some(config), false)
+            .await
+            .map_err(|e| format!("websocket: {e}"))?;
+        let init = json!({ "type": "connection_init", "payload": { "Authorization": format!("Bearer {token}") } });
+        ws.send(Message::text(init.to_string())).await.map_err(|e| e.to_string())?;
+        let ack = ws.next().await.ok_or("closed before ack")?.map_err(|e| e.to_string())?;
+        if !ack.to_text().unwrap_or("").contains("connection_ack") {
+            return Err(format!("no ack: {ack}"));
+        }
+        Ok(Subscriber { ws })
+    }
 }
 
 async fn mutations(client: &Client, total: usize, concurrency: usize) -> BenchResult<f64> {
@@ -507,7 +546,7 @@ async fn converge_networks(database_url: &str, args: &BenchArgs) -> BenchResult<
         .to_owned();
     client
         .gql(
-            "mutation($p: String!, $t: String!) { poolOffer(input: { poolId: $p, tenantId: $t }) { tenantId } }",
+            "mutation($p: String!, $t: String!) { poolOffer(input: { poolId: $p, tenantId: $t, quotas: [{ resource: \"networks\", max: 100000 }] }) { tenantId } }",
             json!({ "p": pool, "t": tenant }),
         )
         .await?;

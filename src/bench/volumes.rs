@@ -92,7 +92,7 @@ pub(super) async fn tenant_with_pool(client: &Client, api_url: &str, prefix: &st
         .to_owned();
     client
         .gql(
-            "mutation($p: String!, $t: String!) { poolOffer(input: { poolId: $p, tenantId: $t, quotas: [{ resource: \"diskGiB\", max: 100000000 }] }) { tenantId } }",
+            "mutation($p: String!, $t: String!) { poolOffer(input: { poolId: $p, tenantId: $t, quotas: [{ resource: \"diskGiB\", max: 100000000 }, { resource: \"instances\", max: 100000 }] }) { tenantId } }",
             json!({ "p": pool, "t": tenant }),
         )
         .await?;

@@ -68,6 +68,14 @@ impl Pool {
     async fn zones(&self) -> Vec<String> {
         strings(&self.0.account.zones)
     }
+    /// The machine sizes an instance of this pool may ask (empty: any the provider makes).
+    async fn sizes(&self) -> Vec<String> {
+        strings(&self.0.pool.sizes)
+    }
+    /// The images an instance of this pool may ask (empty: any).
+    async fn images(&self) -> Vec<String> {
+        strings(&self.0.pool.images)
+    }
     async fn created_at(&self) -> DateTime<Utc> {
         self.0.pool.created_at
     }
@@ -125,6 +133,21 @@ pub struct PoolCreateInput {
     pub name: String,
     pub provider_account_id: String,
     pub billing: Billing,
+    /// The machine sizes its instances may ask, each one its provider makes (none: any).
+    #[graphql(default)]
+    pub sizes: Vec<String>,
+    /// The images its instances may ask (none: any).
+    #[graphql(default)]
+    pub images: Vec<String>,
+}
+
+#[derive(InputObject)]
+pub struct PoolMachinesSetInput {
+    pub pool_id: String,
+    /// The machine sizes its instances may ask from now on (empty: any its provider makes).
+    pub sizes: Vec<String>,
+    /// The images its instances may ask from now on (empty: any).
+    pub images: Vec<String>,
 }
 
 #[derive(InputObject)]
@@ -212,8 +235,17 @@ impl PoolMutation {
             name: input.name,
             provider_account_id: input.provider_account_id,
             billing: input.billing,
+            sizes: input.sizes,
+            images: input.images,
         };
         Ok(Pool(services(ctx).pool_create(actor(ctx)?, input).await?))
+    }
+
+    /// Sets the machine sizes and images a pool offers (operator); an instance asking any other
+    /// is INVALID_INPUT. Publishes `pool.updated`.
+    async fn pool_machines_set(&self, ctx: &Context<'_>, input: PoolMachinesSetInput) -> Result<Pool> {
+        let input = svc::PoolMachines { pool_id: input.pool_id, sizes: input.sizes, images: input.images };
+        Ok(Pool(services(ctx).pool_machines_set(actor(ctx)?, input).await?))
     }
 
     /// Offers a pool to a tenant with its quota rows (operator). Publishes `pool.offered` and

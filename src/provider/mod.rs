@@ -8,6 +8,7 @@ pub mod aws;
 pub mod digitalocean;
 mod error;
 mod phases;
+pub mod sizes;
 
 pub use accounts::*;
 pub use error::*;

@@ -1,5 +1,5 @@
-//! `vps.ancillary-usage`: the usage pass. On a metered pool every volume, snapshot and address
-//! bills from `ready_at` until `deleted_at` in whole UTC hours; the pass writes each hour's
+//! `vps.ancillary-usage`: the usage pass. On a metered pool every volume, snapshot, address,
+//! instance and filesystem bills from `ready_at` until `deleted_at` in whole UTC hours; the pass writes each hour's
 //! window once it has closed, then looks again just after the next hour boundary. It calls no
 //! provider and holds no transaction: every window is one row under the unique key
 //! (resource_id, meter, window_start), inserted with ON CONFLICT DO NOTHING, so a rerun, a pass
@@ -20,7 +20,8 @@
 //! the larger size from the hour it happened in. A volume bills the size the provider last
 //! showed (`observed_size_gib`, else `size_gib`); a snapshot the GiB the provider reports, and
 //! no window while that is unknown (they are written, from its ready hour, once it is known);
-//! an address one per hour.
+//! an address and an instance one per hour; a Lustre filesystem its size (an elastic NFS one has
+//! no size recorded, and bills no window).
 use chrono::{DateTime, Utc};
 use sea_orm::ConnectionTrait;
 
@@ -60,7 +61,7 @@ pub async fn pass(services: &Services, now: DateTime<Utc>) -> Result<u64> {
     let now_ms = now.timestamp_millis();
     let horizon = floor_hour(now_ms) - LOOKBACK_HOURS * HOUR_MS;
     let mut written = 0;
-    for source in [Source::Volumes, Source::Snapshots, Source::Addresses] {
+    for source in Source::ALL {
         for live in [true, false] {
             let mut after = String::new();
             loop {

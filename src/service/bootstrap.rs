@@ -58,14 +58,15 @@ pub async fn demo(services: &Services) -> Result<Option<FirstStart>> {
             },
         )
         .await?;
-    let pool = services
-        .pool_create(
-            &system,
-            PoolCreate { name: "demo".into(), provider_account_id: account.id, billing: Billing::Metered },
-        )
-        .await?;
-    let quotas =
-        vec![QuotaLimit { resource: "diskGiB".into(), max: 2000 }, QuotaLimit { resource: "addresses".into(), max: 5 }];
+    let pool = PoolCreate {
+        name: "demo".into(),
+        provider_account_id: account.id,
+        billing: Billing::Metered,
+        sizes: strings(&["s-1vcpu-1gb", "s-1vcpu-2gb", "s-2vcpu-4gb"]),
+        images: strings(&["ubuntu-24-04-x64", "debian-12-x64"]),
+    };
+    let pool = services.pool_create(&system, pool).await?;
+    let quotas = limits(&[("diskGiB", 2000), ("addresses", 5), ("instances", 10), ("networks", 5)]);
     services.pool_offer(&system, PoolOffer { pool_id: pool.pool.id, tenant_id: DEMO_TENANT.into(), quotas }).await?;
     if services.providers.sim_url.is_some() {
         demo_aws(services, &system).await?;
@@ -94,8 +95,16 @@ pub async fn demo(services: &Services) -> Result<Option<FirstStart>> {
     Ok(Some(FirstStart { operator_token, tenant_token }))
 }
 
+fn strings(values: &[&str]) -> Vec<String> {
+    values.iter().map(|v| v.to_string()).collect()
+}
+
+fn limits(quotas: &[(&str, i64)]) -> Vec<QuotaLimit> {
+    quotas.iter().map(|(resource, max)| QuotaLimit { resource: resource.to_string(), max: *max }).collect()
+}
+
 /// An AWS account at the simulated cloud's AWS face and a pool on it, for networks, instances
-/// and filesystems (EFS, FSx for Lustre) with no credentials. No quotas: filesystems book none.
+/// and filesystems (EFS, FSx for Lustre) with no credentials.
 async fn demo_aws(services: &Services, system: &Actor) -> Result<()> {
     let account = services
         .provider_account_create(
@@ -112,14 +121,16 @@ async fn demo_aws(services: &Services, system: &Actor) -> Result<()> {
             },
         )
         .await?;
-    let pool = services
-        .pool_create(
-            system,
-            PoolCreate { name: "demo-aws".into(), provider_account_id: account.id, billing: Billing::Metered },
-        )
-        .await?;
-    services
-        .pool_offer(system, PoolOffer { pool_id: pool.pool.id, tenant_id: DEMO_TENANT.into(), quotas: vec![] })
-        .await?;
+    let pool = PoolCreate {
+        name: "demo-aws".into(),
+        provider_account_id: account.id,
+        billing: Billing::Metered,
+        sizes: strings(&["t3.micro", "t3.small", "m5d.large"]),
+        images: strings(&["ami-0abcdef1234567890"]),
+    };
+    let pool = services.pool_create(system, pool).await?;
+    let quotas =
+        limits(&[("diskGiB", 500), ("instances", 10), ("networks", 5), ("filesystems", 4), ("filesystemGiB", 10_000)]);
+    services.pool_offer(system, PoolOffer { pool_id: pool.pool.id, tenant_id: DEMO_TENANT.into(), quotas }).await?;
     Ok(())
 }

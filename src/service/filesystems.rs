@@ -181,6 +181,8 @@ impl Services {
             provider_name: provider_name(&id),
         };
         let created = store::filesystems::insert(&txn, new, now).await?;
+        let bookings = [(store::filesystems::QUOTA, 1), (store::filesystems::GIB_QUOTA, size_gib.unwrap_or(0))];
+        store::quota::hold_all(&txn, &created.tenant_id, &created.pool_id, &id, &bookings).await?;
         queue::wake(&txn, RECONCILER, &id, self.clock.now_ms()).await?;
         self.commit_and_wake(txn, vec![event("created", &created)]).await?;
         Ok(view(&created))

@@ -158,6 +158,7 @@ impl Services {
         }
         rows::check_project(&txn, &input.tenant_id, input.project_id.as_deref()).await?;
         rows::check_region(&pool, &input.region)?;
+        let disk_gib = check_machine(&pool, &input)?;
         let aws = pool.account.kind == ProviderKind::Aws;
         if !input.filesystems.is_empty() && !provider::supports_filesystems(pool.account.kind) {
             return Err(networks::unsupported("filesystems", pool.account.kind));
@@ -208,6 +209,8 @@ impl Services {
             user_data: input.user_data.as_deref(),
         };
         let created = store::insert(&txn, new, now).await?;
+        let bookings = [(store::QUOTA, 1), (crate::store::volumes::QUOTA, disk_gib)];
+        crate::store::quota::hold_all(&txn, &input.tenant_id, &input.pool_id, &id, &bookings).await?;
         let asked: Vec<(String, String)> =
             input.filesystems.iter().map(|m| (m.filesystem_id.clone(), m.path.clone())).collect();
         store::insert_mounts(&txn, &id, &asked).await?;
@@ -319,6 +322,38 @@ fn check_create(input: &InstanceCreate) -> Result<()> {
     }
     check_mount_list(&input.filesystems)?;
     validate::idempotency_key(&input.idempotency_key)
+}
+
+/// The machine asked is one the pool offers: a size its provider makes (its disk, in GiB, is
+/// what the instance books on `diskGiB`), and a size and image of the pool's lists when it has
+/// them. A machine left running when its row is deleted (`onDelete: DETACH`) is the tenant's own
+/// account's only: on the platform's no row would track it any more.
+fn check_machine(pool: &super::pools::PoolView, input: &InstanceCreate) -> Result<i64> {
+    let kind = pool.account.kind;
+    let not_offered = |field: &str, asked: &str, offered: Vec<String>| {
+        Error::invalid_input(field, format!("pool {} offers no {field} {asked}", pool.pool.id))
+            .with_details(json!({ "field": field, "reason": "notOffered", "offered": offered }))
+    };
+    let disk_gib = crate::provider::sizes::disk_gib(kind, &input.size).ok_or_else(|| {
+        Error::invalid_input("size", format!("{kind} makes no machine of size {}", input.size))
+            .with_details(json!({ "field": "size", "reason": "size" }))
+    })?;
+    let sizes = super::pools::strings(&pool.pool.sizes);
+    if !sizes.is_empty() && !sizes.contains(&input.size) {
+        return Err(not_offered("size", &input.size, sizes));
+    }
+    let images = super::pools::strings(&pool.pool.images);
+    if !images.is_empty() && !images.contains(&input.image) {
+        return Err(not_offered("image", &input.image, images));
+    }
+    if input.on_delete == OnDelete::Detach && pool.account.tenant_id.is_none() {
+        return Err(Error::invalid_input(
+            "onDelete",
+            "DETACH leaves the machine running when its row is deleted: only on a tenant's own account",
+        )
+        .with_details(json!({ "field": "onDelete", "reason": "platformAccount" })));
+    }
+    Ok(disk_gib)
 }
 
 /// At most 16 filesystems, each once, each at its own absolute path of plain segments outside

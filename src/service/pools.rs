@@ -40,6 +40,16 @@ pub struct PoolCreate {
     pub name: String,
     pub provider_account_id: String,
     pub billing: Billing,
+    /// The machine sizes and images it offers (none: any the provider makes).
+    pub sizes: Vec<String>,
+    pub images: Vec<String>,
+}
+
+/// `poolMachinesSet`: what machines a pool offers from now on.
+pub struct PoolMachines {
+    pub pool_id: String,
+    pub sizes: Vec<String>,
+    pub images: Vec<String>,
 }
 
 pub struct QuotaLimit {
@@ -77,7 +87,8 @@ pub fn account_view(a: &provider_account::Model) -> serde_json::Value {
 }
 
 pub fn pool_view(p: &pool::Model) -> serde_json::Value {
-    json!({ "id": p.id, "name": p.name, "providerAccountId": p.provider_account_id, "billing": p.billing, "version": p.version })
+    json!({ "id": p.id, "name": p.name, "providerAccountId": p.provider_account_id, "billing": p.billing,
+        "sizes": p.sizes, "images": p.images, "version": p.version })
 }
 
 pub fn quota_view(q: &quota::Model) -> serde_json::Value {
@@ -124,8 +135,8 @@ impl Services {
         if !api_url.is_empty() {
             validate::url("apiUrl", &api_url)?;
         }
-        check_places("regions", &input.regions, validate::region, true)?;
-        check_places("zones", &input.zones, validate::zone, false)?;
+        check_places("regions", &input.regions, validate::region, true, MAX_REGIONS)?;
+        check_places("zones", &input.zones, validate::zone, false, MAX_REGIONS)?;
         if input.kind == ProviderKind::Aws && input.zones.is_empty() {
             return Err(Error::invalid_input("zones", "an AWS account names the zones it uses"));
         }
@@ -179,6 +190,7 @@ impl Services {
         actor.require_operator()?;
         validate::name("name", &input.name)?;
         validate::id("providerAccountId", ids::PROVIDER_ACCOUNT, &input.provider_account_id)?;
+        check_machines(&input.sizes, &input.images)?;
         let txn = self.begin().await?;
         let account = store::find_account(&txn, &input.provider_account_id)
             .await?
@@ -200,7 +212,10 @@ impl Services {
             name: &input.name,
             provider_account_id: &account.id,
             billing: input.billing,
+            sizes: &input.sizes,
+            images: &input.images,
         };
+        check_sizes_offered(account.kind, &input.sizes)?;
         let created = store::insert(&txn, new, now)
             .await
             .map_err(taken("name", || format!("a pool named {} exists", input.name)))?;
@@ -215,6 +230,31 @@ impl Services {
         };
         self.commit(txn, vec![event]).await?;
         Ok(PoolView { pool: created, account })
+    }
+
+    /// Sets the machine sizes and images a pool offers (operator); an instance asks one of each
+    /// once a list is set. Instances already made are not changed.
+    pub async fn pool_machines_set(&self, actor: &Actor, input: PoolMachines) -> Result<PoolView> {
+        actor.require_operator()?;
+        validate::id("poolId", ids::POOL, &input.pool_id)?;
+        check_machines(&input.sizes, &input.images)?;
+        let txn = self.begin().await?;
+        let view = find_pool(&txn, &input.pool_id).await?;
+        check_sizes_offered(view.account.kind, &input.sizes)?;
+        let now = Utc::now();
+        store::set_machines(&txn, &input.pool_id, &input.sizes, &input.images, now).await?;
+        let updated = find_pool(&txn, &input.pool_id).await?;
+        let event = NewEvent {
+            event_type: "pool.updated".into(),
+            subject_kind: "pool",
+            subject: updated.pool.id.clone(),
+            tenant_id: updated.account.tenant_id.clone(),
+            project_id: None,
+            version: updated.pool.version,
+            data: pool_view(&updated.pool),
+        };
+        self.commit(txn, vec![event]).await?;
+        Ok(updated)
     }
 
     /// Offers a pool to a tenant: records the offer and creates (or resets the max of) the
@@ -317,12 +357,36 @@ impl Services {
     }
 }
 
-fn check_places(field: &str, values: &[String], rule: fn(&str, &str) -> Result<()>, required: bool) -> Result<()> {
+/// Most sizes and images a pool lists.
+const MAX_MACHINES: usize = 64;
+
+fn check_machines(sizes: &[String], images: &[String]) -> Result<()> {
+    check_places("sizes", sizes, validate::slug, false, MAX_MACHINES)?;
+    check_places("images", images, validate::slug, false, MAX_MACHINES)
+}
+
+/// Every size a pool lists is one its provider makes (`provider::sizes`).
+fn check_sizes_offered(kind: ProviderKind, sizes: &[String]) -> Result<()> {
+    match sizes.iter().find(|size| crate::provider::sizes::disk_gib(kind, size).is_none()) {
+        Some(size) => Err(Error::invalid_input("sizes", format!("{kind} makes no machine of size {size}"))
+            .with_details(json!({ "field": "sizes", "reason": "size", "size": size }))),
+        None => Ok(()),
+    }
+}
+
+/// A list of distinct values, each passing `rule`, at most `max` (and one at least if `required`).
+fn check_places(
+    field: &str,
+    values: &[String],
+    rule: fn(&str, &str) -> Result<()>,
+    required: bool,
+    max: usize,
+) -> Result<()> {
     if required && values.is_empty() {
         return Err(Error::invalid_input(field, format!("{field} must name at least one")));
     }
-    if values.len() > MAX_REGIONS {
-        return Err(Error::invalid_input(field, format!("at most {MAX_REGIONS} {field}")));
+    if values.len() > max {
+        return Err(Error::invalid_input(field, format!("at most {max} {field}")));
     }
     for (i, value) in values.iter().enumerate() {
         rule(field, value)?;

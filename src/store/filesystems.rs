@@ -11,6 +11,10 @@ use crate::store::state::{Deployment, Desired, FilesystemKind, State};
 
 /// The work item kind of the filesystem reconciler.
 pub const RECONCILER: &str = "vps.filesystems";
+/// The quotas a filesystem books: one `filesystems`, and its size (a Lustre one's; an elastic
+/// NFS one has none to book) on `filesystemGiB`.
+pub const QUOTA: &str = "filesystems";
+pub const GIB_QUOTA: &str = "filesystemGiB";
 
 /// The network's filesystems that are not deleted, by name.
 pub async fn live_of(conn: &impl ConnectionTrait, network_id: &str) -> Result<Vec<filesystem::Model>> {

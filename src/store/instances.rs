@@ -13,6 +13,8 @@ use crate::store::state::{Desired, OnDelete, State};
 
 /// The work item kind of the instance reconciler.
 pub const RECONCILER: &str = "vps.instances";
+/// The quota an instance books one of (its disk books `diskGiB` too).
+pub const QUOTA: &str = "instances";
 
 /// The instance by id, whatever its tenant or state.
 pub async fn find(conn: &impl ConnectionTrait, instance_id: &str) -> Result<Option<instance::Model>> {

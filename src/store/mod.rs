@@ -154,14 +154,57 @@ pub fn unique_violation(err: &DbErr) -> Option<String> {
 
 /// A statement written with `$n` placeholders, turned into `?` for SQLite.
 pub(crate) fn stmt(backend: DbBackend, sql: &str, values: Vec<Value>) -> Statement {
-    let sql = match backend {
-        DbBackend::Postgres => sql.to_owned(),
-        _ => sqlite_placeholders(sql),
-    };
-    Statement::from_sql_and_values(backend, sql, values)
+    match backend {
+        DbBackend::Postgres => Statement::from_sql_and_values(backend, sql, values),
+        _ => {
+            let (sql, values) = positional(sql, &values);
+            Statement::from_sql_and_values(backend, sql, values)
+        }
+    }
 }
 
-/// `$1 … $n` → `?1 … ?n`, which SQLite binds by number (so a value may be used twice).
-fn sqlite_placeholders(sql: &str) -> String {
-    sql.replace('$', "?")
+/// `$1 … $n` → `?`, with each placeholder's value in the order they come: a value used twice is
+/// bound twice. (SQLite's own `?1` would bind by number, but a statement written so cannot be
+/// shown with its values inlined, as the SQL trace shows every statement.)
+fn positional(sql: &str, values: &[Value]) -> (String, Vec<Value>) {
+    let (mut out, mut bound) = (String::with_capacity(sql.len()), Vec::with_capacity(values.len()));
+    let mut chars = sql.char_indices().peekable();
+    while let Some((_, c)) = chars.next() {
+        if c != '$' {
+            out.push(c);
+            continue;
+        }
+        let mut digits = String::new();
+        while let Some(&(_, digit)) = chars.peek().filter(|(_, d)| d.is_ascii_digit()) {
+            digits.push(digit);
+            chars.next();
+        }
+        let value = digits.parse::<usize>().ok().and_then(|n| n.checked_sub(1)).and_then(|i| values.get(i));
+        match value {
+            Some(value) => {
+                out.push('?');
+                bound.push(value.clone());
+            }
+            None => {
+                out.push('$');
+                out.push_str(&digits);
+            }
+        }
+    }
+    (out, bound)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_value_used_twice_is_bound_twice_and_the_statement_shows_with_its_values() {
+        let values: Vec<Value> = vec![5i64.into(), "acme".into()];
+        let (sql, bound) = positional("UPDATE q SET used = used + $1 WHERE t = $2 AND ($1 <= 0) AND x = '$'", &values);
+        assert_eq!(sql, "UPDATE q SET used = used + ? WHERE t = ? AND (? <= 0) AND x = '$'");
+        assert_eq!(bound, vec![values[0].clone(), values[1].clone(), values[0].clone()]);
+        let shown = stmt(DbBackend::Sqlite, "SELECT $1, $1, $3", values).to_string();
+        assert_eq!(shown, "SELECT 5, 5, $3");
+    }
 }

@@ -12,6 +12,8 @@ use crate::store::state::{Desired, State};
 
 /// The work item kind of the network reconciler.
 pub const RECONCILER: &str = "vps.networks";
+/// The quota a network books one of.
+pub const QUOTA: &str = "networks";
 
 /// The network by id, whatever its tenant or state.
 pub async fn find(conn: &impl ConnectionTrait, network_id: &str) -> Result<Option<network::Model>> {

@@ -82,6 +82,8 @@ pub struct NewPool<'a> {
     pub name: &'a str,
     pub provider_account_id: &'a str,
     pub billing: Billing,
+    pub sizes: &'a [String],
+    pub images: &'a [String],
 }
 
 /// Inserts the pool at version 1. The database's own error is returned, so the caller can tell
@@ -96,12 +98,33 @@ pub async fn insert(
         name: Set(new.name.to_owned()),
         provider_account_id: Set(new.provider_account_id.to_owned()),
         billing: Set(new.billing),
+        sizes: Set(serde_json::json!(new.sizes)),
+        images: Set(serde_json::json!(new.images)),
         version: Set(1),
         created_at: Set(now),
         updated_at: Set(now),
     }
     .insert(conn)
     .await
+}
+
+/// Sets the machine sizes and images the pool offers, with a new version; the pool as it is now.
+pub async fn set_machines(
+    conn: &impl ConnectionTrait,
+    pool_id: &str,
+    sizes: &[String],
+    images: &[String],
+    now: DateTime<Utc>,
+) -> Result<()> {
+    pool::Entity::update_many()
+        .col_expr(pool::Column::Sizes, Expr::value(serde_json::json!(sizes)))
+        .col_expr(pool::Column::Images, Expr::value(serde_json::json!(images)))
+        .col_expr(pool::Column::Version, Expr::col(pool::Column::Version).add(1))
+        .col_expr(pool::Column::UpdatedAt, Expr::value(now))
+        .filter(pool::Column::Id.eq(pool_id))
+        .exec(conn)
+        .await?;
+    Ok(())
 }
 
 /// Bumps the pool's version in SQL (its offers are part of it, so an offer makes a new version).

@@ -85,6 +85,22 @@ pub async fn hold(conn: &impl ConnectionTrait, holding: &Holding<'_>, amount: i6
     Ok(())
 }
 
+/// Makes the resource `resource_id` of (tenant, pool) hold each `(quota, amount)` (0 refunds
+/// it): the bookings of one resource that holds several quotas (an instance: `instances` and
+/// `diskGiB`), all or none, in the caller's transaction.
+pub async fn hold_all(
+    conn: &impl ConnectionTrait,
+    tenant_id: &str,
+    pool_id: &str,
+    resource_id: &str,
+    amounts: &[(&str, i64)],
+) -> Result<()> {
+    for (quota, amount) in amounts {
+        hold(conn, &Holding { tenant_id, pool_id, quota, resource_id }, *amount).await?;
+    }
+    Ok(())
+}
+
 /// What `holding` holds now (0 when it holds nothing).
 pub async fn held(conn: &impl ConnectionTrait, resource_id: &str, quota: &str) -> Result<i64> {
     let backend = conn.get_database_backend();

@@ -24,10 +24,16 @@ pub const SHARE_GIB_HOURS: &str = "vps.share.gib.hours";
 pub const SNAPSHOT_GIB_HOURS: &str = "vps.snapshot.gib.hours";
 /// One per hour an address is held.
 pub const ADDRESS_HOURS: &str = "vps.address.hours";
+/// One per hour an instance runs.
+pub const INSTANCE_HOURS: &str = "vps.instance.hours";
+/// A filesystem's GiB, per hour (a Lustre one's size; an elastic NFS one's is not known).
+pub const FILESYSTEM_GIB_HOURS: &str = "vps.filesystem.gib.hours";
 /// The usage source kinds.
 pub const SOURCE_VOLUME: &str = "volume";
 pub const SOURCE_SNAPSHOT: &str = "snapshot";
 pub const SOURCE_ADDRESS: &str = "address";
+pub const SOURCE_INSTANCE: &str = "instance";
+pub const SOURCE_FILESYSTEM: &str = "filesystem";
 /// Resources read per page.
 pub const PAGE: usize = 500;
 const HOUR_MS: i64 = 3_600_000;
@@ -38,6 +44,13 @@ pub enum Source {
     Volumes,
     Snapshots,
     Addresses,
+    Instances,
+    Filesystems,
+}
+
+impl Source {
+    pub const ALL: [Source; 5] =
+        [Source::Volumes, Source::Snapshots, Source::Addresses, Source::Instances, Source::Filesystems];
 }
 
 impl Source {
@@ -46,6 +59,8 @@ impl Source {
             Source::Volumes => "provider_volumes",
             Source::Snapshots => "provider_snapshots",
             Source::Addresses => "provider_addresses",
+            Source::Instances => "instances",
+            Source::Filesystems => "filesystems",
         }
     }
 
@@ -54,7 +69,8 @@ impl Source {
         match self {
             Source::Volumes => ", kind, COALESCE(observed_size_gib, size_gib) AS gib",
             Source::Snapshots => ", size_gib AS gib",
-            Source::Addresses => "",
+            Source::Filesystems => ", size_gib AS gib",
+            Source::Addresses | Source::Instances => "",
         }
     }
 
@@ -74,6 +90,11 @@ impl Source {
                 gib.map(|gib| (SOURCE_SNAPSHOT, SNAPSHOT_GIB_HOURS, gib))
             }
             Source::Addresses => Some((SOURCE_ADDRESS, ADDRESS_HOURS, 1.0)),
+            Source::Instances => Some((SOURCE_INSTANCE, INSTANCE_HOURS, 1.0)),
+            Source::Filesystems => {
+                let gib: Option<i64> = row.try_get("", "gib")?;
+                gib.map(|gib| (SOURCE_FILESYSTEM, FILESYSTEM_GIB_HOURS, gib as f64))
+            }
         })
     }
 }

@@ -209,7 +209,8 @@ impl TestAppBuilder {
         TestAppBuilder { own_account: true, ..self }
     }
 
-    /// The quotas the pool is offered with (none unless told).
+    /// The quotas the pool is offered with, besides ample ones of what the test does not name
+    /// (`ROOMY`).
     pub fn quotas(self, quotas: Value) -> Self {
         TestAppBuilder { quotas, ..self }
     }
@@ -246,6 +247,38 @@ impl TestAppBuilder {
         let token = server.token(Some("acme"), &[("compute:*", "tenant/acme")]).await;
         TestApp { server, clock: self.clock, account, pool, token }
     }
+}
+
+/// What a test pool is offered of what its test does not name: room enough that a test of
+/// something else never meets a quota. Addresses are left out: tests of addresses name theirs,
+/// and one tells a missing row apart.
+pub const ROOMY: [(&str, i64); 5] = [
+    ("diskGiB", 1_000_000),
+    ("instances", 10_000),
+    ("networks", 10_000),
+    ("filesystems", 10_000),
+    ("filesystemGiB", 100_000_000),
+];
+
+/// `quotas`, and `ROOMY`'s of the resources it does not name.
+pub fn with_room(quotas: Value) -> Value {
+    let mut all = quotas.as_array().cloned().unwrap_or_default();
+    for (resource, max) in ROOMY {
+        if !all.iter().any(|q| q["resource"] == resource) {
+            all.push(json!({ "resource": resource, "max": max }));
+        }
+    }
+    Value::Array(all)
+}
+
+/// The diskGiB acme's instances hold (each books its size's disk until it is deleted), so that
+/// a test of volumes can tell their own bookings apart.
+pub async fn instance_disks(server: &TestServer, token: &str) -> i64 {
+    let query = "{ instances(tenantId: \"acme\", first: 1000) { edges { node { size } } } }";
+    let data = server.ok(Some(token), query, json!({})).await;
+    let sizes = data["instances"]["edges"].as_array().cloned().unwrap_or_default();
+    let disk = |size: &str| vps_graph::provider::sizes::disk_gib(vps_graph::provider::ProviderKind::Digitalocean, size);
+    sizes.iter().map(|e| disk(e["node"]["size"].as_str().unwrap()).unwrap_or(0)).sum()
 }
 
 /// The app on a loopback port.
@@ -460,7 +493,14 @@ impl TestServer {
         (account, pool)
     }
 
+    /// Offers `pool` to `tenant` with `quotas`, and ample ones of the resources they do not name
+    /// (`with_room`).
     pub async fn offer(&self, pool: &str, tenant: &str, quotas: Value) -> Value {
+        self.offer_exactly(pool, tenant, with_room(quotas)).await
+    }
+
+    /// Offers `pool` to `tenant` with `quotas` and no other.
+    pub async fn offer_exactly(&self, pool: &str, tenant: &str, quotas: Value) -> Value {
         self.ok(
             Some(ADMIN),
             "mutation($i: PoolOfferInput!) { poolOffer(input: $i) { quotas { resource max used } } }",

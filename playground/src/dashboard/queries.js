@@ -57,7 +57,7 @@ export const EVENT_PAGE_QUERY = `query EventPage($tenantId: String!, $after: Str
 }`;
 
 export const POOLS_AND_QUOTAS = `query PoolsAndQuotas($tenantId: String!) {
-  pools(tenantId: $tenantId) { id name billing providerKind regions zones }
+  pools(tenantId: $tenantId) { id name billing providerKind regions zones sizes images }
   quotas(tenantId: $tenantId) { poolId resource max used version }
 }`;
 

@@ -34,6 +34,8 @@ export function renderPools(state) {
     return h('article', { class: 'pool card', dataset: { id: pool.id } },
       h('h3', {}, pool.name, ' ', h('span', { class: 'muted' }, `${pool.providerKind} · ${pool.billing}`)),
       h('p', { class: 'regions' }, 'Regions: ', pool.regions.join(', ') || '—'),
+      h('p', { class: 'machines' }, 'Machines: ', pool.sizes.join(', ') || 'any size',
+        ' · ', pool.images.join(', ') || 'any image'),
       quotas.length
         ? h('ul', { class: 'quotas' }, quotas.map(quotaBar))
         : h('p', { class: 'muted' }, 'No quotas on this pool.'));

@@ -30,7 +30,7 @@ use crate::provider::{
 };
 use crate::service::filesystems as svc;
 use crate::store::entity::{filesystem, network};
-use crate::store::filesystems::RECONCILER;
+use crate::store::filesystems::{self as store_rows, RECONCILER};
 use crate::store::networks::subnets_of;
 use crate::store::state::{Deployment, Desired, FilesystemKind, State};
 use crate::store::status::StatusWrite;
@@ -441,6 +441,10 @@ async fn write(run: &Run<'_>, current: &filesystem::Model, observed: Observed, n
     let Some(written) = status(current, &observed).write::<filesystem::Entity>(&txn, run.claimed, now).await? else {
         return Ok(Next::Now);
     };
+    if written.state == State::Deleted {
+        let refunds = [(store_rows::QUOTA, 0), (store_rows::GIB_QUOTA, 0)];
+        crate::store::quota::hold_all(&txn, &written.tenant_id, &written.pool_id, &written.id, &refunds).await?;
+    }
     let events = event_type(current.state, written.state).map(|t| svc::event(t, &written)).into_iter().collect();
     services.commit(txn, events).await?;
     Ok(again_if_changed(next, current.generation, written.generation))

@@ -329,6 +329,9 @@ pub(super) async fn finish_delete(run: &Run<'_>, current: &instance::Model, fini
         queue::wake(&txn, store_volumes::RECONCILER, &a.id, services.clock.now_ms()).await?;
     }
     let deleted = store::mark_deleted(&txn, &current.id, now).await?;
+    // Its machine is gone (or, on a tenant's own account, left running): what it booked is free.
+    let refunds = [(store::QUOTA, 0), (store_volumes::QUOTA, 0)];
+    crate::store::quota::hold_all(&txn, &current.tenant_id, &current.pool_id, &current.id, &refunds).await?;
     events.push(svc::event("deleted", &deleted));
     services.commit_and_wake(txn, events).await?;
     Ok(Next::Done)

@@ -312,6 +312,7 @@ async fn write_back(run: &Run<'_>, current: &subnet::Model, observed: Observed) 
     let Some(network) = network_status.write::<network::Entity>(&txn, run.claimed, now).await? else {
         return Ok(false);
     };
+    super::refund_if_deleted(&txn, &network).await?;
     let event_type = if network.state != before.state { network.state.as_str() } else { "updated" };
     let event = svc::event(event_type, &svc::view(&network, &subnets));
     services.commit(txn, vec![event]).await?;

@@ -63,6 +63,17 @@ pub fn aggregate(desired: Desired, subnets: &[subnet::Model]) -> (State, Option<
     (State::Pending, live.iter().find_map(|s| s.message.clone()))
 }
 
+/// Refunds a network's `networks` once the write made it deleted, in the write's transaction.
+async fn refund_if_deleted(
+    txn: &sea_orm::DatabaseTransaction,
+    written: &crate::store::entity::network::Model,
+) -> Result<()> {
+    if written.state != State::Deleted {
+        return Ok(());
+    }
+    crate::store::quota::hold_all(txn, &written.tenant_id, &written.pool_id, &written.id, &[(store::QUOTA, 0)]).await
+}
+
 /// Records a create attempt on the subnet before the call is made (see `Run::mark_attempt`),
 /// under the network's lock; returns the subnet as written, or None when the run must look again.
 async fn mark_create_attempt(run: &Run<'_>, current: &subnet::Model) -> Result<Option<subnet::Model>> {

@@ -81,6 +81,12 @@ pub struct NetworkPage {
     pub has_next_page: bool,
 }
 
+/// A network books one `networks` (every private range it holds is one fewer for the account's
+/// other networks); refunded once it is deleted.
+async fn book(conn: &impl ConnectionTrait, n: &network::Model) -> Result<()> {
+    crate::store::quota::hold_all(conn, &n.tenant_id, &n.pool_id, &n.id, &[(store::QUOTA, 1)]).await
+}
+
 /// Putting a machine or a share on a network changes who is on it: decided as changing the
 /// network (`compute:networks:update`), with the caller's own credential, as putting a volume on
 /// an instance is decided on the instance.
@@ -136,6 +142,7 @@ impl Services {
             adopted_vpc: None,
         };
         let created = row.insert(&txn, now).await?;
+        book(&txn, &created).await?;
         let mut rows = Vec::new();
         for subnet in &subnets {
             rows.push(insert_subnet(&txn, &id, subnet, now).await?);
@@ -194,6 +201,7 @@ impl Services {
         };
         // Two adopts of one VPC racing past the check above: the live-VPC index refuses one.
         let created = row.insert(&txn, now).await?;
+        book(&txn, &created).await?;
         let view = view(&created, &[]);
         queue::wake(&txn, RECONCILER, &id, self.clock.now_ms()).await?;
         self.commit_and_wake(txn, vec![event("created", &view)]).await?;

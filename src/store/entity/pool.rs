@@ -10,6 +10,9 @@ pub struct Model {
     pub name: String,
     pub provider_account_id: String,
     pub billing: Billing,
+    /// The machine sizes and images the pool offers (JSON arrays of strings); empty: any.
+    pub sizes: Json,
+    pub images: Json,
     pub version: i64,
     pub created_at: DateTimeUtc,
     pub updated_at: DateTimeUtc,

@@ -160,6 +160,7 @@ async fn write_back(run: &Run<'_>, current: &network::Model, rows: &[subnet::Mod
     let Some(written) = status.write::<network::Entity>(&txn, run.claimed, now).await? else {
         return Ok(false);
     };
+    super::refund_if_deleted(&txn, &written).await?;
     unchanged &= written.generation == current.generation;
     let turned_ready = written.state == State::Ready && current.state != State::Ready;
     let event_type = if written.state != current.state { written.state.as_str() } else { "updated" };
