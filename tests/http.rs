@@ -276,3 +276,25 @@ db_test!(a_misconfigured_account_is_told_to_the_operator_never_in_a_tenants_mess
     assert_eq!(message, vps_graph::provider::MISCONFIGURED);
     assert!(!message.contains("DO_TOKEN") && !message.contains("env:"), "{message}");
 });
+
+db_test!(a_batch_is_one_request_whose_operations_share_one_complexity, |backend: Backend| async move {
+    let db = TestDb::new(backend).await;
+    let server = limited(&db).await;
+    // 1 + 15 each: two fit under 40, the third finds 8 left.
+    let fields = (0..15).map(|_| "tenantId").collect::<Vec<_>>().join(" ");
+    let one = json!({ "query": format!("{{ me {{ {fields} }} }}") });
+    let answers: Value = server
+        .http
+        .post(server.url("/graphql"))
+        .bearer_auth(ADMIN)
+        .json(&json!([one, one, one]))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(answers[0]["errors"].is_null() && answers[1]["errors"].is_null(), "{answers}");
+    assert_eq!(limit_of(&answers[2]), ("LIMIT_EXCEEDED", "batch complexity"), "{answers}");
+    assert_eq!(answers[2]["errors"][0]["extensions"]["details"]["max"], 8, "{answers}");
+});

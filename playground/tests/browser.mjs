@@ -83,6 +83,9 @@ async function run() {
   page.on('request', (req) => req.url().startsWith('data:') || requests.push(req.url()));
   page.on('websocket', (ws) => requests.push(ws.url()));
   page.on('pageerror', (err) => pageErrors.push(err.message));
+  // The page is served with a Content-Security-Policy: anything it refuses is reported here.
+  const refusedByPolicy = [];
+  page.on('console', (m) => /Content Security Policy/i.test(m.text()) && refusedByPolicy.push(m.text()));
 
   // GraphiQL 5 starts its editors from localStorage `graphiql:query` and
   // `graphiql:headers` (@graphiql/toolkit's StorageAPI prefixes "graphiql:" to
@@ -121,6 +124,7 @@ async function run() {
 
   const remote = requests.filter((url) => !isLoopback(url));
   if (remote.length) throw new Error(`requests to non-loopback hosts: ${remote.join(', ')}`);
+  if (refusedByPolicy.length) throw new Error(`the page's policy refused: ${refusedByPolicy.join(' | ')}`);
   return { ok: true, result, docs: true, docsFields, completions, requests: requests.length };
 }
 

@@ -95,6 +95,9 @@ async function run() {
   page.on('request', (req) => req.url().startsWith('data:') || requests.push(req.url()));
   page.on('websocket', (ws) => requests.push(ws.url()));
   page.on('pageerror', (err) => pageErrors.push(err.message));
+  // The page is served with a Content-Security-Policy: anything it refuses is reported here.
+  const refusedByPolicy = [];
+  page.on('console', (m) => /Content Security Policy/i.test(m.text()) && refusedByPolicy.push(m.text()));
   // Counts loads of a new document (a reload would be one); the fragment's
   // removal by history.replaceState is a same-document change and is not.
   page.on('load', () => { navigations += 1; });
@@ -259,6 +262,7 @@ async function run() {
   check(remote.length === 0, `requests to non-loopback hosts: ${remote.join(', ')}`);
   check(!requests.some((url) => url.includes(token)), 'the token was sent in a URL');
   check(pageErrors.length === 0, `page errors: ${pageErrors.join(' | ')}`);
+  check(refusedByPolicy.length === 0, `the page's policy refused: ${refusedByPolicy.join(' | ')}`);
   return {
     ok: true, volumeId, states, awayId, region, poolId: demoPool, refusal, events: eventIds.length, keyboard,
     requests: requests.length,

@@ -48,13 +48,22 @@ fn fill(unit: &str, room: usize) -> String {
     unit.repeat(room / unit.len().max(1))
 }
 
-fn attacks() -> Vec<Attack> {
+/// 30 aliased pages of the tenant's volumes, as large as complexity allows.
+fn pages(tenant: &str) -> String {
+    let page = |i: usize| {
+        format!("a{i}: providerVolumes(tenantId: \"{tenant}\", first: 100) {{ edges {{ node {{ id name }} }} }} ")
+    };
+    format!("{{ {} }}", (0..30).map(page).collect::<String>())
+}
+
+fn attacks(tenant: &str) -> Vec<Attack> {
     let mut all = Vec::new();
     let mut add = |family: &'static str, what: &str, body: Value| all.push(Attack { family, what: what.into(), body });
     // Fragments: the exponential one (refused), and the widest that fits under the bounds.
     add("fragment fan-out", "10 levels of 8 (8^10 fields)", query(fan_out(10, 8)));
     add("fragment fan-out", "31 levels of 8 (saturates)", query(fan_out(31, 8)));
-    add("fragment fan-out", "6 levels of 4 (4,096 fields, admitted)", query(fan_out(6, 4)));
+    add("fragment fan-out", "5 levels of 4 (1,024 fields)", query(fan_out(5, 4)));
+    add("fragment fan-out", "2 levels of 40 (1,600 fields)", query(fan_out(2, 40)));
     let chain = |n: usize| {
         let mut text = format!("query {{ ...C{n} }}\nfragment C0 on Query {{ __typename }}\n");
         for i in 1..=n {
@@ -71,10 +80,12 @@ fn attacks() -> Vec<Attack> {
     let deep = |n: usize| format!("{{ {}tenantId{} }}", "me { ".repeat(n), " }".repeat(n));
     add("nesting", "40 selection sets", query(deep(40)));
     // Aliases: the most, each the heaviest page the complexity allows.
-    let aliased: String = (0..30)
-        .map(|i| format!("a{i}: providerVolumes(tenantId: \"bench-hostile\", first: 60) {{ edges {{ node {{ id name state }} }} }} "))
-        .collect();
-    add("aliases", "30 aliased pages of 60 volumes", query(format!("{{ {aliased} }}")));
+    add("aliases", "30 aliased pages of 100 volumes", query(pages(tenant)));
+    let fields = "id name description region kind sizeGiB observedSizeGiB state desiredState message device \
+        createdAt readyAt deleteWithInstance filesystem networkId";
+    let whole =
+        format!("{{ providerVolumes(tenantId: \"{tenant}\", first: 1000) {{ edges {{ node {{ {fields} }} }} }} }}");
+    add("complexity", "1,000 volumes with 16 fields each", query(whole));
     add("aliases", "12,000 aliases", query(format!("{{ {} }}", fill("x: __typename ", BODY - 64))));
     // Directives.
     add(
@@ -115,8 +126,8 @@ fn attacks() -> Vec<Attack> {
     let named = |n: usize| (0..n).map(|i| format!("query Q{i} {{ __typename }} ")).collect::<String>();
     add("operations", "9,000 operations in one document", json!({ "query": named(9_000), "operationName": "Q7" }));
     add("operations", "4,000 operations (admitted)", json!({ "query": named(4_000), "operationName": "Q7" }));
-    let batch: Vec<Value> = (0..10).map(|_| query(fan_out(6, 4))).collect();
-    add("batches", "10 operations of 4,096 fields", Value::Array(batch));
+    let batch: Vec<Value> = (0..10).map(|_| query(pages(tenant))).collect();
+    add("batches", "10 operations of 30 pages", Value::Array(batch));
     let bombs: Vec<Value> = (0..10).map(|_| query(fan_out(10, 8))).collect();
     add("batches", "10 fragment bombs", Value::Array(bombs));
     // Introspection: the standard query's shape, and the heaviest the bounds let through.
@@ -145,46 +156,51 @@ fn cpu_ns(pid: u32) -> BenchResult<u64> {
     Ok(total)
 }
 
-async fn post(client: &Client, token: Option<&str>, body: &Value) -> BenchResult<u16> {
+/// Posts `body`; what came back: `answered`, or the first error's code.
+async fn post(client: &Client, token: Option<&str>, body: &Value) -> BenchResult<String> {
     let mut request = client.http.post(format!("http://{}/graphql", client.addr)).json(body);
     if let Some(token) = token {
         request = request.bearer_auth(token);
     }
     let response = request.send().await.map_err(|e| e.to_string())?;
     let status = response.status().as_u16();
-    let _ = response.bytes().await;
-    Ok(status)
+    let answer: Value = response.json().await.unwrap_or(Value::Null);
+    let first =
+        if answer.is_array() { &answer[answer.as_array().map_or(0, |a| a.len().saturating_sub(1))] } else { &answer };
+    Ok(match first["errors"][0]["extensions"]["code"].as_str() {
+        Some(code) => code.to_owned(),
+        None if status == 200 => "answered".into(),
+        None => status.to_string(),
+    })
 }
 
-/// The server's CPU per request of `attack`, as `token` sends it, in ms.
-async fn cost(server: &Server, token: Option<&str>, attack: &Attack) -> BenchResult<f64> {
-    post(&server.client, token, &attack.body).await?; // warm: its document cached, its pages read
+/// The server's CPU per request of `attack`, as `token` sends it, in ms, and how it was answered.
+async fn cost(server: &Server, token: Option<&str>, attack: &Attack) -> BenchResult<(f64, String)> {
+    let answer = post(&server.client, token, &attack.body).await?; // warm: cached, its pages read
     let pid = server.pid()?;
     let before = cpu_ns(pid)?;
     for _ in 0..SENDS {
         post(&server.client, token, &attack.body).await?;
     }
-    Ok((cpu_ns(pid)? - before) as f64 / SENDS as f64 / 1e6)
+    Ok(((cpu_ns(pid)? - before) as f64 / SENDS as f64 / 1e6, answer))
 }
 
-/// One WebSocket sending 100 subscriptions of the admitted fan-out, as `token`: CPU per
-/// operation, in ms.
-async fn socket_cost(server: &Server, token: &str) -> BenchResult<f64> {
+/// One WebSocket sending 100 queries of 30 pages each, as `token`: CPU per operation, in ms.
+async fn socket_cost(server: &Server, token: &str, tenant: &str) -> BenchResult<f64> {
     let mut ws = super::Subscriber::connect(&server.client, token).await?;
     let pid = server.pid()?;
     let before = cpu_ns(pid)?;
-    let document = fan_out(6, 4).replace("query", "subscription").replace("on Query", "on Subscription");
     for id in 0..100 {
-        let message = json!({ "id": id.to_string(), "type": "subscribe", "payload": { "query": document } });
+        let message = json!({ "id": id.to_string(), "type": "subscribe", "payload": { "query": pages(tenant) } });
         ws.ws.send(Message::text(message.to_string())).await.map_err(|e| e.to_string())?;
     }
-    // Each is answered (here, refused by validation: a subscription's fields must be its own).
-    let mut answered = 0;
-    while answered < 100 {
-        match tokio::time::timeout(Duration::from_secs(10), ws.ws.next()).await {
-            Ok(Some(Ok(Message::Text(_)))) => answered += 1,
+    // Each is answered, then completed.
+    let mut completed = 0;
+    while completed < 100 {
+        match tokio::time::timeout(Duration::from_secs(30), ws.ws.next()).await {
+            Ok(Some(Ok(Message::Text(text)))) if text.contains("\"complete\"") => completed += 1,
             Ok(Some(Ok(_))) => {}
-            _ => break,
+            _ => return Err(format!("{completed} of 100 operations over one socket completed")),
         }
     }
     Ok((cpu_ns(pid)? - before) as f64 / 100.0 / 1e6)
@@ -194,10 +210,20 @@ pub async fn figures(url: &str) -> BenchResult<()> {
     // No budget: every request is measured whole, not answered 429 once spent.
     let server = Server::start_with(url, &["--rate-limit", "1000000000", "--reconcile-workers", "0"]).await?;
     let client = &server.client;
-    let tenant = "bench-hostile";
-    client.ensure_tenant(tenant).await?;
-    let token = client.tenant_token(tenant).await?;
-    let attacks = attacks();
+    // A tenant with 1,000 volumes: the pages the heaviest admitted documents read are full.
+    let (tenant, pool) = super::volumes::tenant_with_pool(client, "http://127.0.0.1:9", "bench-hostile").await?;
+    for n in 0..1_000 {
+        let input = json!({ "tenantId": tenant, "poolId": pool, "name": format!("v{n}"), "region": "nyc3",
+            "sizeGiB": 1, "idempotencyKey": format!("v{n}") });
+        client
+            .gql(
+                "mutation($i: ProviderVolumeCreateInput!) { providerVolumeCreate(input: $i) { id } }",
+                json!({ "i": input }),
+            )
+            .await?;
+    }
+    let token = client.tenant_token(&tenant).await?;
+    let attacks = attacks(&tenant);
     println!(
         "hostile: {} documents in {} families, each sent {SENDS} times without and with a token",
         attacks.len(),
@@ -211,8 +237,11 @@ pub async fn figures(url: &str) -> BenchResult<()> {
     for attack in &attacks {
         let size = attack.body.to_string().len();
         for (who, token) in [("anonymous", None), ("token", Some(token.as_str()))] {
-            let ms = cost(&server, token, attack).await?;
-            println!("  {:<17} {:<50} {:>7} B  {who:<9} {ms:>8.3} ms CPU", attack.family, attack.what, size);
+            let (ms, answer) = cost(&server, token, attack).await?;
+            println!(
+                "  {:<17} {:<47} {:>7} B  {who:<9} {answer:<15} {ms:>8.3} ms CPU",
+                attack.family, attack.what, size
+            );
             match worst.iter_mut().find(|(family, _, _)| *family == attack.family) {
                 Some(entry) if entry.1 >= ms => {}
                 Some(entry) => *entry = (attack.family, ms, format!("{} ({who})", attack.what)),
@@ -220,8 +249,8 @@ pub async fn figures(url: &str) -> BenchResult<()> {
             }
         }
     }
-    let socket = socket_cost(&server, &token).await?;
-    worst.push(("socket operations", socket, "100 subscriptions of 4,096 fields on one socket".into()));
+    let socket = socket_cost(&server, &token, &tenant).await?;
+    worst.push(("socket operations", socket, "100 queries of 30 pages on one socket".into()));
     for (family, ms, what) in &worst {
         println!(
             "hostile: {family}: worst {ms:.2} ms CPU (target ≤ {TARGET_MS}) {}: {what}",
@@ -287,7 +316,7 @@ async fn throttle(url: &str) -> BenchResult<()> {
             let body = json!({ "query": "{ __typename }" });
             while !refused.load(Ordering::Relaxed) {
                 match post(&client, Some(&token), &body).await {
-                    Ok(429) => refused.store(true, Ordering::Relaxed),
+                    Ok(code) if code == "LIMIT_EXCEEDED" => refused.store(true, Ordering::Relaxed),
                     Ok(_) => {
                         accepted.fetch_add(1, Ordering::Relaxed);
                     }
@@ -314,7 +343,7 @@ mod tests {
 
     #[test]
     fn every_attack_fits_under_the_body_limit() {
-        for attack in attacks() {
+        for attack in attacks("bench-hostile-01jz0000000000000000000000") {
             let size = attack.body.to_string().len();
             assert!(size <= BODY, "{} / {}: {size} bytes", attack.family, attack.what);
         }

@@ -66,15 +66,27 @@ fn exceeded(limit: &str, value: usize, max: usize) -> ServerError {
     )
 }
 
-/// Marks a request to be checked only: validation stops it once every limit is checked.
-pub struct CheckOnly;
+/// Marks a request to be checked only: validation stops it once every limit is checked. It may
+/// carry less complexity than a request's own limit: what is left of its batch's.
+pub struct CheckOnly {
+    pub complexity_left: usize,
+}
 
 /// What stops a checked request that passed (never sent to a client).
 const PASSED: &str = "vps-graph: the request passed its checks";
 
-/// Whether a `CheckOnly` request passed: its only error is the one validation stops it with.
-pub fn passed(response: &Response) -> bool {
-    matches!(&response.errors[..], [only] if only.message == PASSED)
+/// The complexity a `CheckOnly` request measured, if it passed: its only error is the one
+/// validation stops it with.
+pub fn passed(response: &Response) -> Option<usize> {
+    match &response.errors[..] {
+        [only] if only.message == PASSED => only
+            .extensions
+            .as_ref()
+            .and_then(|e| e.get("complexity"))
+            .and_then(|c| if let async_graphql::Value::Number(n) = c { n.as_u64() } else { None })
+            .map(|n| n as usize),
+        _ => None,
+    }
 }
 
 pub fn with_codes(mut response: Response) -> Response {
@@ -164,8 +176,14 @@ impl Extension for Guard {
         if result.complexity > self.limits.complexity {
             return Err(vec![exceeded("complexity", result.complexity, self.limits.complexity)]);
         }
-        if ctx.data_opt::<CheckOnly>().is_some() {
-            return Err(vec![ServerError::new(PASSED, None)]);
+        if let Some(check) = ctx.data_opt::<CheckOnly>() {
+            // A batch is one request: its operations share one complexity.
+            if result.complexity > check.complexity_left {
+                return Err(vec![exceeded("batch complexity", result.complexity, check.complexity_left)]);
+            }
+            let mut passed = ServerError::new(PASSED, None);
+            passed.extensions.get_or_insert_with(Default::default).set("complexity", result.complexity as u64);
+            return Err(vec![passed]);
         }
         Ok(result)
     }

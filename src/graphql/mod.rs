@@ -90,32 +90,79 @@ pub struct Schemas {
 
 impl Schemas {
     /// Measures `request` against the limits before async-graphql sees it (`Limits::admit`).
-    /// Every request passes here first, on every transport.
-    pub fn admit(&self, request: &mut async_graphql::Request) -> Result<measure::Measure, async_graphql::ServerError> {
-        self.limits.admit(&self.documents, request)
+    /// Every request passes here first, on every transport. A long text is parsed and measured
+    /// on the blocking pool: that is milliseconds of CPU an async worker (and with it `/healthz`
+    /// and every socket it serves) must not be held for.
+    pub async fn admit(
+        &self,
+        request: async_graphql::Request,
+    ) -> (async_graphql::Request, Result<measure::Measure, async_graphql::ServerError>) {
+        self.offloaded(request, |schemas, request| schemas.limits.admit(&schemas.documents, request)).await
     }
 
-    pub async fn execute(&self, mut request: async_graphql::Request) -> async_graphql::Response {
-        let measured = match self.admit(&mut request) {
+    /// Gives `request` its parsed document (`Documents::parse`), on the blocking pool when long.
+    pub async fn parse(
+        &self,
+        request: async_graphql::Request,
+    ) -> (async_graphql::Request, Result<(), async_graphql::ServerError>) {
+        self.offloaded(request, |schemas, request| schemas.documents.parse(request)).await
+    }
+
+    /// Runs `work` on `request`, on the blocking pool when its text is long.
+    async fn offloaded<T: Send + 'static>(
+        &self,
+        mut request: async_graphql::Request,
+        work: fn(&Schemas, &mut async_graphql::Request) -> Result<T, async_graphql::ServerError>,
+    ) -> (async_graphql::Request, Result<T, async_graphql::ServerError>) {
+        if request.query.len() < OFFLOAD_BYTES {
+            let done = work(self, &mut request);
+            return (request, done);
+        }
+        let schemas = self.clone();
+        let offloaded = tokio::task::spawn_blocking(move || {
+            let done = work(&schemas, &mut request);
+            (request, done)
+        });
+        match offloaded.await {
+            Ok(done) => done,
+            Err(err) => {
+                let failed = error::server_error(Error::internal(format!("a document's check did not finish: {err}")));
+                (async_graphql::Request::new(""), Err(failed))
+            }
+        }
+    }
+
+    pub async fn execute(&self, request: async_graphql::Request) -> async_graphql::Response {
+        self.execute_within(request, self.limits.complexity).await.0
+    }
+
+    /// Executes `request` if it is admitted and its complexity fits `complexity_left`; the
+    /// response, and the complexity it spent.
+    async fn execute_within(
+        &self,
+        request: async_graphql::Request,
+        complexity_left: usize,
+    ) -> (async_graphql::Response, usize) {
+        let (mut request, measured) = self.admit(request).await;
+        let measured = match measured {
             Ok(measured) => measured,
-            Err(refused) => return limits::with_codes(async_graphql::Response::from_errors(vec![refused])),
+            Err(refused) => return (limits::with_codes(async_graphql::Response::from_errors(vec![refused])), 0),
         };
         let mut check = async_graphql::Request::new(request.query.clone())
             .variables(request.variables.clone())
-            .data(limits::CheckOnly)
+            .data(limits::CheckOnly { complexity_left })
             .data(measured);
         check.operation_name = request.operation_name.clone();
         if let Ok(document) = request.parsed_query() {
             check.set_parsed_query(document.clone());
         }
         let checked = self.checked.execute(check).await;
-        if !limits::passed(&checked) {
-            return checked;
-        }
-        limits::with_codes(self.fast.execute(request).await)
+        let Some(spent) = limits::passed(&checked) else { return (checked, 0) };
+        (limits::with_codes(self.fast.execute(request).await), spent)
     }
 
-    /// Each request of a batch in turn, as async-graphql does.
+    /// Each request of a batch in turn, as async-graphql does; the batch is one request, whose
+    /// operations share one complexity (past it, each one more is LIMIT_EXCEEDED).
     pub async fn execute_batch(&self, batch: async_graphql::BatchRequest) -> async_graphql::BatchResponse {
         match batch {
             async_graphql::BatchRequest::Single(request) => {
@@ -123,8 +170,11 @@ impl Schemas {
             }
             async_graphql::BatchRequest::Batch(requests) => {
                 let mut responses = Vec::with_capacity(requests.len());
+                let mut left = self.limits.complexity;
                 for request in requests {
-                    responses.push(self.execute(request).await);
+                    let (response, spent) = self.execute_within(request, left).await;
+                    left = left.saturating_sub(spent);
+                    responses.push(response);
                 }
                 async_graphql::BatchResponse::Batch(responses)
             }
@@ -132,17 +182,21 @@ impl Schemas {
     }
 
     /// Answers `request` of `caller` as subscription `id` on `link`, once admitted.
-    pub fn subscribe(
+    pub async fn subscribe(
         &self,
-        mut request: async_graphql::Request,
+        request: async_graphql::Request,
         caller: &Caller,
         id: &str,
         link: shared::Link,
     ) -> Result<shared::Membership, async_graphql::ServerError> {
-        let measured = self.admit(&mut request)?;
+        let (request, measured) = self.admit(request).await;
+        let measured = measured?;
         Ok(self.shared.subscribe(request.data(measured), caller, id, link, self.limits.deadline))
     }
 }
+
+/// A document's text from which its parse and measure leave the async workers.
+const OFFLOAD_BYTES: usize = 8 * 1024;
 
 pub fn build(services: Services, limits: Limits) -> Schemas {
     let schema =

@@ -61,8 +61,7 @@ pub async fn post(State(state): State<HttpState>, peer: Peer, headers: HeaderMap
     if let Some(spent) = budget.filter(|b| !b.allowed) {
         return spent.refusal();
     }
-    let mut batch = batch;
-    let operation = operation_of(&state, &mut batch);
+    let (batch, operation) = operation_of(&state, batch).await;
     let statements = Arc::new(AtomicU64::new(0));
     let batch = with_loaders(&state, &caller, &statements, batch.data(caller.clone()));
     let response = STATEMENTS.scope(statements.clone(), state.schema.execute_batch(batch)).await;
@@ -83,19 +82,31 @@ fn budgeted(mut response: Response, budget: Option<Budget>) -> Response {
 pub struct Operation(pub &'static str);
 
 /// The operation type of a request; `batch` for several.
-fn operation_of(state: &HttpState, batch: &mut BatchRequest) -> Operation {
+async fn operation_of(state: &HttpState, batch: BatchRequest) -> (BatchRequest, Operation) {
     match batch {
-        BatchRequest::Single(request) => operation_of_request(state, request),
-        BatchRequest::Batch(_) => Operation("batch"),
+        BatchRequest::Single(request) => {
+            let (request, operation) = operation_of_request(state, request).await;
+            (BatchRequest::Single(request), operation)
+        }
+        batch => (batch, Operation("batch")),
     }
 }
 
 /// Parses a request once, or finds its text parsed before (execution reuses the document), to
 /// learn its operation type: the POST's metrics label, and the GET's refusal of a mutation.
-fn operation_of_request(state: &HttpState, request: &mut async_graphql::Request) -> Operation {
-    if state.schema.documents.parse(request).is_err() {
-        return Operation("invalid");
-    }
+async fn operation_of_request(
+    state: &HttpState,
+    request: async_graphql::Request,
+) -> (async_graphql::Request, Operation) {
+    let (mut request, parsed) = state.schema.parse(request).await;
+    let operation = match parsed {
+        Ok(()) => operation_type(&mut request),
+        Err(_) => Operation("invalid"),
+    };
+    (request, operation)
+}
+
+fn operation_type(request: &mut async_graphql::Request) -> Operation {
     let name = request.operation_name.clone();
     let Ok(document) = request.parsed_query() else { return Operation("invalid") };
     Operation(match crate::graphql::documents::chosen(document, name.as_deref()).map(|op| op.node.ty) {
@@ -137,7 +148,7 @@ pub async fn get(State(state): State<HttpState>, peer: Peer, request: Request) -
     }
     let headers = request.headers().clone();
     let query = request.uri().query().unwrap_or("");
-    let mut graphql_request = match parse_query_string(query) {
+    let graphql_request = match parse_query_string(query) {
         Ok(r) => r,
         Err(err) => {
             return request_error(
@@ -147,7 +158,8 @@ pub async fn get(State(state): State<HttpState>, peer: Peer, request: Request) -
             );
         }
     };
-    if operation_of_request(&state, &mut graphql_request).0 == "mutation" {
+    let (graphql_request, operation) = operation_of_request(&state, graphql_request).await;
+    if operation.0 == "mutation" {
         let mut response = (StatusCode::METHOD_NOT_ALLOWED, "mutations are sent with POST\n").into_response();
         response.headers_mut().insert(header::ALLOW, HeaderValue::from_static("POST"));
         return response;

@@ -269,7 +269,7 @@ impl Connection {
         };
         match message {
             ClientMessage::ConnectionInit { payload } => self.initialise(payload.unwrap_or_default()).await,
-            ClientMessage::Subscribe { id, payload } => self.subscribe(id, *payload),
+            ClientMessage::Subscribe { id, payload } => self.subscribe(id, *payload).await,
             ClientMessage::Complete { id } => match self.running.remove(id.as_str()) {
                 Some(membership) => {
                     drop(membership);
@@ -305,7 +305,7 @@ impl Connection {
         }
     }
 
-    fn subscribe(&mut self, id: String, request: async_graphql::Request) -> Step {
+    async fn subscribe(&mut self, id: String, request: async_graphql::Request) -> Step {
         let Some(caller) = &self.caller else {
             return Step::End(self.protocol.refuse(4401, "Unauthorized: send connection_init first"));
         };
@@ -319,7 +319,7 @@ impl Connection {
         if let Some(spent) = self.state.load.spend(&spender, 1).filter(|b| !b.allowed) {
             return Step::Send(vec![text(self.protocol.error(&id, spent.error()))]);
         }
-        match self.state.schema.subscribe(request, caller, &id, self.link.clone()) {
+        match self.state.schema.subscribe(request, caller, &id, self.link.clone()).await {
             Ok(membership) => {
                 self.running.insert(Arc::from(id), membership);
                 Step::Send(Vec::new())
