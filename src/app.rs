@@ -177,6 +177,7 @@ impl App {
             ws_init_timeout: Duration::from_millis(self.limits.ws_init_timeout_ms),
             request_timeout: Duration::from_millis(self.limits.request_timeout_ms),
             metrics_token: self.metrics_token.clone(),
+            max_body_bytes: self.limits.max_body_bytes,
             load: self.load.clone(),
             health: self.health.clone(),
         };

@@ -630,8 +630,7 @@ db_test!(addresses_are_read_with_addresses_read_and_changed_with_addresses_manag
         refusal(&deleted),
         (
             "ACCESS_DENIED".into(),
-            json!({ "permission": "compute:addresses:manage", "scope": format!("provider-address/{id}"),
-                "projectId": project })
+            json!({ "permission": "compute:addresses:manage", "scope": format!("provider-address/{id}") })
         )
     );
     let globex = {

@@ -68,9 +68,11 @@ db_test!(typename_inside_introspection_cannot_cancel_the_complexity, |backend: B
     let alone = server.gql(Some(ADMIN), &format!("{{ {page} }}"), json!({})).await;
     assert_eq!(limit(&alone), ("LIMIT_EXCEEDED", "complexity"), "{alone}");
     let value = alone["errors"][0]["extensions"]["details"]["value"].clone();
-    // Each `__typename` under `__type` was subtracted from the measure but never counted in it.
-    let typenames = "__typename ".repeat(2_000);
-    let bypass = format!("{{ {page} __type(name: \"Query\") {{ ...T }} }} fragment T on __Type {{ {typenames} }}");
+    // Each `__typename` under `__type` was subtracted from the measure but never counted in it:
+    // as many as the introspection bounds let through (ten `__type`, fifteen each).
+    let typenames = "__typename ".repeat(15);
+    let types: String = (0..10).map(|i| format!("t{i}: __type(name: \"Query\") {{ ...T }} ")).collect();
+    let bypass = format!("{{ {page} {types} }} fragment T on __Type {{ {typenames} }}");
     let body = server.gql(Some(ADMIN), &bypass, json!({})).await;
     assert_eq!(limit(&body), ("LIMIT_EXCEEDED", "complexity"), "{body}");
     assert_eq!(body["errors"][0]["extensions"]["details"]["value"], value, "introspection neither adds nor subtracts");
@@ -83,6 +85,10 @@ db_test!(introspection_is_bounded_by_its_own_lists_and_aliases, |backend: Backen
     let copies: String = (0..5).map(|i| format!("t{i}: types {{ name }} ")).collect();
     let body = server.gql(None, &format!("{{ __schema {{ {copies} }} }}"), json!({})).await;
     assert_eq!(limit(&body), ("LIMIT_EXCEEDED", "introspection aliases"), "{body}");
+    let repeats = format!("{{ __schema {{ types {{ fields {{ {} }} }} }} }}", "name ".repeat(4_000));
+    let started = Instant::now();
+    assert_eq!(limit(&server.gql(None, &repeats, json!({})).await), ("LIMIT_EXCEEDED", "introspection breadth"));
+    assert!(started.elapsed() < Duration::from_millis(200), "{:?}", started.elapsed());
     let three = "{ __schema { types { fields { args { name } } } } }";
     assert!(server.gql(None, three, json!({})).await.get("errors").is_none());
 });

@@ -227,7 +227,7 @@ async fn first_start_makes_the_demo_and_prints_tokens_once() {
 
 db_test!(the_pages_send_a_content_security_policy_and_may_not_be_framed_or_sniffed, |backend: Backend| async move {
     let server = TestServer::start(backend).await;
-    for path in ["/", "/dashboard"] {
+    for path in ["/", "/dashboard", "/index.html", "/dashboard.html"] {
         let page = server.http.get(server.url(path)).send().await.unwrap();
         let header = |name: &str| page.headers().get(name).map(|v| v.to_str().unwrap().to_owned()).unwrap_or_default();
         let policy = header("content-security-policy");

@@ -69,44 +69,59 @@ db_test!(a_token_past_its_budget_is_answered_429_with_the_drafts_ratelimit_heade
         assert_eq!(post(&server, None, "{ __typename }").await.status(), 200);
     }
     assert_eq!(post(&server, None, "{ __typename }").await.status(), 429);
-    // Over a socket each operation is counted: the token's budget is spent already.
+    // A socket's init and each operation it sends are counted: the token's budget is spent.
     let mut ws = server.ws(json!({ "Authorization": format!("Bearer {token}") })).await;
-    assert_eq!(ws.next(WAIT).await.unwrap()["type"], "connection_ack");
-    ws.subscribe("1", "subscription { events(tenantId: \"acme\") { type } }", json!({})).await;
-    let reply = ws.next(WAIT).await.unwrap();
-    assert_eq!(reply["type"], "error", "{reply}");
+    let (code, reason) = ws.closed(WAIT).await.expect("a close frame");
+    assert_eq!(code, 1013, "{reason}");
+    let mut fresh = server.ws(json!({ "Authorization": format!("Bearer {other}") })).await;
+    assert_eq!(fresh.next(WAIT).await.unwrap()["type"], "connection_ack");
+    for id in ["1", "2"] {
+        fresh.subscribe(id, "subscription { events(tenantId: \"acme\") { type } }", json!({})).await;
+    }
+    let reply = fresh.next(WAIT).await.unwrap();
+    assert_eq!((reply["type"].as_str(), reply["id"].as_str()), (Some("error"), Some("2")), "{reply}");
     assert_eq!(reply["payload"][0]["extensions"]["code"], "LIMIT_EXCEEDED", "{reply}");
 });
 
 db_test!(a_request_past_the_cap_in_flight_is_answered_503_at_once, |backend: Backend| async move {
     let server = server_with(backend, LoadArgs { max_in_flight: 1, ..LoadArgs::default() }, |_| {}).await;
-    // A request whose body never finishes holds the one place while its handler waits for it.
+    // A body sent slowly holds its connection, not the one place among the requests in flight.
     let mut slow = tokio::net::TcpStream::connect(server.addr).await.unwrap();
     let head = "POST /graphql HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{\"q";
     slow.write_all(head.as_bytes()).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(post(&server, Some(ADMIN), "{ __typename }").await.status(), 200, "a slow body takes no place");
+    // A request that waits on the database holds it: SQLite's one connection, or PostgreSQL's
+    // projects table, held by the test.
+    use sea_orm::{ConnectionTrait, TransactionTrait};
+    let held = server.app.services.db.begin().await.unwrap();
+    if backend == Backend::Postgres {
+        held.execute_unprepared("LOCK TABLE projects IN ACCESS EXCLUSIVE MODE").await.unwrap();
+    }
+    let waiting = {
+        let (http, url) = (server.http.clone(), server.url("/graphql"));
+        tokio::spawn(async move {
+            let query = json!({ "query": "{ projects(tenantId: \"acme\") { id } }" });
+            http.post(url).bearer_auth(ADMIN).json(&query).send().await.unwrap().status()
+        })
+    };
     let mut refused = None;
     for _ in 0..50 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
         let response = post(&server, Some(ADMIN), "{ __typename }").await;
         if response.status() == 503 {
             refused = Some(response);
             break;
         }
-        tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let refused = refused.expect("a 503 while the slow request holds the place");
+    let refused = refused.expect("a 503 while the waiting request holds the place");
     assert_eq!(header(&refused, "retry-after").as_deref(), Some("1"));
     let body: Value = refused.json().await.unwrap();
     assert_eq!(body["errors"][0]["extensions"]["code"], "UNAVAILABLE", "{body}");
-    drop(slow);
-    let mut served = false;
-    for _ in 0..50 {
-        if post(&server, Some(ADMIN), "{ __typename }").await.status() == 200 {
-            served = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert!(served, "the place is given back with the slow request");
+    assert_eq!(body["errors"][0]["extensions"]["details"]["limit"], "requests in flight", "{body}");
+    drop(held);
+    assert_eq!(waiting.await.unwrap(), 200, "the waiting request is answered once the database is free");
+    assert_eq!(post(&server, Some(ADMIN), "{ __typename }").await.status(), 200, "its place was given back");
     // Health is never refused.
     assert_eq!(server.http.get(server.url("/healthz")).send().await.unwrap().status(), 200);
 });
@@ -322,3 +337,27 @@ async fn while_postgresql_is_away_readyz_and_requests_fail_fast_and_recover_by_t
     assert!(back.elapsed() < Duration::from_secs(3), "back within {:?}", back.elapsed());
     assert_eq!(server.http.get(server.url("/readyz")).send().await.unwrap().status(), 200);
 }
+
+db_test!(an_address_holds_few_sockets_that_have_not_authenticated, |backend: Backend| async move {
+    let server = server_with(backend, LoadArgs::default(), |_| {}).await;
+    let mut waiting = Vec::new();
+    for _ in 0..64 {
+        waiting.push(server.ws_uninitialised().await);
+    }
+    let mut request = tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(format!(
+        "ws://{}/graphql",
+        server.addr
+    ))
+    .unwrap();
+    request.headers_mut().insert("Sec-WebSocket-Protocol", "graphql-transport-ws".parse().unwrap());
+    match tokio_tungstenite::connect_async(request.clone()).await {
+        Err(tokio_tungstenite::tungstenite::Error::Http(response)) => assert_eq!(response.status(), 503),
+        other => panic!("a 65th socket waiting for connection_init: {:?}", other.map(|(_, r)| r.status())),
+    }
+    // One that authenticates no longer counts against its address.
+    waiting[0]
+        .send(json!({ "type": "connection_init", "payload": { "Authorization": format!("Bearer {ADMIN}") } }))
+        .await;
+    assert_eq!(waiting[0].next(WAIT).await.unwrap()["type"], "connection_ack");
+    assert!(tokio_tungstenite::connect_async(request).await.is_ok());
+});

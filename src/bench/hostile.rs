@@ -133,6 +133,14 @@ fn attacks(tenant: &str) -> Vec<Attack> {
     // Introspection: the standard query's shape, and the heaviest the bounds let through.
     let full = "query { __schema { types { name kind fields { name args { name type { name kind ofType { name kind ofType { name } } } } type { name kind ofType { name kind ofType { name } } } } inputFields { name } enumValues { name } interfaces { name } possibleTypes { name } } directives { name args { name } } } }";
     add("introspection", "the whole schema", query(full.into()));
+    let repeats = format!("{{ __schema {{ types {{ fields {{ {} }} }} }} }}", "name ".repeat(4_900));
+    add("introspection", "a field repeated 4,900 times under two lists", query(repeats));
+    let most = format!(
+        "{{ __schema {{ types {{ fields {{ {} args {{ {} }} }} }} }} }}",
+        "name ".repeat(15),
+        "name ".repeat(16)
+    );
+    add("introspection", "16 fields at each of three lists (the most admitted)", query(most));
     let aliased: String =
         (0..5).map(|i| format!("t{i}: types {{ name fields {{ name args {{ name type {{ name }} }} }} }} ")).collect();
     add("introspection", "the whole schema five times (refused)", query(format!("{{ __schema {{ {aliased} }} }}")));

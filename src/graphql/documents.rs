@@ -3,7 +3,7 @@
 //! it twice: a tenth of a page of the list. A document is parsed once and cloned after. A text
 //! that nests deeper than the parser may safely recurse is never parsed.
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use async_graphql::parser::Positioned;
 use async_graphql::parser::types::{ExecutableDocument, OperationDefinition};
@@ -27,20 +27,22 @@ pub fn chosen<'d>(document: &'d ExecutableDocument, name: Option<&str>) -> Optio
     }
 }
 
+/// Documents that were admitted (`Limits::admit`), by their text. Shared, so that a hit holds
+/// the lock for no longer than a pointer's copy; the document is copied outside it.
 #[derive(Default)]
 pub struct Documents {
-    parsed: Mutex<HashMap<String, ExecutableDocument>>,
+    parsed: Mutex<HashMap<String, Arc<ExecutableDocument>>>,
 }
 
 impl Documents {
-    /// Gives `request` its parsed document, from the cache when its text was parsed before:
-    /// the parser's error for a text that does not parse, LIMIT_EXCEEDED (unparsed) for one
-    /// that nests too deep.
-    pub fn parse(&self, request: &mut Request) -> Result<(), ServerError> {
+    /// Gives `request` its parsed document, from the cache when its text was admitted before
+    /// (then true): the parser's error for a text that does not parse, LIMIT_EXCEEDED (unparsed)
+    /// for one that nests too deep.
+    pub fn parse(&self, request: &mut Request) -> Result<bool, ServerError> {
         let known = self.parsed.lock().unwrap_or_else(|e| e.into_inner()).get(&request.query).cloned();
         if let Some(document) = known {
-            request.set_parsed_query(document);
-            return Ok(());
+            request.set_parsed_query(ExecutableDocument::clone(&document));
+            return Ok(true);
         }
         let nesting = text_nesting(&request.query);
         if nesting > MAX_TEXT_NESTING {
@@ -48,16 +50,23 @@ impl Documents {
             let details = json!({ "limit": "text nesting", "value": nesting, "max": MAX_TEXT_NESTING });
             return Err(super::error::server_error(Error::new(Code::LimitExceeded, message).with_details(details)));
         }
-        let document = request.parsed_query()?.clone();
+        request.parsed_query()?;
+        Ok(false)
+    }
+
+    /// Keeps `request`'s document, once it was admitted: only a document that fits the limits is
+    /// kept, so what anyone may send unchecked never fills the cache.
+    pub fn keep(&self, request: &mut Request) {
         if request.query.len() > LONGEST {
-            return Ok(());
+            return;
         }
+        let Ok(document) = request.parsed_query() else { return };
+        let document = Arc::new(document.clone());
         let mut parsed = self.parsed.lock().unwrap_or_else(|e| e.into_inner());
         if parsed.len() >= KEPT {
             parsed.clear();
         }
         parsed.insert(request.query.clone(), document);
-        Ok(())
     }
 
     #[cfg(test)]
@@ -74,9 +83,11 @@ mod tests {
     fn a_text_is_parsed_once_and_its_document_reused() {
         let documents = Documents::default();
         let mut first = Request::new("{ a b }");
-        documents.parse(&mut first).unwrap();
+        assert!(!documents.parse(&mut first).unwrap());
+        assert_eq!(documents.len(), 0, "kept only once admitted");
+        documents.keep(&mut first);
         let mut again = Request::new("{ a b }");
-        documents.parse(&mut again).unwrap();
+        assert!(documents.parse(&mut again).unwrap(), "from the cache");
         assert_eq!(documents.len(), 1);
         let fields = |r: &mut Request| format!("{:?}", r.parsed_query().unwrap().operations);
         assert_eq!(fields(&mut again), fields(&mut first));
@@ -88,10 +99,13 @@ mod tests {
         assert!(documents.parse(&mut Request::new("{ a ")).is_err(), "the parser's error");
         let mut long = Request::new(format!("{{ a{} }}", "b".repeat(LONGEST)));
         documents.parse(&mut long).unwrap();
+        documents.keep(&mut long);
         assert!(long.parsed_query().is_ok(), "parsed, not kept");
         assert_eq!(documents.len(), 0);
         for i in 0..KEPT + 1 {
-            documents.parse(&mut Request::new(format!("{{ a{i} }}"))).unwrap();
+            let mut request = Request::new(format!("{{ a{i} }}"));
+            documents.parse(&mut request).unwrap();
+            documents.keep(&mut request);
         }
         assert!(documents.len() <= KEPT);
     }

@@ -27,6 +27,9 @@ use crate::error::{Code, Error};
 /// and nests three lists (`types { fields { args } }`).
 const INTROSPECTION_DEPTH: usize = 24;
 const INTROSPECTION_LISTS: usize = 3;
+/// No introspection type has more than a dozen fields: more in one set are repeats, each resolved
+/// again for every object of the lists above.
+const INTROSPECTION_BREADTH: usize = 16;
 const INTROSPECTION_ALIASES: usize = 4;
 const SCHEMA_FIELDS: usize = 1;
 const TYPE_FIELDS: usize = 10;
@@ -104,7 +107,7 @@ impl Limits {
     /// parses (once per text, `documents`), and its measure fits every bound. Returns the
     /// measure, which validation needs; on refusal nothing of async-graphql has run.
     pub fn admit(&self, documents: &Documents, request: &mut Request) -> Result<Measure, ServerError> {
-        documents.parse(request)?;
+        let known = documents.parse(request)?;
         let variables = std::mem::take(&mut request.variables);
         let measured = request.parsed_query().map(|document| measure(document, &variables));
         request.variables = variables;
@@ -115,6 +118,9 @@ impl Limits {
             }
         })?;
         self.check(&measured)?;
+        if !known {
+            documents.keep(request);
+        }
         Ok(measured)
     }
 
@@ -130,6 +136,7 @@ impl Limits {
             ("aliases", m.aliases, self.aliases),
             ("introspection depth", m.introspection_depth, INTROSPECTION_DEPTH),
             ("introspection lists", m.introspection_lists, INTROSPECTION_LISTS),
+            ("introspection breadth", m.introspection_breadth, INTROSPECTION_BREADTH),
             ("introspection aliases", m.introspection_aliases, INTROSPECTION_ALIASES),
             ("__schema fields", m.schema_fields, SCHEMA_FIELDS),
             ("__type fields", m.type_fields, TYPE_FIELDS),

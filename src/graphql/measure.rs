@@ -40,6 +40,12 @@ pub struct Measure {
     pub introspection_depth: usize,
     /// Lists of introspection nested in one another (`types { fields { args } }` is three).
     pub introspection_lists: usize,
+    /// The most fields one introspection selection set asks (fragments flattened into it): no
+    /// introspection type has more than a dozen, and each one more is resolved for every object
+    /// of every list above it.
+    pub introspection_breadth: usize,
+    /// Fields at this selection set's own level, its fragments flattened into it.
+    fields: usize,
     pub introspection_aliases: usize,
     pub schema_fields: usize,
     pub type_fields: usize,
@@ -55,6 +61,8 @@ impl Measure {
         add(&mut self.introspection_aliases, other.introspection_aliases);
         add(&mut self.schema_fields, other.schema_fields);
         add(&mut self.type_fields, other.type_fields);
+        add(&mut self.fields, other.fields);
+        self.introspection_breadth = self.introspection_breadth.max(other.introspection_breadth);
         self.nesting = self.nesting.max(other.nesting);
         self.depth = self.depth.max(other.depth);
         self.introspection_depth = self.introspection_depth.max(other.introspection_depth);
@@ -168,13 +176,13 @@ impl<'a> Walk<'a> {
             let own = 1usize.saturating_add(self.directives(item.node.directives()));
             let (measured, nested) = match &item.node {
                 Selection::Field(field) if field.node.selection_set.node.items.is_empty() => {
-                    (self.field(&field.node, Measure::default(), inside), 0)
+                    (Measure { fields: 1, ..self.field(&field.node, Measure::default(), inside) }, 0)
                 }
                 Selection::Field(field) => {
                     let name = field.node.name.node.as_str();
                     let within = inside || name == "__schema" || name == "__type";
                     let children = self.set(&field.node.selection_set.node, within)?;
-                    (self.field(&field.node, children, inside), children.nesting + 1)
+                    (Measure { fields: 1, ..self.field(&field.node, children, inside) }, children.nesting + 1)
                 }
                 Selection::InlineFragment(fragment) => {
                     let children = self.set(&fragment.node.selection_set.node, inside)?;
@@ -193,6 +201,9 @@ impl<'a> Walk<'a> {
             total.selections = total.selections.saturating_add(own);
         }
         total.nesting = below;
+        if inside {
+            total.introspection_breadth = total.introspection_breadth.max(total.fields);
+        }
         Ok(total)
     }
 
@@ -350,6 +361,10 @@ mod tests {
             measured("{ __schema { types { fields { args { name } } a: fields { name } } } me { tenantId } }").unwrap();
         assert_eq!((m.introspection_lists, m.introspection_aliases, m.schema_fields), (3, 1, 1));
         assert_eq!((m.depth, m.aliases, m.introspection_depth), (2, 0, 5));
+        assert_eq!(m.introspection_breadth, 2, "fields and a: fields");
+        let repeated =
+            format!("{{ __schema {{ types {{ name ...T }} }} }} fragment T on __Type {{ {} }}", "name ".repeat(30));
+        assert_eq!(measured(&repeated).unwrap().introspection_breadth, 31, "a fragment's fields count where spread");
     }
 
     #[test]

@@ -105,7 +105,7 @@ impl Schemas {
         &self,
         request: async_graphql::Request,
     ) -> (async_graphql::Request, Result<(), async_graphql::ServerError>) {
-        self.offloaded(request, |schemas, request| schemas.documents.parse(request)).await
+        self.offloaded(request, |schemas, request| schemas.documents.parse(request).map(|_| ())).await
     }
 
     /// Runs `work` on `request`, on the blocking pool when its text is long.
@@ -181,17 +181,20 @@ impl Schemas {
         }
     }
 
-    /// Answers `request` of `caller` as subscription `id` on `link`, once admitted.
+    /// Answers `request` of `caller` as subscription `id` on `link`, once admitted. `place`
+    /// (among the requests in flight) is held until a query or mutation is answered.
     pub async fn subscribe(
         &self,
         request: async_graphql::Request,
         caller: &Caller,
         id: &str,
         link: shared::Link,
+        place: tokio::sync::OwnedSemaphorePermit,
     ) -> Result<shared::Membership, async_graphql::ServerError> {
         let (request, measured) = self.admit(request).await;
         let measured = measured?;
-        Ok(self.shared.subscribe(request.data(measured), caller, id, link, self.limits.deadline))
+        let once = shared::Once { deadline: self.limits.deadline, place };
+        Ok(self.shared.subscribe(request.data(measured), caller, id, link, once))
     }
 }
 

@@ -129,17 +129,18 @@ impl Shared {
     }
 
     /// Answers `request` of `caller` as subscription `id` on `link`: in the live execution that
-    /// already answers the same, or in a new one. A query or mutation has `deadline` to answer.
+    /// already answers the same, or in a new one. A query or mutation answers within `once`'s
+    /// deadline, holding its place until then.
     pub fn subscribe(
         self: &Arc<Self>,
         mut request: Request,
         caller: &Caller,
         id: &str,
         link: Link,
-        deadline: std::time::Duration,
+        once: Once,
     ) -> Membership {
         let key = shared_key(&mut request, caller);
-        let deadline = (operation_type(&mut request) != Some(OperationType::Subscription)).then_some(deadline);
+        let once = (operation_type(&mut request) != Some(OperationType::Subscription)).then_some(once);
         let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(execution) = key.as_ref().and_then(|key| live.get(key))
             && let Some(membership) = self.join(execution, id, &link)
@@ -158,8 +159,8 @@ impl Shared {
         drop(live);
         let membership = self.join(&execution, id, &link).expect("a new execution is joinable");
         let stream = self.schema.execute_stream(request.data(caller.clone()));
-        let stream = match deadline {
-            Some(deadline) => within(deadline, stream),
+        let stream = match once {
+            Some(once) => within(once, stream),
             None => stream,
         };
         let task = tokio::spawn(answer(Arc::downgrade(self), execution.clone(), stream));
@@ -231,13 +232,22 @@ async fn answer(
     }
 }
 
-/// `stream`'s one answer, or a TIMEOUT error once `deadline` has passed: a query or mutation
-/// over a socket takes no longer than over HTTP.
+/// What a query or mutation sent over a socket answers within: the HTTP deadline, and its place
+/// among the requests in flight.
+pub struct Once {
+    pub deadline: std::time::Duration,
+    pub place: tokio::sync::OwnedSemaphorePermit,
+}
+
+/// `stream`'s one answer, or a TIMEOUT error once the deadline has passed: a query or mutation
+/// over a socket takes no longer than over HTTP, and holds its place until answered.
 fn within(
-    deadline: std::time::Duration,
+    once: Once,
     stream: futures_util::stream::BoxStream<'static, async_graphql::Response>,
 ) -> futures_util::stream::BoxStream<'static, async_graphql::Response> {
+    let Once { deadline, place } = once;
     let answered = async move {
+        let _place = place;
         let mut stream = stream;
         match tokio::time::timeout(deadline, stream.next()).await {
             Ok(answer) => answer,

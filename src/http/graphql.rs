@@ -158,16 +158,17 @@ pub async fn get(State(state): State<HttpState>, peer: Peer, request: Request) -
             );
         }
     };
+    // Who asks and whether they may, before the document is parsed.
+    let caller = caller(&state, header_token(&headers)).await;
+    let budget = state.load.spend(&Spender::of(&caller, peer), 1);
+    if let Some(spent) = budget.filter(|b| !b.allowed) {
+        return spent.refusal();
+    }
     let (graphql_request, operation) = operation_of_request(&state, graphql_request).await;
     if operation.0 == "mutation" {
         let mut response = (StatusCode::METHOD_NOT_ALLOWED, "mutations are sent with POST\n").into_response();
         response.headers_mut().insert(header::ALLOW, HeaderValue::from_static("POST"));
         return response;
-    }
-    let caller = caller(&state, header_token(&headers)).await;
-    let budget = state.load.spend(&Spender::of(&caller, peer), 1);
-    if let Some(spent) = budget.filter(|b| !b.allowed) {
-        return spent.refusal();
     }
     let statements = Arc::new(AtomicU64::new(0));
     let batch = BatchRequest::Single(graphql_request.data(caller.clone()));

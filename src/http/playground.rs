@@ -17,9 +17,13 @@ const PAGE_POLICY: &str = "default-src 'self'; script-src 'self'; style-src 'sel
 img-src 'self' data: blob:; font-src 'self' data:; worker-src 'self' blob:; connect-src 'self'; \
 object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
-/// The CDN fallback loads only the pinned files below (each with its integrity hash).
-const FALLBACK_POLICY: &str = "default-src 'self'; script-src 'self' https://unpkg.com; \
-style-src https://unpkg.com 'unsafe-inline'; img-src 'self' data:; font-src https://unpkg.com data:; \
+/// The CDN fallback loads only the pinned files below (each by its address and its integrity
+/// hash), not anything else unpkg holds.
+const FALLBACK_POLICY: &str = "default-src 'self'; script-src 'self' \
+https://unpkg.com/react@18.3.1/umd/react.production.min.js \
+https://unpkg.com/react-dom@18.3.1/umd/react-dom.production.min.js \
+https://unpkg.com/graphiql@3.8.3/graphiql.min.js; \
+style-src https://unpkg.com/graphiql@3.8.3/graphiql.min.css 'unsafe-inline'; img-src 'self' data:; font-src data:; \
 connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 pub async fn index() -> Response {
@@ -58,6 +62,10 @@ pub async fn asset(Path(path): Path<String>) -> Response {
     let Some(file) = Build::get(&path) else {
         return (StatusCode::NOT_FOUND, "not found\n").into_response();
     };
+    // A page by its file name (`/index.html`) is a page as `/` serves it: with its headers.
+    if path.ends_with(".html") {
+        return page(file.data, PAGE_POLICY, StatusCode::OK);
+    }
     // Vite names assets by content hash, so they never change under one name.
     let cache = if path.starts_with("assets/") { "public, max-age=31536000, immutable" } else { "no-cache" };
     ([(header::CONTENT_TYPE, content_type(&path)), (header::CACHE_CONTROL, cache)], file.data).into_response()

@@ -29,7 +29,7 @@ use futures_util::{SinkExt, StreamExt, future};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::load::{SocketPlace, Spender};
+use super::load::{self, SocketPlace, Spender};
 use super::{HttpState, bearer};
 use crate::graphql::Caller;
 use crate::graphql::shared::{Link, Membership, Outbound};
@@ -57,7 +57,7 @@ const SEND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 /// `connection_init` (`{"Authorization": "Bearer …"}`), or else from the upgrade request's header;
 /// a token that does not authenticate closes the connection.
 pub async fn upgrade(state: HttpState, request: Request, peer: Option<SocketAddr>) -> Response {
-    let place = match state.load.open_socket() {
+    let place = match state.load.open_socket(peer) {
         Ok(place) => place,
         Err(full) => return full.into_response(),
     };
@@ -185,6 +185,8 @@ async fn serve(socket: WebSocket, state: HttpState, protocol: Protocol, header_t
     let init_deadline = tokio::time::sleep(deadline);
     tokio::pin!(init_deadline);
     let mut ping = tokio::time::interval_at(tokio::time::Instant::now() + ping_every, ping_every);
+    // A send that waited long must not be followed by pings in a burst, each judging the peer.
+    ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     // Whether the peer sent anything since the last ping, and since when it holds nothing.
     let (mut heard, mut idle_since) = (true, tokio::time::Instant::now());
     // What a connection waits on is kept to what it needs: an operator's or an anonymous one
@@ -293,6 +295,11 @@ impl Connection {
             Caller::Rejected(err) => Step::End(self.protocol.refuse(4403, &format!("Forbidden: {}", err.message))),
             Caller::Anonymous => Step::End(self.protocol.refuse(4403, "Forbidden: connection_init needs a token")),
             Caller::Authenticated(actor) => {
+                let spender = Spender::of(&Caller::Authenticated(actor.clone()), self.place.peer);
+                if let Some(spent) = self.state.load.spend(&spender, 1).filter(|b| !b.allowed) {
+                    let reason = format!("Try again later: the request budget is spent for {} s", spent.reset);
+                    return Step::End(vec![close(1013, &reason)]);
+                }
                 let holder = actor.token_id.as_deref().unwrap_or("admin");
                 if !self.state.load.claim_socket(&mut self.place.socket, holder, actor.is_operator()) {
                     let most = self.state.load.max_sockets_per_token();
@@ -319,7 +326,17 @@ impl Connection {
         if let Some(spent) = self.state.load.spend(&spender, 1).filter(|b| !b.allowed) {
             return Step::Send(vec![text(self.protocol.error(&id, spent.error()))]);
         }
-        match self.state.schema.subscribe(request, caller, &id, self.link.clone()).await {
+        // A query or mutation sent here takes a place among the requests in flight, as over HTTP
+        // (a live subscription gives it back once it runs).
+        let place = match self.state.health.is_up() {
+            true => self.state.load.enter(),
+            false => Err(load::Full::database()),
+        };
+        let place = match place {
+            Ok(place) => place,
+            Err(full) => return Step::Send(vec![text(self.protocol.error(&id, full.error()))]),
+        };
+        match self.state.schema.subscribe(request, caller, &id, self.link.clone(), place).await {
             Ok(membership) => {
                 self.running.insert(Arc::from(id), membership);
                 Step::Send(Vec::new())

@@ -113,7 +113,7 @@ impl Services {
     pub async fn address_create(&self, actor: &Actor, input: AddressCreate) -> Result<AddressView> {
         check_create(&input)?;
         let id = ids::new_id(ids::ADDRESS);
-        actor.decide(MANAGE, &Target::resource(&input.tenant_id, input.project_id.as_deref(), KIND, &id))?;
+        actor.decide_create(MANAGE, &input.tenant_id, input.project_id.as_deref(), KIND, &id)?;
         let txn = self.begin().await?;
         // The key first: a replay answers what it made, whatever the state rules say now.
         let key = idempotency::Key {

@@ -123,6 +123,32 @@ impl Actor {
         Err(access_denied(permission, target))
     }
 
+    /// Decides making a resource of `kind` (its new id `id`) in `project_id` of `tenant_id`: a
+    /// refusal names the project the caller asked for (or the tenant), which is its own input,
+    /// where one on an existing resource names only that resource.
+    pub fn decide_create(
+        &self,
+        permission: &str,
+        tenant_id: &str,
+        project_id: Option<&str>,
+        kind: &str,
+        id: &str,
+    ) -> Result<()> {
+        let target = Target::resource(tenant_id, project_id, kind, id);
+        if self.allows(permission, &target) {
+            return Ok(());
+        }
+        if !self.is_operator() && self.tenant_id.as_deref() != Some(tenant_id) {
+            return Err(Error::not_found("tenant", tenant_id));
+        }
+        let scope = match project_id {
+            Some(project_id) => format!("project/{project_id}"),
+            None => format!("tenant/{tenant_id}"),
+        };
+        Err(Error::new(Code::AccessDenied, format!("{permission} is not granted on {scope}"))
+            .with_details(json!({ "permission": permission, "scope": scope })))
+    }
+
     /// Whether `permission` is granted on `target` (for filtering lists and feeds).
     pub fn allows(&self, permission: &str, target: &Target<'_>) -> bool {
         if self.is_operator() {
@@ -185,11 +211,8 @@ fn access_denied(permission: &str, target: &Target<'_>) -> Error {
         Some(id) => format!("{}/{id}", target.kind),
         None => format!("tenant/{}", target.tenant_id),
     };
-    let mut details = json!({ "permission": permission, "scope": scope });
-    if let Some(project_id) = target.project_id {
-        details["projectId"] = json!(project_id);
-    }
-    Error::new(Code::AccessDenied, format!("{permission} is not granted on {scope}")).with_details(details)
+    Error::new(Code::AccessDenied, format!("{permission} is not granted on {scope}"))
+        .with_details(json!({ "permission": permission, "scope": scope }))
 }
 
 /// The permission that reads a subject of `kind` (used to filter the event feed).

@@ -141,7 +141,7 @@ impl Services {
     pub async fn instance_create(&self, actor: &Actor, input: InstanceCreate) -> Result<InstanceView> {
         check_create(&input)?;
         let id = ids::new_id(ids::INSTANCE);
-        actor.decide(CREATE, &Target::resource(&input.tenant_id, input.project_id.as_deref(), KIND, &id))?;
+        actor.decide_create(CREATE, &input.tenant_id, input.project_id.as_deref(), KIND, &id)?;
         let txn = self.begin().await?;
         // The key first: a replay answers what it made, whatever the state rules say now.
         let key =
@@ -172,8 +172,7 @@ impl Services {
                 let zones = super::pools::strings(&pool.account.zones);
                 let place = Placement { account_id: &pool.account.id, region: &input.region, zones: &zones, aws };
                 let (network, zone) =
-                    check_network(&txn, &input.tenant_id, network_id, &place, input.zone.as_deref()).await?;
-                networks::decide_join(actor, &network)?;
+                    check_network(&txn, actor, &input.tenant_id, network_id, &place, input.zone.as_deref()).await?;
                 if !input.filesystems.is_empty() {
                     // Filesystems are decided on their network: mounting one reads it.
                     let target =
@@ -459,17 +458,21 @@ struct Placement<'a> {
 /// network and the zone.
 async fn check_network(
     conn: &impl ConnectionTrait,
+    actor: &Actor,
     tenant_id: &str,
     network_id: &str,
     place: &Placement<'_>,
     zone: Option<&str>,
 ) -> Result<(network::Model, Option<String>)> {
+    // Decided before anything else is read of it or locked: a network the caller may not join
+    // tells nothing of itself.
+    let missing = || Error::not_found("network", network_id);
+    let seen = crate::store::networks::find_live_in_tenant(conn, tenant_id, network_id).await?.ok_or_else(missing)?;
+    networks::decide_join(actor, &seen)?;
     // The network's row lock (PostgreSQL), as its delete and its filesystems' deletes take it:
-    // neither can start while this instance is being recorded on it.
+    // neither can start while this instance is being recorded on it. Read again under it.
     rows::lock(conn, "networks", network_id).await?;
-    let found = crate::store::networks::find_live_in_tenant(conn, tenant_id, network_id)
-        .await?
-        .ok_or_else(|| Error::not_found("network", network_id))?;
+    let found = crate::store::networks::find_live_in_tenant(conn, tenant_id, network_id).await?.ok_or_else(missing)?;
     if found.provider_account_id != place.account_id {
         return Err(Error::invalid_input("networkId", "the network is on another provider account than the pool"));
     }

@@ -10,9 +10,11 @@ use std::time::Duration;
 use sqlx::Connection;
 use tokio_util::sync::CancellationToken;
 
-/// How often the database is asked, and how long an answer may take.
+/// How often the database is asked, how long an answer may take, and how many in a row must go
+/// unanswered before it is taken for away (one slow answer on a busy machine is not an outage).
 const EVERY: Duration = Duration::from_secs(1);
-const WAIT: Duration = Duration::from_secs(1);
+const WAIT: Duration = Duration::from_secs(2);
+const MISSED: u32 = 2;
 
 /// The last answer of the prober.
 #[derive(Clone)]
@@ -50,17 +52,24 @@ impl Health {
             let mut connection: Option<sqlx::PgConnection> = None;
             let mut tick = tokio::time::interval(EVERY);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            let mut missed = 0;
             loop {
                 tokio::select! {
                     _ = stop.cancelled() => return,
                     _ = tick.tick() => {}
                 }
-                let answered = tokio::time::timeout(WAIT, probe(&url, &mut connection)).await;
-                let up = matches!(answered, Ok(Ok(())));
-                if !up {
+                let answered = match tokio::time::timeout(WAIT, probe(&url, &mut connection)).await {
+                    Ok(Ok(())) => true,
+                    // The database answered, if only to refuse (every connection taken, say): it
+                    // is there.
+                    Ok(Err(sqlx::Error::Database(_))) => true,
+                    Ok(Err(_)) | Err(_) => false,
+                };
+                if !answered {
                     connection = None;
                 }
-                health.set(up);
+                missed = if answered { 0 } else { missed + 1 };
+                health.set(missed < MISSED);
             }
         });
     }

@@ -104,15 +104,6 @@ async fn migrate(db: &DatabaseConnection) -> Result<(), DbErr> {
     result
 }
 
-/// True when the database answers and every migration is applied.
-pub async fn ready(db: &DatabaseConnection) -> bool {
-    let probe = Statement::from_string(db.get_database_backend(), "SELECT 1");
-    if db.query_one_raw(probe).await.is_err() {
-        return false;
-    }
-    matches!(Migrator::get_pending_migrations(db).await, Ok(pending) if pending.is_empty())
-}
-
 pub fn is_postgres(db: &DatabaseConnection) -> bool {
     db.get_database_backend() == DbBackend::Postgres
 }

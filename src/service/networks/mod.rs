@@ -98,7 +98,7 @@ impl Services {
     pub async fn network_create(&self, actor: &Actor, input: NetworkCreate) -> Result<NetworkView> {
         check_create(&input)?;
         let id = ids::new_id(ids::NETWORK);
-        actor.decide(UPDATE, &Target::resource(&input.tenant_id, input.project_id.as_deref(), KIND, &id))?;
+        actor.decide_create(UPDATE, &input.tenant_id, input.project_id.as_deref(), KIND, &id)?;
         if input.subnets.is_empty() || input.subnets.len() > MAX_SUBNETS {
             return Err(Error::invalid_input("subnets", format!("a network has 1 to {MAX_SUBNETS} subnets")));
         }
@@ -159,7 +159,7 @@ impl Services {
     pub async fn network_adopt(&self, actor: &Actor, input: NetworkAdopt) -> Result<NetworkView> {
         check_adopt(&input)?;
         let id = ids::new_id(ids::NETWORK);
-        actor.decide(UPDATE, &Target::resource(&input.tenant_id, input.project_id.as_deref(), KIND, &id))?;
+        actor.decide_create(UPDATE, &input.tenant_id, input.project_id.as_deref(), KIND, &id)?;
         let txn = self.begin().await?;
         // The key first: a replay answers what it made, whatever the state rules say now.
         let key =

@@ -68,7 +68,7 @@ impl Services {
     pub async fn volume_create(&self, actor: &Actor, input: VolumeCreate) -> Result<VolumeView> {
         check_create(&input)?;
         let id = ids::new_id(ids::VOLUME);
-        actor.decide(MANAGE, &Target::resource(&input.tenant_id, input.project_id.as_deref(), KIND, &id))?;
+        actor.decide_create(MANAGE, &input.tenant_id, input.project_id.as_deref(), KIND, &id)?;
         let txn = self.begin().await?;
         // The key first: a replay returns what it made, whatever the state rules say now.
         let key = idempotency::Key {
