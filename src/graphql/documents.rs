@@ -10,8 +10,7 @@ use async_graphql::parser::types::{ExecutableDocument, OperationDefinition};
 use async_graphql::{Request, ServerError};
 use serde_json::json;
 
-use super::limits::MAX_TEXT_NESTING;
-use super::measure::text_nesting;
+use super::measure::{MAX_TEXT_NESTING, text_nesting};
 use crate::error::{Code, Error};
 
 /// Documents kept at most; past it the cache starts over (a fixed set of queries fits at once).

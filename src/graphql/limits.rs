@@ -34,10 +34,6 @@ const INTROSPECTION_ALIASES: usize = 4;
 const SCHEMA_FIELDS: usize = 1;
 const TYPE_FIELDS: usize = 10;
 
-/// The deepest a document's text may nest brackets: past the parser's own selection-set limit
-/// (64), well past what a valid document needs (33 sets, and a few lists in arguments).
-pub const MAX_TEXT_NESTING: usize = 64;
-
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
     pub depth: usize,

@@ -16,6 +16,10 @@ use async_graphql_value::{ConstValue, Value};
 /// (a field's set, an inline fragment, a spread's fragment): past it, it refuses the document.
 pub const MAX_NESTING: usize = 32;
 
+/// The deepest a document's text may nest brackets: past the parser's own selection-set limit
+/// (64), well past what a valid document needs (33 sets, and a few lists in arguments).
+pub const MAX_TEXT_NESTING: usize = 64;
+
 /// Characters of a string value that weigh as one selection: a long string is copied wherever
 /// its field is spread.
 const TEXT_PER_SELECTION: usize = 64;

@@ -108,7 +108,7 @@ pub async fn insert(
     .await
 }
 
-/// Sets the machine sizes and images the pool offers, with a new version; the pool as it is now.
+/// Sets the machine sizes and images the pool offers, with a new version.
 pub async fn set_machines(
     conn: &impl ConnectionTrait,
     pool_id: &str,
@@ -119,12 +119,10 @@ pub async fn set_machines(
     pool::Entity::update_many()
         .col_expr(pool::Column::Sizes, Expr::value(serde_json::json!(sizes)))
         .col_expr(pool::Column::Images, Expr::value(serde_json::json!(images)))
-        .col_expr(pool::Column::Version, Expr::col(pool::Column::Version).add(1))
-        .col_expr(pool::Column::UpdatedAt, Expr::value(now))
         .filter(pool::Column::Id.eq(pool_id))
         .exec(conn)
         .await?;
-    Ok(())
+    bump(conn, pool_id, now).await
 }
 
 /// Bumps the pool's version in SQL (its offers are part of it, so an offer makes a new version).
