@@ -15,6 +15,7 @@ pub const SNAPSHOT: &str = "psnap";
 pub const ATTACHMENT: &str = "patt";
 pub const ADDRESS: &str = "paddr";
 pub const FILESYSTEM: &str = "fs";
+pub const FIREWALL_RULE: &str = "fwr";
 
 /// Ids made in one millisecond by this process still sort in the order they were made (a
 /// network's subnets list in the order asked), since ULIDs of one millisecond are otherwise random.

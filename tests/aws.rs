@@ -8,8 +8,8 @@ use std::time::Duration;
 use vps_graph::metrics::Metrics;
 use vps_graph::provider::aws::{Aws, Credentials, Settings};
 use vps_graph::provider::{
-    AwsInstances, AwsNetworks, Filesystems, IngressRule, InstanceRun, LustreCreate, LustreDeployment, ProviderError,
-    RuleSource, SecurityGroups, Tag, tag_value,
+    AwsInstances, AwsNetworks, Filesystems, Flow, GroupRule, InstanceRun, LustreCreate, LustreDeployment,
+    ProviderError, RuleSource, SecurityGroups, Tag, tag_value,
 };
 use vps_graph::provider::{Lifecycle, MachineState};
 use vps_graph::sim::{Fault, Sim, SimConfig};
@@ -72,14 +72,14 @@ async fn efs_on_a_new_network_from_vpc_to_mount_targets_and_back() {
 
     let group =
         aws.security_group_create(REGION, &vpc, "bc-fs1", "bc filesystem bc-fs1", &ours("bc-fs1")).await.unwrap();
-    let nfs = IngressRule::nfs(RuleSource::Cidr("10.20.0.0/16".into()));
-    aws.security_group_authorize(REGION, &group, &nfs).await.unwrap();
-    let again = aws.security_group_authorize(REGION, &group, &nfs).await.unwrap_err();
+    let nfs = GroupRule::nfs(RuleSource::Cidr("10.20.0.0/16".into()));
+    aws.security_group_authorize(REGION, &group, Flow::Ingress, &nfs).await.unwrap();
+    let again = aws.security_group_authorize(REGION, &group, Flow::Ingress, &nfs).await.unwrap_err();
     assert_eq!(again.aws_code(), Some("InvalidPermission.Duplicate"));
     let found = aws.security_group_find(REGION, &vpc, "bc-fs1").await.unwrap().unwrap();
     assert_eq!(found.id, group);
     assert_eq!(tag_value(&found.tags, OWNER), Some("test"));
-    assert_eq!(found.ingress, IngressRule::nfs(RuleSource::Cidr("10.20.0.0/16".into())));
+    assert_eq!(found.ingress, GroupRule::nfs(RuleSource::Cidr("10.20.0.0/16".into())));
 
     let created = aws.efs_create(REGION, "bc-fs1", &ours("bc-fs1")).await.unwrap();
     assert_eq!(created.life_cycle_state, Lifecycle::Creating);
@@ -131,9 +131,9 @@ async fn lustre_with_its_self_referencing_group_reads_dns_and_mount_name() {
     let (vpc, subnets) = network(&aws, "bc-net2").await;
     let group =
         aws.security_group_create(REGION, &vpc, "bc-fs2", "bc filesystem bc-fs2", &ours("bc-fs2")).await.unwrap();
-    let mut rules = IngressRule::lustre(RuleSource::Cidr("10.20.0.0/16".into()));
-    rules.extend(IngressRule::lustre(RuleSource::Group(group.clone())));
-    aws.security_group_authorize(REGION, &group, &rules).await.unwrap();
+    let mut rules = GroupRule::lustre(RuleSource::Cidr("10.20.0.0/16".into()));
+    rules.extend(GroupRule::lustre(RuleSource::Group(group.clone())));
+    aws.security_group_authorize(REGION, &group, Flow::Ingress, &rules).await.unwrap();
 
     let groups = vec![group.clone()];
     let tags = ours("bc-fs2");

@@ -8,7 +8,7 @@ mod common;
 
 use common::{ADMIN, Backend};
 use serde_json::{Value, json};
-use vps_graph::provider::{AccountRef, IngressRule, Provider, RuleSource, aws_owned, tag_value};
+use vps_graph::provider::{AccountRef, GroupRule, Provider, RuleSource, aws_owned, tag_value};
 use vps_graph::service::authz::Actor;
 use vps_graph::sim::{Fault, Sim};
 use vps_graph::store::entity::filesystem;
@@ -161,7 +161,7 @@ db_test!(nfs_is_made_behind_its_group_with_a_target_per_zone_and_deleted_in_orde
     let group = groups.security_group_find(REGION, &s.vpc, &f.provider_name).await.unwrap().unwrap();
     assert_eq!(Some(&group.id), row.security_group_id.as_ref());
     assert!(aws_owned(&group.tags, deployment), "{group:?}");
-    assert_eq!(group.ingress, IngressRule::nfs(RuleSource::Cidr(BLOCK.into())), "only the network's machines");
+    assert_eq!(group.ingress, GroupRule::nfs(RuleSource::Cidr(BLOCK.into())), "only the network's machines");
     let efs = api.efs_get(REGION, &efs_id).await.unwrap().unwrap();
     assert!(efs.encrypted && aws_owned(&efs.tags, deployment));
     assert_eq!(tag_value(&efs.tags, "Name"), Some(f.provider_name.as_str()));
@@ -210,7 +210,7 @@ db_test!(lustre_is_made_in_its_zone_and_reads_its_dns_and_mount_names, |backend|
     assert_eq!((lustre.storage_capacity_gib, lustre.deployment_type.as_deref()), (1200, Some("SCRATCH_2")));
     assert!(aws_owned(&lustre.tags, &s.server.app.services.deployment));
     let group = groups.security_group_find(REGION, &s.vpc, &f.provider_name).await.unwrap().unwrap();
-    let ports: Vec<(u16, u16)> = group
+    let ports: Vec<(i32, i32)> = group
         .ingress
         .iter()
         .filter(|r| r.source == RuleSource::Cidr(BLOCK.into()))

@@ -13,6 +13,7 @@ mod m20261201_000006_filesystems;
 mod m20261202_000007_generations;
 mod m20261204_000008_bytewise_ids;
 mod m20261205_000009_machines;
+mod m20261206_000010_firewall_rules;
 
 pub struct Migrator;
 
@@ -29,6 +30,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261202_000007_generations::Migration),
             Box::new(m20261204_000008_bytewise_ids::Migration),
             Box::new(m20261205_000009_machines::Migration),
+            Box::new(m20261206_000010_firewall_rules::Migration),
         ]
     }
 }

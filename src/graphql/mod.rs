@@ -5,6 +5,7 @@ pub mod documents;
 pub mod error;
 mod events;
 mod filesystems;
+mod firewall_rules;
 mod instances;
 mod limits;
 pub mod loaders;
@@ -43,6 +44,7 @@ pub struct Query(
     snapshots::SnapshotQuery,
     addresses::AddressQuery,
     filesystems::FilesystemQuery,
+    firewall_rules::FirewallRuleQuery,
     usage::UsageQuery,
     events::EventQuery,
     nodes::NodeQuery,
@@ -59,6 +61,7 @@ pub struct Mutation(
     snapshots::SnapshotMutation,
     addresses::AddressMutation,
     filesystems::FilesystemMutation,
+    firewall_rules::FirewallRuleMutation,
 );
 
 #[derive(MergedSubscription, Default)]
@@ -70,6 +73,7 @@ pub struct Subscription(
     snapshots::SnapshotSubscription,
     addresses::AddressSubscription,
     filesystems::FilesystemSubscription,
+    firewall_rules::FirewallRuleSubscription,
 );
 
 /// The schema twice, over the same types and data. `checked` carries the limits (an extension):

@@ -4,6 +4,7 @@
 use async_graphql::{Context, ID, Interface, Object, Result};
 
 use super::filesystems::Filesystem;
+use super::firewall_rules::FirewallRule;
 use super::instances::Instance;
 use super::networks::{Network, Subnet};
 use super::pools::{Pool, ProviderAccount};
@@ -35,6 +36,7 @@ pub enum Node {
     ProviderSnapshot(ProviderSnapshot),
     ProviderAddress(ProviderAddress),
     Filesystem(Filesystem),
+    FirewallRule(FirewallRule),
 }
 
 #[derive(Default)]
@@ -95,6 +97,7 @@ impl From<NodeView> for Node {
             NodeView::ProviderSnapshot(s) => Node::ProviderSnapshot(ProviderSnapshot(s)),
             NodeView::ProviderAddress(a) => Node::ProviderAddress(ProviderAddress(a)),
             NodeView::Filesystem(f) => Node::Filesystem(Filesystem(f)),
+            NodeView::FirewallRule(r) => Node::FirewallRule(FirewallRule(r)),
         }
     }
 }

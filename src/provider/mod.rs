@@ -85,9 +85,69 @@ pub trait Instances: Send + Sync {
     /// named is kept); false when the Droplet was already gone.
     async fn droplet_destroy_with_volumes(&self, id: &str, volume_ids: &[String]) -> ProviderResult<bool>;
     async fn droplets_tagged(&self, tag: &str) -> ProviderResult<Vec<Droplet>>;
-    /// Tags (`on`) or untags one Droplet; tagging makes the tag first.
-    async fn tag_droplet(&self, tag: &str, droplet_id: &str, on: bool) -> ProviderResult<()>;
+    /// Tags (`on`) or untags Droplets, all in one call; tagging makes the tag first.
+    async fn tag_droplets(&self, tag: &str, droplet_ids: &[String], on: bool) -> ProviderResult<()>;
     async fn tag_delete(&self, tag: &str) -> ProviderResult<()>;
+}
+
+/// One rule of a DigitalOcean cloud firewall: `protocol` `tcp`, `udp` or `icmp`; `ports` as the
+/// API writes them (`22`, `8000-9000`, `0` for every port, and always `0` for ICMP); its peers
+/// (the `sources` of an inbound rule, the `destinations` of an outbound one) as address ranges,
+/// tags and Droplets.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CloudFirewallRule {
+    pub protocol: String,
+    pub ports: String,
+    pub addresses: Vec<String>,
+    pub tags: Vec<String>,
+    pub droplet_ids: Vec<String>,
+}
+
+/// Where a firewall's application to its Droplets stands: `waiting` while it is applied,
+/// `succeeded`, or `failed`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FirewallStatus {
+    Waiting,
+    Succeeded,
+    Failed,
+}
+
+/// A DigitalOcean cloud firewall as the API shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CloudFirewall {
+    pub id: String,
+    pub name: String,
+    pub status: FirewallStatus,
+    pub created_at: String,
+    /// Its targets: every Droplet carrying one of these tags, and these Droplets.
+    pub tags: Vec<String>,
+    pub droplet_ids: Vec<String>,
+    pub inbound: Vec<CloudFirewallRule>,
+    pub outbound: Vec<CloudFirewallRule>,
+}
+
+/// What a firewall is made or put back to: the whole of it (a PUT resets what it leaves out).
+pub struct CloudFirewallSpec<'a> {
+    pub name: &'a str,
+    pub tags: &'a [String],
+    pub inbound: &'a [CloudFirewallRule],
+    pub outbound: &'a [CloudFirewallRule],
+}
+
+/// DigitalOcean's cloud firewalls. A create has no idempotency key: a create whose answer was
+/// lost is found by its name in the list.
+#[async_trait::async_trait]
+pub trait Firewalls: Send + Sync {
+    /// Needs at least one rule, and every tag it names to exist (`tag_create`).
+    async fn firewall_create(&self, spec: &CloudFirewallSpec<'_>) -> ProviderResult<CloudFirewall>;
+    /// Every firewall of the account.
+    async fn firewalls(&self) -> ProviderResult<Vec<CloudFirewall>>;
+    /// Replaces the firewall with `spec`; None when it is gone.
+    async fn firewall_update(&self, id: &str, spec: &CloudFirewallSpec<'_>) -> ProviderResult<Option<CloudFirewall>>;
+    /// False when it was already gone.
+    async fn firewall_delete(&self, id: &str) -> ProviderResult<bool>;
+    /// Makes the tag (making one that exists succeeds).
+    async fn tag_create(&self, name: &str) -> ProviderResult<()>;
 }
 
 /// A block volume as the provider shows it.
@@ -322,47 +382,71 @@ pub trait AwsNetworks: Send + Sync {
     async fn subnet_delete(&self, region: &str, subnet_id: &str) -> ProviderResult<bool>;
 }
 
-/// Where an inbound rule admits traffic from.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Where a security group rule admits traffic from (inbound) or lets it go to (outbound).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum RuleSource {
+    /// An IPv4 CIDR.
     Cidr(String),
+    /// An IPv6 CIDR.
+    Cidr6(String),
     Group(String),
 }
 
-/// One inbound TCP rule of a security group.
+/// One rule of a security group: `protocol` `tcp`, `udp`, `icmp` or `-1` (every protocol, and
+/// then every port); TCP and UDP ports `from_port` to `to_port`, ICMP a type and code (-1: all).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct IngressRule {
-    pub from_port: u16,
-    pub to_port: u16,
+pub struct GroupRule {
+    pub protocol: String,
+    pub from_port: i32,
+    pub to_port: i32,
     pub source: RuleSource,
     pub description: Option<String>,
 }
 
-impl IngressRule {
-    pub fn tcp(from_port: u16, to_port: u16, source: RuleSource) -> Self {
-        IngressRule { from_port, to_port, source, description: None }
+impl GroupRule {
+    pub fn tcp(from_port: i32, to_port: i32, source: RuleSource) -> Self {
+        GroupRule { protocol: "tcp".into(), from_port, to_port, source, description: None }
+    }
+
+    /// Every protocol on every port: what a new group lets out.
+    pub fn everything(source: RuleSource) -> Self {
+        GroupRule { protocol: "-1".into(), from_port: -1, to_port: -1, source, description: None }
     }
 
     /// What an EFS mount target needs from `source`: NFS, TCP 2049.
-    pub fn nfs(source: RuleSource) -> Vec<IngressRule> {
-        vec![IngressRule::tcp(2049, 2049, source)]
+    pub fn nfs(source: RuleSource) -> Vec<GroupRule> {
+        vec![GroupRule::tcp(2049, 2049, source)]
     }
 
     /// What an FSx for Lustre file system needs from `source` (its clients, and its own group):
     /// LNET on TCP 988 and 1018–1023.
-    pub fn lustre(source: RuleSource) -> Vec<IngressRule> {
-        vec![IngressRule::tcp(988, 988, source.clone()), IngressRule::tcp(1018, 1023, source)]
+    pub fn lustre(source: RuleSource) -> Vec<GroupRule> {
+        vec![GroupRule::tcp(988, 988, source.clone()), GroupRule::tcp(1018, 1023, source)]
+    }
+
+    /// Whether the two say the same (descriptions aside): EC2 refuses one that exists.
+    pub fn same(&self, other: &GroupRule) -> bool {
+        (&self.protocol, self.from_port, self.to_port, &self.source)
+            == (&other.protocol, other.from_port, other.to_port, &other.source)
     }
 }
 
-/// An EC2 security group as DescribeSecurityGroups shows it (TCP rules only are kept).
+/// An EC2 security group as DescribeSecurityGroups shows it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SecurityGroup {
     pub id: String,
     pub name: String,
     pub vpc_id: String,
     pub tags: Vec<Tag>,
-    pub ingress: Vec<IngressRule>,
+    pub ingress: Vec<GroupRule>,
+    pub egress: Vec<GroupRule>,
+}
+
+/// Which of a group's rule lists a call changes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flow {
+    Ingress,
+    Egress,
 }
 
 /// EC2 security groups. A create has no idempotency token: a create whose answer was lost ends
@@ -379,9 +463,25 @@ pub trait SecurityGroups: Send + Sync {
         tags: &[Tag],
     ) -> ProviderResult<String>;
     /// All rules in one call: one that exists already fails the whole call with
-    /// `InvalidPermission.Duplicate` (compare with the group's `ingress` first).
-    async fn security_group_authorize(&self, region: &str, group_id: &str, rules: &[IngressRule])
-    -> ProviderResult<()>;
+    /// `InvalidPermission.Duplicate` (compare with the group's rules first).
+    async fn security_group_authorize(
+        &self,
+        region: &str,
+        group_id: &str,
+        flow: Flow,
+        rules: &[GroupRule],
+    ) -> ProviderResult<()>;
+    /// All rules in one call; one the group lacks fails the whole call with
+    /// `InvalidPermission.NotFound`.
+    async fn security_group_revoke(
+        &self,
+        region: &str,
+        group_id: &str,
+        flow: Flow,
+        rules: &[GroupRule],
+    ) -> ProviderResult<()>;
+    /// Every group of the VPC, its `default` one too.
+    async fn security_groups_of_vpc(&self, region: &str, vpc_id: &str) -> ProviderResult<Vec<SecurityGroup>>;
     /// The group of that name in the VPC, with its tags for the ownership check.
     async fn security_group_find(
         &self,
@@ -406,6 +506,8 @@ pub struct AwsInstance {
     pub private_ip: Option<String>,
     pub public_ip: Option<String>,
     pub tags: Vec<Tag>,
+    /// The security groups of its (primary) interface.
+    pub security_group_ids: Vec<String>,
 }
 
 pub struct InstanceRun<'a> {
@@ -429,6 +531,10 @@ pub trait AwsInstances: Send + Sync {
     async fn instances_find_by_name(&self, region: &str, name: &str) -> ProviderResult<Vec<AwsInstance>>;
     /// False when it was already gone.
     async fn instance_terminate(&self, region: &str, instance_id: &str) -> ProviderResult<bool>;
+    /// Every machine in the VPC (terminated ones too, while EC2 still shows them).
+    async fn instances_in_vpc(&self, region: &str, vpc_id: &str) -> ProviderResult<Vec<AwsInstance>>;
+    /// Replaces the machine's security groups with `group_ids` (at least one).
+    async fn instance_set_groups(&self, region: &str, instance_id: &str, group_ids: &[String]) -> ProviderResult<()>;
 }
 
 /// An EFS file system. `dns_name` is built from the id and region (the API does not return it).

@@ -7,6 +7,7 @@ pub mod bootstrap;
 pub mod events;
 pub mod feed;
 pub mod filesystems;
+pub mod firewall_rules;
 pub mod instances;
 pub mod mounts;
 pub mod networks;

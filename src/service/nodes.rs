@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use super::Services;
 use super::authz::{Actor, Target};
 use super::filesystems::{self, FilesystemView};
+use super::firewall_rules::{self, FirewallRuleView};
 use super::networks::{self, NetworkView, SubnetView};
 use super::pools::PoolView;
 use super::snapshots::{self, SnapshotView};
@@ -17,8 +18,8 @@ use super::{addresses, instances};
 use crate::error::{Code, Error, Result};
 use crate::ids;
 use crate::store::entity::{
-    api_token, filesystem, instance, network, network_subnet, pool, project, provider_account, provider_address,
-    provider_snapshot, provider_volume, tenant, volume_attachment,
+    api_token, filesystem, firewall_rule, instance, network, network_subnet, pool, project, provider_account,
+    provider_address, provider_snapshot, provider_volume, tenant, volume_attachment,
 };
 use crate::store::{networks as network_rows, nodes as store, pools as pool_rows, tokens as token_rows};
 
@@ -39,6 +40,7 @@ pub enum NodeKind {
     ProviderSnapshot,
     ProviderAddress,
     Filesystem,
+    FirewallRule,
 }
 
 /// Most statements one `nodes` call costs, whatever its ids: one per kind, and the parents
@@ -63,6 +65,7 @@ pub fn node_kind(id: &str) -> Option<NodeKind> {
         ids::SNAPSHOT => NodeKind::ProviderSnapshot,
         ids::ADDRESS => NodeKind::ProviderAddress,
         ids::FILESYSTEM => NodeKind::Filesystem,
+        ids::FIREWALL_RULE => NodeKind::FirewallRule,
         _ => return None,
     })
 }
@@ -82,6 +85,7 @@ pub enum NodeView {
     ProviderSnapshot(SnapshotView),
     ProviderAddress(addresses::AddressView),
     Filesystem(FilesystemView),
+    FirewallRule(FirewallRuleView),
 }
 
 use instances::InstanceView;
@@ -118,6 +122,7 @@ impl Services {
             &asked(NodeKind::Network),
             &asked(NodeKind::Subnet),
             &asked(NodeKind::Filesystem),
+            &asked(NodeKind::FirewallRule),
             &mut found,
         )
         .await?;
@@ -216,20 +221,23 @@ impl Services {
         Ok(())
     }
 
-    /// Networks, and what is read through one: its subnets and filesystems.
+    /// Networks, and what is read through one: its subnets, filesystems and firewall rules.
     async fn network_nodes(
         &self,
         actor: &Actor,
         network_ids: &[String],
         subnet_ids: &[String],
         filesystem_ids: &[String],
+        rule_ids: &[String],
         found: &mut Found,
     ) -> Result<()> {
         let subnets = store::rows_by_id::<network_subnet::Entity>(&self.db, subnet_ids).await?;
         let filesystems = store::rows_by_id::<filesystem::Entity>(&self.db, filesystem_ids).await?;
+        let rules = store::rows_by_id::<firewall_rule::Entity>(&self.db, rule_ids).await?;
         let mut wanted = network_ids.to_vec();
         wanted.extend(subnets.iter().map(|s| s.network_id.clone()));
         wanted.extend(filesystems.iter().map(|f| f.network_id.clone()));
+        wanted.extend(rules.iter().map(|r| r.network_id.clone()));
         wanted.sort();
         wanted.dedup();
         let networks: HashMap<String, network::Model> = store::rows_by_id::<network::Entity>(&self.db, &wanted)
@@ -256,6 +264,10 @@ impl Services {
         for filesystem in filesystems {
             let decided = decide(&filesystem.network_id).map(|_| NodeView::Filesystem(filesystems::view(&filesystem)));
             found.insert(filesystem.id, decided);
+        }
+        for rule in rules {
+            let decided = decide(&rule.network_id).map(|_| NodeView::FirewallRule(firewall_rules::view(&rule)));
+            found.insert(rule.id, decided);
         }
         Ok(())
     }

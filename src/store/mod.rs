@@ -9,6 +9,7 @@ pub mod change;
 pub mod columns;
 pub mod entity;
 pub mod filesystems;
+pub mod firewall_rules;
 pub mod health;
 pub mod idempotency;
 pub mod instances;
@@ -111,7 +112,7 @@ pub fn is_postgres(db: &DatabaseConnection) -> bool {
 /// Takes `table`'s row lock for `id` on PostgreSQL (SQLite has one writer at a time). Every
 /// transaction that writes resource rows, mutation or write-back, takes its locks in one order,
 /// so that no two ever wait on each other in a cycle:
-/// network → subnets → volumes → attachments → snapshots → addresses → instances → filesystems
+/// network → subnets → firewall rules → volumes → attachments → snapshots → addresses → instances → filesystems
 /// → work items (taken last, by a wake or by the write-back's lease check).
 pub async fn lock(conn: &impl ConnectionTrait, table: &str, id: &str) -> crate::error::Result<()> {
     if conn.get_database_backend() == DbBackend::Postgres {

@@ -154,6 +154,8 @@ pub async fn insert(
         create_attempts: Set(0),
         lost: Set(false),
         adopted: Set(adopted),
+        egress_provider_id: Set(None),
+        egress_attempts: Set(0),
     }
     .insert(conn)
     .await

@@ -155,6 +155,34 @@ stored_enum! {
     }
 }
 
+stored_enum! {
+    /// Which way the traffic a firewall rule names flows, seen from the instances it applies to.
+    Direction as "FirewallDirection" {
+        /// Into the instances, from its peers.
+        Inbound = "inbound",
+        /// Out of the instances, to its peers.
+        Outbound = "outbound",
+    }
+}
+
+stored_enum! {
+    /// What a firewall rule does with the traffic it names.
+    RuleAction as "FirewallAction" {
+        Allow = "allow",
+        /// No provider here can express it: refused as UNSUPPORTED before anything is recorded.
+        Deny = "deny",
+    }
+}
+
+stored_enum! {
+    Protocol as "FirewallProtocol" {
+        Tcp = "tcp",
+        Udp = "udp",
+        /// Has no ports.
+        Icmp = "icmp",
+    }
+}
+
 placeholder!(State = Pending, Desired = Present, VolumeKind = Block, OnDelete = Delete);
 
 #[cfg(test)]

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use super::ec2::{self, Element, forms};
 use super::{Credentials, classify};
-use crate::provider::{IngressRule, InstanceRun, ProviderError, RuleSource, Tag};
+use crate::provider::{Flow, GroupRule, InstanceRun, ProviderError, RuleSource, Tag};
 use crate::store::state::ProviderKind;
 
 fn ours(name: &str) -> Vec<Tag> {
@@ -25,13 +25,13 @@ fn create_security_group_form_matches_the_sdk_capture() {
 
 #[test]
 fn authorize_ingress_form_numbers_permissions_and_sources_like_the_sdk() {
-    let mut rules = vec![IngressRule {
+    let mut rules = vec![GroupRule {
         description: Some("tenant vpc".into()),
-        ..IngressRule::tcp(2049, 2049, RuleSource::Cidr("10.0.0.0/16".into()))
+        ..GroupRule::tcp(2049, 2049, RuleSource::Cidr("10.0.0.0/16".into()))
     }];
-    rules.extend(IngressRule::lustre(RuleSource::Group("sg-0f".into())));
+    rules.extend(GroupRule::lustre(RuleSource::Group("sg-0f".into())));
     assert_eq!(
-        forms::authorize_ingress("sg-0f", &rules).encode(),
+        forms::authorize("sg-0f", Flow::Ingress, &rules).encode(),
         "Action=AuthorizeSecurityGroupIngress&Version=2016-11-15&GroupId=sg-0f\
          &IpPermissions.1.IpProtocol=tcp&IpPermissions.1.FromPort=2049&IpPermissions.1.ToPort=2049\
          &IpPermissions.1.IpRanges.1.Description=tenant%20vpc&IpPermissions.1.IpRanges.1.CidrIp=10.0.0.0%2F16\
@@ -58,9 +58,9 @@ fn describe_and_delete_security_group_forms_match_the_sdk_capture() {
 #[test]
 fn nfs_rule_is_tcp_2049_and_lustre_rules_are_988_and_1018_to_1023() {
     let source = RuleSource::Cidr("10.0.0.0/16".into());
-    let ports = |rules: Vec<IngressRule>| rules.iter().map(|r| (r.from_port, r.to_port)).collect::<Vec<_>>();
-    assert_eq!(ports(IngressRule::nfs(source.clone())), [(2049, 2049)]);
-    assert_eq!(ports(IngressRule::lustre(source)), [(988, 988), (1018, 1023)]);
+    let ports = |rules: Vec<GroupRule>| rules.iter().map(|r| (r.from_port, r.to_port)).collect::<Vec<_>>();
+    assert_eq!(ports(GroupRule::nfs(source.clone())), [(2049, 2049)]);
+    assert_eq!(ports(GroupRule::lustre(source)), [(988, 988), (1018, 1023)]);
 }
 
 #[test]
@@ -172,11 +172,11 @@ fn describe_security_groups_answer_gives_tags_and_tcp_rules() {
     assert_eq!(
         group.ingress,
         vec![
-            IngressRule {
+            GroupRule {
                 description: Some("tenant vpc".into()),
-                ..IngressRule::tcp(988, 988, RuleSource::Cidr("10.0.0.0/16".into()))
+                ..GroupRule::tcp(988, 988, RuleSource::Cidr("10.0.0.0/16".into()))
             },
-            IngressRule::tcp(988, 988, RuleSource::Group("sg-0123456789abcdef0".into())),
+            GroupRule::tcp(988, 988, RuleSource::Group("sg-0123456789abcdef0".into())),
         ]
     );
     let item = root.child("securityGroupInfo").unwrap().child("item").unwrap();

@@ -71,8 +71,13 @@ impl Instances for DigitalOcean {
         found.iter().map(droplet_from).collect()
     }
 
-    async fn tag_droplet(&self, tag: &str, droplet_id: &str, on: bool) -> ProviderResult<()> {
-        let resources = json!({ "resources": [{ "resource_id": droplet_id, "resource_type": "droplet" }] });
+    async fn tag_droplets(&self, tag: &str, droplet_ids: &[String], on: bool) -> ProviderResult<()> {
+        if droplet_ids.is_empty() {
+            return Ok(());
+        }
+        let resources: Vec<Value> =
+            droplet_ids.iter().map(|id| json!({ "resource_id": id, "resource_type": "droplet" })).collect();
+        let resources = json!({ "resources": resources });
         if !on {
             // A tag already gone (a 404) has nothing left to take off.
             self.call("tags.resources.delete", Method::DELETE, &format!("/v2/tags/{tag}/resources"), Some(resources))
@@ -86,7 +91,8 @@ impl Instances for DigitalOcean {
             .call("tags.resources.create", Method::POST, &format!("/v2/tags/{tag}/resources"), Some(resources))
             .await?;
         if answer.status == StatusCode::NOT_FOUND {
-            return Err(ProviderError::Refused { status: 404, message: format!("Droplet {droplet_id} is gone") });
+            let ids = droplet_ids.join(", ");
+            return Err(ProviderError::Refused { status: 404, message: format!("a Droplet of {ids} is gone") });
         }
         Ok(())
     }

@@ -1,10 +1,11 @@
 //! The DigitalOcean API v2 client (reqwest). It keeps the account's rate-limit budget from the
 //! `ratelimit-*` headers and backs off before the budget is spent; 429, 5xx and timeouts become
 //! retry-later (or unknown-outcome for a create); error bodies are kept as the message.
-//! Droplets and tags live in `droplets`, volumes, shares and snapshots in `volumes`, reserved
+//! Droplets and tags live in `droplets`, cloud firewalls in `firewalls`, volumes, shares and snapshots in `volumes`, reserved
 //! addresses in `addresses`.
 mod addresses;
 mod droplets;
+mod firewalls;
 mod volumes;
 
 use std::sync::{Arc, Mutex};

@@ -3,7 +3,7 @@
 
 use super::{ACTION_POLL_MS, ERROR_RETRY_MS, Next, RETRY_LATER_MS, is_failure, wait_for};
 use crate::provider::{
-    EfsFileSystem, IngressRule, Lifecycle, LustreFileSystem, MountTarget, ProviderError, RuleSource, aws_owned,
+    EfsFileSystem, GroupRule, Lifecycle, LustreFileSystem, MountTarget, ProviderError, RuleSource, aws_owned,
 };
 use crate::store::entity::{filesystem, network_subnet as subnet};
 use crate::store::state::{Desired, FilesystemKind, State};
@@ -157,24 +157,22 @@ pub fn apply(now: Observed, outcome: After) -> (Observed, Next) {
 
 /// The rules the group needs: the filesystem's ports from the network's block and nothing else;
 /// Lustre's file servers also talk to each other, through the group itself.
-pub fn wanted_rules(kind: FilesystemKind, network_block: &str, group_id: &str) -> Vec<IngressRule> {
+pub fn wanted_rules(kind: FilesystemKind, network_block: &str, group_id: &str) -> Vec<GroupRule> {
     let from_network = RuleSource::Cidr(network_block.to_owned());
     match kind {
         FilesystemKind::Lustre => {
-            let mut rules = IngressRule::lustre(from_network);
-            rules.extend(IngressRule::lustre(RuleSource::Group(group_id.to_owned())));
+            let mut rules = GroupRule::lustre(from_network);
+            rules.extend(GroupRule::lustre(RuleSource::Group(group_id.to_owned())));
             rules
         }
-        _ => IngressRule::nfs(from_network),
+        _ => GroupRule::nfs(from_network),
     }
 }
 
 /// The wanted rules the group does not have yet (descriptions aside): authorizing one it has
 /// fails the whole call.
-pub fn missing_rules(wanted: &[IngressRule], has: &[IngressRule]) -> Vec<IngressRule> {
-    let same =
-        |a: &IngressRule, b: &IngressRule| (a.from_port, a.to_port, &a.source) == (b.from_port, b.to_port, &b.source);
-    wanted.iter().filter(|w| !has.iter().any(|h| same(w, h))).cloned().collect()
+pub fn missing_rules(wanted: &[GroupRule], has: &[GroupRule]) -> Vec<GroupRule> {
+    wanted.iter().filter(|w| !has.iter().any(|h| h.same(w))).cloned().collect()
 }
 
 /// Where a filesystem is in its life at the provider, EFS's and FSx's words alike.

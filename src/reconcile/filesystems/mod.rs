@@ -25,8 +25,8 @@ use super::{
 };
 use crate::error::{Error, Result};
 use crate::provider::{
-    Filesystems, LustreCreate, LustreDeployment, ProviderError, ProviderResult, SecurityGroup, SecurityGroups, Tag,
-    aws_owned, aws_tags,
+    Filesystems, Flow, LustreCreate, LustreDeployment, ProviderError, ProviderResult, SecurityGroup, SecurityGroups,
+    Tag, aws_owned, aws_tags,
 };
 use crate::service::filesystems as svc;
 use crate::store::entity::{filesystem, network};
@@ -178,7 +178,7 @@ async fn admit(ctx: &Ctx<'_>, f: &filesystem::Model, vpc: &str, block: &str, gro
     if missing.is_empty() {
         return Ok(None);
     }
-    let result = ctx.groups.security_group_authorize(&f.region, group, &missing).await;
+    let result = ctx.groups.security_group_authorize(&f.region, group, Flow::Ingress, &missing).await;
     let (observed, next) = apply(Observed::of(f), after(&result));
     write(run, f, observed, next).await.map(Some)
 }

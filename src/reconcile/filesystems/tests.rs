@@ -4,7 +4,7 @@ use std::time::Duration;
 use chrono::Utc;
 
 use super::*;
-use crate::provider::{IngressRule, LustreFileSystem, MISCONFIGURED, MountTarget, RuleSource};
+use crate::provider::{GroupRule, LustreFileSystem, MISCONFIGURED, MountTarget, RuleSource};
 use crate::store::entity::network_subnet as subnet;
 use crate::store::state::{Desired, FilesystemKind, State};
 
@@ -175,13 +175,13 @@ const NFS_KIND: FilesystemKind = FilesystemKind::Nfs;
 #[test]
 fn the_group_admits_only_the_network_and_only_missing_rules_are_asked() {
     let nfs = wanted_rules(NFS_KIND, "10.20.0.0/16", "sg-1");
-    assert_eq!(nfs, vec![IngressRule::tcp(2049, 2049, RuleSource::Cidr("10.20.0.0/16".into()))]);
+    assert_eq!(nfs, vec![GroupRule::tcp(2049, 2049, RuleSource::Cidr("10.20.0.0/16".into()))]);
     let lustre = wanted_rules(FilesystemKind::Lustre, "10.20.0.0/16", "sg-1");
-    let ports: Vec<(u16, u16)> = lustre.iter().map(|r| (r.from_port, r.to_port)).collect();
+    let ports: Vec<(i32, i32)> = lustre.iter().map(|r| (r.from_port, r.to_port)).collect();
     assert_eq!(ports, [(988, 988), (1018, 1023), (988, 988), (1018, 1023)]);
     assert!(lustre[2..].iter().all(|r| r.source == RuleSource::Group("sg-1".into())), "the servers, to each other");
     assert_eq!(missing_rules(&nfs, &[]), nfs);
-    let described = IngressRule { description: Some("set by hand".into()), ..nfs[0].clone() };
+    let described = GroupRule { description: Some("set by hand".into()), ..nfs[0].clone() };
     assert!(missing_rules(&nfs, &[described]).is_empty(), "a description is no difference");
     assert_eq!(missing_rules(&lustre, &lustre[..2]), lustre[2..].to_vec());
 }

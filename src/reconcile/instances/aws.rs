@@ -188,6 +188,7 @@ mod tests {
             private_ip: None,
             public_ip: None,
             tags,
+            security_group_ids: Vec::new(),
         }
     }
 

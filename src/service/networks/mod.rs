@@ -297,10 +297,13 @@ impl Services {
                 mark_removed(&txn, &subnet, now).await?
             });
         }
+        // Its rules go first: the reconciler removes them before its subnets.
+        let mut events = super::firewall_rules::mark_all_deleting(&txn, network_id, now).await?;
         let updated = store::mark_deleting(&txn, current, now).await?;
         let view = view(&updated, &marked);
         queue::wake(&txn, RECONCILER, network_id, self.clock.now_ms()).await?;
-        self.commit_and_wake(txn, vec![event("deleting", &view)]).await?;
+        events.push(event("deleting", &view));
+        self.commit_and_wake(txn, events).await?;
         Ok(view)
     }
 
@@ -342,11 +345,11 @@ impl Services {
     }
 
     /// Checks the caller may watch the network; the subscription then follows its own events
-    /// (its filesystems' have their own subscription).
+    /// (its filesystems' and firewall rules' have their own subscriptions).
     pub async fn network_watch(&self, actor: &Actor, tenant_id: &str, network_id: &str) -> Result<super::feed::Filter> {
         let view = self.network_get(actor, tenant_id, network_id).await?;
         let filter = super::feed::Filter::resource(actor, view.tenant_id, "network.*", view.id);
-        Ok(filter.except("network.filesystem.*"))
+        Ok(filter.except("network.filesystem.*").except("network.firewallRule.*"))
     }
 
     pub(crate) async fn network_load(

@@ -5,6 +5,7 @@
 //! Everything is regional: a call sees only its credential scope's region.
 use axum::response::{IntoResponse, Response};
 
+use super::ec2_groups::Flow;
 use super::xml::{Params, answer, el, escape, items, tag_set};
 use super::{ACCOUNT, Caller, Model, Refusal, Service, new_id};
 use crate::sim::Sim;
@@ -86,12 +87,16 @@ pub(super) fn handle(sim: &Sim, caller: &Caller, action: &str, body: &[u8]) -> R
         "DescribeSubnets" => model.subnet_describe(region, &params),
         "DeleteSubnet" => model.subnet_delete(region, &params),
         "CreateSecurityGroup" => model.group_create(region, &params),
-        "AuthorizeSecurityGroupIngress" => model.group_authorize(region, &params),
+        "AuthorizeSecurityGroupIngress" => model.group_authorize(region, &params, Flow::Ingress),
+        "AuthorizeSecurityGroupEgress" => model.group_authorize(region, &params, Flow::Egress),
+        "RevokeSecurityGroupIngress" => model.group_revoke(region, &params, Flow::Ingress),
+        "RevokeSecurityGroupEgress" => model.group_revoke(region, &params, Flow::Egress),
         "DescribeSecurityGroups" => model.group_describe(region, &params),
         "DeleteSecurityGroup" => model.group_delete(region, &params),
         "RunInstances" => model.instance_run(region, &params),
         "DescribeInstances" => model.instance_describe(region, &params),
         "DescribeInstanceAttribute" => model.instance_attribute(region, &params),
+        "ModifyInstanceAttribute" => model.instance_modify_attribute(region, &params),
         "TerminateInstances" => model.instance_terminate(region, &params),
         other => Err(refuse("InvalidAction", format!("The action {other} is not valid for this web service."))),
     });

@@ -1,8 +1,9 @@
-//! EC2 security groups: create (names unique per VPC regardless of case), ingress rules (CIDRs
-//! canonicalised; a rule that exists already fails the whole call), describe by id and by
-//! filters, delete. A group cannot be deleted while an EFS mount target, an FSx file system or a
-//! live instance uses it, or another group's rule names it; a VPC's `default` group cannot be
-//! deleted at all. Every group has the one default egress rule (all traffic to 0.0.0.0/0).
+//! EC2 security groups: create (names unique per VPC regardless of case), inbound and outbound
+//! rules authorized and revoked (CIDRs canonicalised; a rule that exists already fails the whole
+//! authorize, one that does not the whole revoke), describe by id and by filters, delete. A group
+//! cannot be deleted while an EFS mount target, an FSx file system or a live instance uses it, or
+//! another group's rule names it; a VPC's `default` group cannot be deleted at all. A new group
+//! starts with the one default outbound rule (all traffic to 0.0.0.0/0).
 use super::ec2::{Tags, known_filters, passes, refuse, required};
 use super::xml::{Params, el, items, tag_set};
 use super::{ACCOUNT, Model, Refusal, new_id};
@@ -11,7 +12,15 @@ use crate::sim::Sim;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) enum Source {
     Cidr(String),
+    Cidr6(String),
     Group(String),
+}
+
+/// Which of a group's rule lists a call reads or changes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Flow {
+    Ingress,
+    Egress,
 }
 
 #[derive(Clone, Debug)]
@@ -35,26 +44,27 @@ impl RuleRecord {
             format!("{}{}", el("fromPort", &from.to_string()), el("toPort", &to.to_string()))
         });
         let description = self.description.as_deref().map_or(String::new(), |d| el("description", d));
-        let (groups, ranges) = match &self.source {
-            Source::Cidr(cidr) => (Vec::new(), vec![format!("{}{description}", el("cidrIp", cidr))]),
-            Source::Group(id) => {
-                (vec![format!("{}{}{description}", el("userId", ACCOUNT), el("groupId", id))], Vec::new())
-            }
-        };
+        let (mut groups, mut ranges, mut ranges6) = (Vec::new(), Vec::new(), Vec::new());
+        match &self.source {
+            Source::Cidr(cidr) => ranges.push(format!("{}{description}", el("cidrIp", cidr))),
+            Source::Cidr6(cidr) => ranges6.push(format!("{}{description}", el("cidrIpv6", cidr))),
+            Source::Group(id) => groups.push(format!("{}{}{description}", el("userId", ACCOUNT), el("groupId", id))),
+        }
         format!(
             "{}{ports}{}{}{}{}",
             el("ipProtocol", &self.protocol),
             items("groups", groups),
             items("ipRanges", ranges),
-            items("ipv6Ranges", Vec::new()),
+            items("ipv6Ranges", ranges6),
             items("prefixListIds", Vec::new())
         )
     }
 
-    fn rule_xml(&self, group: &str) -> String {
+    fn rule_xml(&self, group: &str, flow: Flow) -> String {
         let ports = self.ports.unwrap_or((-1, -1));
         let source = match &self.source {
             Source::Cidr(cidr) => el("cidrIpv4", cidr),
+            Source::Cidr6(cidr) => el("cidrIpv6", cidr),
             Source::Group(id) => {
                 format!("<referencedGroupInfo>{}{}</referencedGroupInfo>", el("groupId", id), el("userId", ACCOUNT))
             }
@@ -64,7 +74,7 @@ impl RuleRecord {
             el("securityGroupRuleId", &self.id),
             el("groupId", group),
             el("groupOwnerId", ACCOUNT),
-            el("isEgress", "false"),
+            el("isEgress", if flow == Flow::Egress { "true" } else { "false" }),
             el("ipProtocol", &self.protocol),
             el("fromPort", &ports.0.to_string()),
             el("toPort", &ports.1.to_string()),
@@ -82,6 +92,7 @@ pub(super) struct GroupRecord {
     pub(super) description: String,
     pub(super) tags: Tags,
     pub(super) ingress: Vec<RuleRecord>,
+    pub(super) egress: Vec<RuleRecord>,
     pub(super) default: bool,
 }
 
@@ -90,15 +101,14 @@ impl GroupRecord {
         format!("arn:aws:ec2:{}:{ACCOUNT}:security-group/{}", self.region, self.id)
     }
 
+    fn rules(&self, flow: Flow) -> &[RuleRecord] {
+        match flow {
+            Flow::Ingress => &self.ingress,
+            Flow::Egress => &self.egress,
+        }
+    }
+
     fn xml(&self) -> String {
-        let egress = format!(
-            "{}{}{}{}{}",
-            el("ipProtocol", "-1"),
-            items("groups", Vec::new()),
-            items("ipRanges", vec![el("cidrIp", "0.0.0.0/0")]),
-            items("ipv6Ranges", Vec::new()),
-            items("prefixListIds", Vec::new())
-        );
         format!(
             "{}{}{}{}{}{}{}{}{}",
             el("ownerId", ACCOUNT),
@@ -107,10 +117,21 @@ impl GroupRecord {
             el("groupDescription", &self.description),
             el("vpcId", &self.vpc),
             items("ipPermissions", self.ingress.iter().map(RuleRecord::permission_xml)),
-            items("ipPermissionsEgress", vec![egress]),
+            items("ipPermissionsEgress", self.egress.iter().map(RuleRecord::permission_xml)),
             tag_set(&self.tags),
             el("securityGroupArn", &self.arn())
         )
+    }
+}
+
+/// The outbound rule every new group starts with.
+fn everything_out() -> RuleRecord {
+    RuleRecord {
+        id: new_id("sgr"),
+        protocol: "-1".to_owned(),
+        ports: None,
+        source: Source::Cidr("0.0.0.0/0".to_owned()),
+        description: None,
     }
 }
 
@@ -121,6 +142,15 @@ fn not_found(id: &str) -> Refusal {
 /// Names and descriptions: up to 255 of a-z A-Z 0-9 space and `._-:/()#,@[]+=&;{}!$*`.
 fn valid_text(text: &str) -> bool {
     text.len() <= 255 && text.chars().all(|c| c.is_ascii_alphanumeric() || " ._-:/()#,@[]+=&;{}!$*".contains(c))
+}
+
+/// `2001:db8::5/32` → `2001:db8::/32`.
+fn canonical_cidr6(text: &str) -> Option<String> {
+    let (addr, prefix) = text.split_once('/')?;
+    let prefix: u8 = prefix.parse().ok().filter(|p| *p <= 128)?;
+    let addr: std::net::Ipv6Addr = addr.parse().ok()?;
+    let mask = if prefix == 0 { 0 } else { u128::MAX << (128 - prefix) };
+    Some(format!("{}/{prefix}", std::net::Ipv6Addr::from(u128::from(addr) & mask)))
 }
 
 /// `10.0.1.5/16` → `10.0.0.0/16`.
@@ -165,6 +195,7 @@ impl Model {
             description: "default VPC security group".to_owned(),
             tags: Vec::new(),
             ingress: vec![rule],
+            egress: vec![everything_out()],
             default: true,
         });
     }
@@ -192,6 +223,7 @@ impl Model {
             description: description.to_owned(),
             tags,
             ingress: Vec::new(),
+            egress: vec![everything_out()],
             default: false,
         });
         Ok(self.groups.last().expect("just pushed"))
@@ -220,13 +252,9 @@ impl Model {
         ))
     }
 
-    pub(super) fn group_authorize(&mut self, region: &str, params: &Params) -> Result<String, Refusal> {
-        let id = required(params, "GroupId")?.to_owned();
-        if !id.starts_with("sg-") {
-            return Err(refuse("InvalidGroupId.Malformed", format!("Invalid id: \"{id}\" (expecting \"sg-...\")")));
-        }
-        let vpc = self.group_in(region, &id)?.vpc.clone();
-        let mut added: Vec<RuleRecord> = Vec::new();
+    /// The rules of a call's `IpPermissions`, one per source, checked and canonical.
+    fn permission_rules(&self, params: &Params, vpc: &str) -> Result<Vec<RuleRecord>, Refusal> {
+        let mut rules: Vec<RuleRecord> = Vec::new();
         for permission in params.structs("IpPermissions") {
             let text = required(&permission, "IpProtocol")?;
             let protocol = protocol(text)
@@ -240,8 +268,10 @@ impl Model {
                         .map_err(|_| refuse("InvalidParameterValue", format!("Invalid value for portRange: {name}")))
                 };
                 let (from, to) = (port("FromPort")?, port("ToPort")?);
-                let bad =
-                    protocol != "icmp" && (!(0..=65535).contains(&from) || !(0..=65535).contains(&to) || from > to);
+                let bad = match protocol {
+                    "icmp" => !(-1..=255).contains(&from) || !(-1..=255).contains(&to) || (from == -1 && to != -1),
+                    _ => !(0..=65535).contains(&from) || !(0..=65535).contains(&to) || from > to,
+                };
                 if bad {
                     return Err(refuse("InvalidParameterValue", format!("Invalid port range: {from}-{to}")));
                 }
@@ -253,6 +283,12 @@ impl Model {
                 let canonical = canonical_cidr(cidr)
                     .ok_or_else(|| refuse("InvalidParameterValue", format!("CIDR block {cidr} is malformed")))?;
                 sources.push((Source::Cidr(canonical), range.get("Description").map(str::to_owned)));
+            }
+            for range in permission.structs("Ipv6Ranges") {
+                let cidr = required(&range, "CidrIpv6")?;
+                let canonical = canonical_cidr6(cidr)
+                    .ok_or_else(|| refuse("InvalidParameterValue", format!("CIDR block {cidr} is malformed")))?;
+                sources.push((Source::Cidr6(canonical), range.get("Description").map(str::to_owned)));
             }
             for pair in permission.structs("Groups") {
                 let other = required(&pair, "GroupId")?;
@@ -268,31 +304,78 @@ impl Model {
                 ));
             }
             for (source, description) in sources {
-                let rule = RuleRecord { id: new_id("sgr"), protocol: protocol.to_owned(), ports, source, description };
-                let group = self.group_in(region, &id)?;
-                if group.ingress.iter().chain(&added).any(|r| r.same(&rule)) {
-                    let peer = match &rule.source {
-                        Source::Cidr(c) | Source::Group(c) => c.clone(),
-                    };
-                    let (from, to) = ports.unwrap_or((-1, -1));
-                    return Err(refuse(
-                        "InvalidPermission.Duplicate",
-                        format!(
-                            "the specified rule \"peer: {peer}, {}, from port: {from}, to port: {to}, ALLOW\" already exists",
-                            protocol.to_ascii_uppercase()
-                        ),
-                    ));
-                }
-                added.push(rule);
+                rules.push(RuleRecord { id: new_id("sgr"), protocol: protocol.to_owned(), ports, source, description });
             }
         }
-        if added.is_empty() {
+        if rules.is_empty() {
             return Err(refuse("MissingParameter", "The request must contain the parameter ipPermissions"));
         }
-        let rules: Vec<String> = added.iter().map(|r| r.rule_xml(&id)).collect();
+        Ok(rules)
+    }
+
+    /// The group a rule call names, by id.
+    fn group_named(&self, region: &str, params: &Params) -> Result<(String, String), Refusal> {
+        let id = required(params, "GroupId")?.to_owned();
+        if !id.starts_with("sg-") {
+            return Err(refuse("InvalidGroupId.Malformed", format!("Invalid id: \"{id}\" (expecting \"sg-...\")")));
+        }
+        let vpc = self.group_in(region, &id)?.vpc.clone();
+        Ok((id, vpc))
+    }
+
+    pub(super) fn group_authorize(&mut self, region: &str, params: &Params, flow: Flow) -> Result<String, Refusal> {
+        let (id, vpc) = self.group_named(region, params)?;
+        let asked = self.permission_rules(params, &vpc)?;
+        let mut added: Vec<RuleRecord> = Vec::new();
+        for rule in asked {
+            let group = self.group_in(region, &id)?;
+            if group.rules(flow).iter().chain(&added).any(|r| r.same(&rule)) {
+                let peer = match &rule.source {
+                    Source::Cidr(c) | Source::Cidr6(c) | Source::Group(c) => c.clone(),
+                };
+                let (from, to) = rule.ports.unwrap_or((-1, -1));
+                return Err(refuse(
+                    "InvalidPermission.Duplicate",
+                    format!(
+                        "the specified rule \"peer: {peer}, {}, from port: {from}, to port: {to}, ALLOW\" already exists",
+                        rule.protocol.to_ascii_uppercase()
+                    ),
+                ));
+            }
+            added.push(rule);
+        }
+        let rules: Vec<String> = added.iter().map(|r| r.rule_xml(&id, flow)).collect();
         let group = self.groups.iter_mut().find(|g| g.id == id).expect("found above");
-        group.ingress.extend(added);
+        match flow {
+            Flow::Ingress => group.ingress.extend(added),
+            Flow::Egress => group.egress.extend(added),
+        }
         Ok(format!("{}{}", el("return", "true"), items("securityGroupRuleSet", rules)))
+    }
+
+    /// Takes off every rule named, or none when one is not there (a non-default VPC's
+    /// `InvalidPermission.NotFound`).
+    pub(super) fn group_revoke(&mut self, region: &str, params: &Params, flow: Flow) -> Result<String, Refusal> {
+        let (id, vpc) = self.group_named(region, params)?;
+        let asked = self.permission_rules(params, &vpc)?;
+        let group = self.group_in(region, &id)?;
+        if let Some(missing) = asked.iter().find(|a| !group.rules(flow).iter().any(|r| r.same(a))) {
+            return Err(refuse(
+                "InvalidPermission.NotFound",
+                format!(
+                    "The specified rule does not exist in this security group ({} {:?})",
+                    missing.protocol, missing.ports
+                ),
+            ));
+        }
+        let revoked: Vec<String> = asked.iter().map(|r| r.rule_xml(&id, flow)).collect();
+        let group = self.groups.iter_mut().find(|g| g.id == id).expect("found above");
+        let list = match flow {
+            Flow::Ingress => &mut group.ingress,
+            Flow::Egress => &mut group.egress,
+        };
+        list.retain(|r| !asked.iter().any(|a| a.same(r)));
+        Ok(format!("{}{}", el("return", "true"), items("revokedSecurityGroupRuleSet", revoked)))
     }
 
     pub(super) fn group_describe(&self, region: &str, params: &Params) -> Result<String, Refusal> {
@@ -337,11 +420,11 @@ impl Model {
                 "ip-permission.to-port" => rules(&|r| r.ports.map(|p| p.1.to_string())),
                 "ip-permission.cidr" => rules(&|r| match &r.source {
                     Source::Cidr(c) => Some(c.clone()),
-                    Source::Group(_) => None,
+                    _ => None,
                 }),
                 "ip-permission.group-id" => rules(&|r| match &r.source {
                     Source::Group(g) => Some(g.clone()),
-                    Source::Cidr(_) => None,
+                    _ => None,
                 }),
                 _ => None,
             };
@@ -366,7 +449,7 @@ impl Model {
         }
         self.groups
             .iter()
-            .find(|g| g.id != id && g.ingress.iter().any(|r| r.source == Source::Group(id.to_owned())))
+            .find(|g| g.id != id && g.ingress.iter().chain(&g.egress).any(|r| r.source == Source::Group(id.to_owned())))
             .map(|g| g.id.clone())
     }
 

@@ -4,6 +4,8 @@
 //! running`; TerminateInstances `shutting-down → terminated`, a terminated instance still
 //! described (the sim never forgets it). The user data stays readable through
 //! DescribeInstanceAttribute (`Attribute=userData`) so tests can check what a machine was given.
+//! ModifyInstanceAttribute replaces a machine's security groups (`GroupId.N`, of its VPC, at
+//! least one and at most five: the per-interface quota).
 use super::ec2::{Tags, known_filters, passes, refuse, required};
 use super::xml::{Params, el, items, tag_set};
 use super::{ACCOUNT, Change, Model, Refusal, new_id};
@@ -90,6 +92,16 @@ fn is_base64(text: &str) -> bool {
         && body.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/')
 }
 
+/// EC2's default quota of security groups per network interface.
+const GROUPS_PER_INTERFACE: usize = 5;
+
+fn too_many_groups() -> Refusal {
+    refuse(
+        "SecurityGroupsPerInterfaceLimitExceeded",
+        "The maximum number of security groups per interface has been reached.",
+    )
+}
+
 fn not_found(id: &str) -> Refusal {
     refuse("InvalidInstanceID.NotFound", format!("The instance ID '{id}' does not exist"))
 }
@@ -152,6 +164,9 @@ impl Model {
         }
         if groups.is_empty() {
             groups.extend(self.groups.iter().filter(|g| g.vpc == subnet.vpc && g.default).map(|g| g.id.clone()));
+        }
+        if groups.len() > GROUPS_PER_INTERFACE {
+            return Err(too_many_groups());
         }
         let user_data = params.get("UserData").map(str::to_owned);
         if user_data.as_deref().is_some_and(|d| !is_base64(d)) {
@@ -238,6 +253,36 @@ impl Model {
             }
         };
         Ok(format!("{}{value}", el("instanceId", &instance.id)))
+    }
+
+    /// Only `GroupId.N` (the groups, replaced); other attributes are not the sim's.
+    pub(super) fn instance_modify_attribute(&mut self, region: &str, params: &Params) -> Result<String, Refusal> {
+        let id = required(params, "InstanceId")?;
+        let instance = self.instances.iter().find(|i| i.region == region && i.id == id).ok_or_else(|| not_found(id))?;
+        let groups = params.list("GroupId");
+        if groups.is_empty() {
+            return Err(refuse("InvalidParameterCombination", "The sim modifies the groups only: give GroupId.N"));
+        }
+        if instance.state == "terminated" || instance.state == "shutting-down" {
+            let message = format!("The instance '{id}' is not in a state from which it can be modified.");
+            return Err(refuse("IncorrectInstanceState", message));
+        }
+        for group in &groups {
+            if !self.groups.iter().any(|g| &g.id == group && g.vpc == instance.vpc) {
+                return Err(refuse(
+                    "InvalidGroup.NotFound",
+                    format!("The security group '{group}' does not exist in VPC '{}'", instance.vpc),
+                ));
+            }
+        }
+        if groups.len() > GROUPS_PER_INTERFACE {
+            return Err(too_many_groups());
+        }
+        let mut unique = groups.clone();
+        unique.dedup();
+        let instance = self.instances.iter_mut().find(|i| i.region == region && i.id == id).expect("found above");
+        instance.groups = unique;
+        Ok(el("return", "true"))
     }
 
     pub(super) fn instance_terminate(&mut self, region: &str, params: &Params) -> Result<String, Refusal> {

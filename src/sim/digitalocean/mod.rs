@@ -1,8 +1,8 @@
 //! The simulated DigitalOcean: one in-memory model behind a thin HTTP face with the real API's
 //! paths, status codes, error bodies (`{id, message, request_id}`), pagination and rate-limit
-//! headers. VPCs, droplets, block volumes with their actions and snapshots, NFS shares with theirs,
-//! tags, and reserved IPv4 and IPv6 addresses with their assign and unassign actions, one file
-//! each.
+//! headers. VPCs, droplets, cloud firewalls, block volumes with their actions and snapshots, NFS
+//! shares with theirs, tags, and reserved IPv4 and IPv6 addresses with their assign and unassign
+//! actions, one file each.
 //!
 //! Time: asynchronous work (a droplet's create and destroy, volume, NFS and reserved IP actions) is
 //! an action record that carries the change it makes and when it is due. Every request first
@@ -10,6 +10,7 @@
 //! after the start, and the handler always reads settled state.
 mod actions;
 mod droplets;
+mod firewalls;
 mod nfs;
 mod reserved_ips;
 mod tags;
@@ -48,6 +49,7 @@ pub struct Model {
     volumes: Vec<volumes::VolumeRecord>,
     snapshots: Vec<volumes::SnapshotRecord>,
     shares: Vec<nfs::ShareRecord>,
+    firewalls: Vec<firewalls::FirewallRecord>,
     share_snapshots: Vec<nfs::ShareSnapshotRecord>,
     /// Tag names in their first spelling.
     tags: Vec<String>,
@@ -75,6 +77,7 @@ impl Model {
             volumes: Vec::new(),
             snapshots: Vec::new(),
             shares: Vec::new(),
+            firewalls: Vec::new(),
             share_snapshots: Vec::new(),
             tags: Vec::new(),
             addresses: Vec::new(),
@@ -94,6 +97,7 @@ pub fn router(sim: Sim) -> Router {
     let routes = [
         vpcs::routes,
         droplets::routes,
+        firewalls::routes,
         volumes::routes,
         nfs::routes,
         tags::routes,
@@ -384,6 +388,10 @@ mod testing {
 
         pub(super) async fn post(&self, path: &str, body: Value) -> (u16, Value) {
             self.send(self.http.post(format!("{}{path}", self.url)).json(&body)).await
+        }
+
+        pub(super) async fn put(&self, path: &str, body: Value) -> (u16, Value) {
+            self.send(self.http.put(format!("{}{path}", self.url)).json(&body)).await
         }
 
         pub(super) async fn delete(&self, path: &str) -> (u16, Value) {

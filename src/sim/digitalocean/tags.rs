@@ -30,7 +30,7 @@ fn invalid_name(name: &str) -> Response {
 
 impl Model {
     /// The tag's name in its first spelling, if it exists in any spelling.
-    fn tag_spelled(&self, name: &str) -> Option<String> {
+    pub(super) fn tag_spelled(&self, name: &str) -> Option<String> {
         self.tags.iter().find(|t| t.eq_ignore_ascii_case(name)).cloned()
     }
 

@@ -1,6 +1,7 @@
 //! One SeaORM entity per table (see `migrations/`).
 pub mod api_token;
 pub mod filesystem;
+pub mod firewall_rule;
 pub mod idempotency_record;
 pub mod instance;
 pub mod instance_filesystem;

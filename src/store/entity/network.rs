@@ -36,6 +36,11 @@ pub struct Model {
     pub lost: bool,
     /// Recorded from an existing VPC (`networkAdopt`): read only, never created or deleted.
     pub adopted: bool,
+    /// The firewall (DigitalOcean) or security group (AWS) that lets the network's ruled
+    /// machines send anything while no outbound rule applies to them, once made; its creates
+    /// whose answer may be lost (it is then looked up by name).
+    pub egress_provider_id: Option<String>,
+    pub egress_attempts: i32,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -1,6 +1,6 @@
 //! The request forms, one function per call, so tests can hold them against the captures.
 use super::Form;
-use crate::provider::{IngressRule, InstanceRun, RuleSource, Tag};
+use crate::provider::{Flow, GroupRule, InstanceRun, RuleSource, Tag};
 use base64::Engine as _;
 
 pub fn create_vpc(cidr_block: &str, tags: &[Tag]) -> Form {
@@ -64,30 +64,53 @@ pub fn create_security_group(vpc_id: &str, name: &str, description: &str, tags: 
     form
 }
 
-/// One permission per rule, its source as `IpRanges.1` or `Groups.1`.
-pub fn authorize_ingress(group_id: &str, rules: &[IngressRule]) -> Form {
-    let mut form = Form::new("AuthorizeSecurityGroupIngress");
-    form.add("GroupId", group_id);
+/// One permission per rule, its source as `IpRanges.1`, `Ipv6Ranges.1` or `Groups.1`; every
+/// protocol (`-1`) takes no ports.
+fn permissions(form: &mut Form, rules: &[GroupRule]) {
     for (n, rule) in rules.iter().enumerate() {
         let p = format!("IpPermissions.{}", n + 1);
-        form.add(format!("{p}.IpProtocol"), "tcp")
-            .add(format!("{p}.FromPort"), rule.from_port.to_string())
-            .add(format!("{p}.ToPort"), rule.to_port.to_string());
-        match &rule.source {
-            RuleSource::Cidr(cidr) => {
-                if let Some(description) = &rule.description {
-                    form.add(format!("{p}.IpRanges.1.Description"), description.as_str());
-                }
-                form.add(format!("{p}.IpRanges.1.CidrIp"), cidr.as_str());
-            }
-            RuleSource::Group(group) => {
-                if let Some(description) = &rule.description {
-                    form.add(format!("{p}.Groups.1.Description"), description.as_str());
-                }
-                form.add(format!("{p}.Groups.1.GroupId"), group.as_str());
-            }
+        form.add(format!("{p}.IpProtocol"), rule.protocol.as_str());
+        if rule.protocol != "-1" {
+            form.add(format!("{p}.FromPort"), rule.from_port.to_string())
+                .add(format!("{p}.ToPort"), rule.to_port.to_string());
         }
+        let (list, key, value) = match &rule.source {
+            RuleSource::Cidr(cidr) => ("IpRanges", "CidrIp", cidr),
+            RuleSource::Cidr6(cidr) => ("Ipv6Ranges", "CidrIpv6", cidr),
+            RuleSource::Group(group) => ("Groups", "GroupId", group),
+        };
+        if let Some(description) = &rule.description {
+            form.add(format!("{p}.{list}.1.Description"), description.as_str());
+        }
+        form.add(format!("{p}.{list}.1.{key}"), value.as_str());
     }
+}
+
+pub fn authorize(group_id: &str, flow: Flow, rules: &[GroupRule]) -> Form {
+    let action = match flow {
+        Flow::Ingress => "AuthorizeSecurityGroupIngress",
+        Flow::Egress => "AuthorizeSecurityGroupEgress",
+    };
+    let mut form = Form::new(action);
+    form.add("GroupId", group_id);
+    permissions(&mut form, rules);
+    form
+}
+
+pub fn revoke(group_id: &str, flow: Flow, rules: &[GroupRule]) -> Form {
+    let action = match flow {
+        Flow::Ingress => "RevokeSecurityGroupIngress",
+        Flow::Egress => "RevokeSecurityGroupEgress",
+    };
+    let mut form = Form::new(action);
+    form.add("GroupId", group_id);
+    permissions(&mut form, rules);
+    form
+}
+
+pub fn describe_security_groups_of(vpc_id: &str) -> Form {
+    let mut form = Form::new("DescribeSecurityGroups");
+    form.filter("vpc-id", vpc_id);
     form
 }
 
@@ -130,6 +153,22 @@ pub fn describe_instance(instance_id: &str) -> Form {
 pub fn describe_instances_named(name: &str) -> Form {
     let mut form = Form::new("DescribeInstances");
     form.filter("tag:Name", name);
+    form
+}
+
+pub fn describe_instances_in_vpc(vpc_id: &str) -> Form {
+    let mut form = Form::new("DescribeInstances");
+    form.filter("vpc-id", vpc_id);
+    form
+}
+
+/// The machine's groups, replaced: `GroupId.N` (RunInstances says `SecurityGroupId.N`).
+pub fn modify_instance_groups(instance_id: &str, group_ids: &[String]) -> Form {
+    let mut form = Form::new("ModifyInstanceAttribute");
+    form.add("InstanceId", instance_id);
+    for (n, group) in group_ids.iter().enumerate() {
+        form.add(format!("GroupId.{}", n + 1), group.as_str());
+    }
     form
 }
 

@@ -11,8 +11,8 @@ use quick_xml::events::Event;
 
 use super::{Aws, classify, lost};
 use crate::provider::{
-    AwsInstance, AwsInstances, AwsNetworks, AwsSubnet, AwsVpc, IngressRule, InstanceRun, MachineState, ProviderError,
-    ProviderResult, RuleSource, SecurityGroup, SecurityGroups, Tag,
+    AwsInstance, AwsInstances, AwsNetworks, AwsSubnet, AwsVpc, Flow, GroupRule, InstanceRun, MachineState,
+    ProviderError, ProviderResult, RuleSource, SecurityGroup, SecurityGroups, Tag,
 };
 
 pub(super) const VERSION: &str = "2016-11-15";
@@ -340,34 +340,39 @@ fn subnet_from(item: &Element) -> AwsSubnet {
     }
 }
 
-pub(super) fn security_group_from(item: &Element) -> SecurityGroup {
-    let mut ingress = Vec::new();
-    for permission in item.items("ipPermissions").filter(|p| p.text_of("ipProtocol").as_deref() == Some("tcp")) {
-        let port = |name: &str| permission.text_of(name).and_then(|p| p.parse::<u16>().ok()).unwrap_or_default();
-        let (from_port, to_port) = (port("fromPort"), port("toPort"));
-        for range in permission.items("ipRanges") {
-            ingress.push(IngressRule {
-                from_port,
-                to_port,
-                source: RuleSource::Cidr(range.text_or_empty("cidrIp")),
-                description: range.text_of("description"),
-            });
-        }
-        for pair in permission.items("groups") {
-            ingress.push(IngressRule {
-                from_port,
-                to_port,
-                source: RuleSource::Group(pair.text_or_empty("groupId")),
-                description: pair.text_of("description"),
-            });
-        }
+/// A permission's rules, one per source (a permission may carry several).
+fn rules_of(permission: &Element) -> Vec<GroupRule> {
+    let protocol = permission.text_or_empty("ipProtocol");
+    let port = |name: &str| permission.text_of(name).and_then(|p| p.parse::<i32>().ok()).unwrap_or(-1);
+    let (from_port, to_port) = if protocol == "-1" { (-1, -1) } else { (port("fromPort"), port("toPort")) };
+    let rule = |source: RuleSource, description: Option<String>| GroupRule {
+        protocol: protocol.clone(),
+        from_port,
+        to_port,
+        source,
+        description,
+    };
+    let mut rules = Vec::new();
+    for range in permission.items("ipRanges") {
+        rules.push(rule(RuleSource::Cidr(range.text_or_empty("cidrIp")), range.text_of("description")));
     }
+    for range in permission.items("ipv6Ranges") {
+        rules.push(rule(RuleSource::Cidr6(range.text_or_empty("cidrIpv6")), range.text_of("description")));
+    }
+    for pair in permission.items("groups") {
+        rules.push(rule(RuleSource::Group(pair.text_or_empty("groupId")), pair.text_of("description")));
+    }
+    rules
+}
+
+pub(super) fn security_group_from(item: &Element) -> SecurityGroup {
     SecurityGroup {
         id: item.text_or_empty("groupId"),
         name: item.text_or_empty("groupName"),
         vpc_id: item.text_or_empty("vpcId"),
         tags: item.tags(),
-        ingress,
+        ingress: item.items("ipPermissions").flat_map(rules_of).collect(),
+        egress: item.items("ipPermissionsEgress").flat_map(rules_of).collect(),
     }
 }
 
@@ -383,6 +388,7 @@ pub(super) fn instance_from(item: &Element) -> AwsInstance {
         private_ip: item.text_of("privateIpAddress"),
         public_ip: item.text_of("ipAddress"),
         tags: item.tags(),
+        security_group_ids: item.items("groupSet").map(|g| g.text_or_empty("groupId")).collect(),
     }
 }
 
@@ -489,13 +495,33 @@ impl SecurityGroups for Aws {
         &self,
         region: &str,
         group_id: &str,
-        rules: &[IngressRule],
+        flow: Flow,
+        rules: &[GroupRule],
     ) -> ProviderResult<()> {
         if rules.is_empty() {
             return Ok(());
         }
         // A repeat adds nothing: it fails whole with InvalidPermission.Duplicate.
-        self.ec2(region, &forms::authorize_ingress(group_id, rules), Effect::ActsIdempotently).await.map(|_| ())
+        self.ec2(region, &forms::authorize(group_id, flow, rules), Effect::ActsIdempotently).await.map(|_| ())
+    }
+
+    async fn security_group_revoke(
+        &self,
+        region: &str,
+        group_id: &str,
+        flow: Flow,
+        rules: &[GroupRule],
+    ) -> ProviderResult<()> {
+        if rules.is_empty() {
+            return Ok(());
+        }
+        // A repeat takes nothing more: it fails whole with InvalidPermission.NotFound.
+        self.ec2(region, &forms::revoke(group_id, flow, rules), Effect::ActsIdempotently).await.map(|_| ())
+    }
+
+    async fn security_groups_of_vpc(&self, region: &str, vpc_id: &str) -> ProviderResult<Vec<SecurityGroup>> {
+        let pages = self.ec2_pages(region, &forms::describe_security_groups_of(vpc_id)).await?;
+        Ok(pages.iter().flat_map(|root| root.items("securityGroupInfo").map(security_group_from)).collect())
     }
 
     async fn security_group_find(
@@ -544,5 +570,16 @@ impl AwsInstances for Aws {
             Err(err) if is_gone(&err, INSTANCE_GONE) => Ok(false),
             Err(err) => Err(err),
         }
+    }
+
+    async fn instances_in_vpc(&self, region: &str, vpc_id: &str) -> ProviderResult<Vec<AwsInstance>> {
+        let pages = self.ec2_pages(region, &forms::describe_instances_in_vpc(vpc_id)).await?;
+        Ok(pages.iter().flat_map(instances_in).collect())
+    }
+
+    async fn instance_set_groups(&self, region: &str, instance_id: &str, group_ids: &[String]) -> ProviderResult<()> {
+        let form = forms::modify_instance_groups(instance_id, group_ids);
+        // A replace: sent twice, it leaves the same groups.
+        self.ec2(region, &form, Effect::ActsIdempotently).await.map(drop)
     }
 }

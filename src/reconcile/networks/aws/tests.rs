@@ -33,6 +33,8 @@ fn network(desired: Desired, provider_id: Option<&str>, attempts: i32, lost: boo
         create_attempts: attempts,
         lost,
         adopted,
+        egress_provider_id: None,
+        egress_attempts: 0,
     }
 }
 

@@ -101,7 +101,7 @@ pub(super) async fn attach_share(ctx: &Ctx<'_>, v: &volume::Model, a: &attachmen
     let tag = share_tag(&v.id);
     let droplet = step!(decide::share_droplet(&now, ctx.instances.droplet_get(droplet_id).await, droplet_id));
     if !droplet.tags.contains(&tag)
-        && let Err(err) = ctx.instances.tag_droplet(&tag, droplet_id, true).await
+        && let Err(err) = ctx.instances.tag_droplets(&tag, &[droplet_id.to_owned()], true).await
     {
         return decide::waits(now, &err);
     }
@@ -121,7 +121,7 @@ async fn detach_share(ctx: &Ctx<'_>, v: &volume::Model, a: &attachment::Model, d
     if let Some(droplet_id) = &droplet_id {
         match ctx.instances.droplet_get(droplet_id).await {
             Ok(Some(d)) if d.tags.contains(&tag) => {
-                if let Err(err) = ctx.instances.tag_droplet(&tag, droplet_id, false).await {
+                if let Err(err) = ctx.instances.tag_droplets(&tag, std::slice::from_ref(droplet_id), false).await {
                     return decide::waits(now, &err);
                 }
             }
