@@ -89,11 +89,12 @@ async fn make(run: &Run<'_>, api: &dyn AwsInstances, current: &instance::Model, 
     let user_data = boot::instance_user_data(&run.services.db, current).await?;
     let Some(marked) = mark_create_attempt(run, current).await? else { return Ok(Next::Now) };
     let tags = aws_tags(&marked.provider_name, deployment);
+    let (_, groups) = super::born_with(run, &marked).await?;
     let request = InstanceRun {
         image_id: &marked.image,
         instance_type: &marked.size,
         subnet_id: &subnet_id,
-        security_group_ids: &[],
+        security_group_ids: &groups,
         user_data: user_data.as_deref(),
         client_token: &marked.provider_name,
         tags: &tags,

@@ -164,7 +164,8 @@ async fn make(run: &Run<'_>, api: &dyn Instances, current: &instance::Model, tag
         }
     };
     let Some(marked) = mark_create_attempt(run, current).await? else { return Ok(Next::Now) };
-    let tags = vec![tag.to_owned()];
+    let mut tags = vec![tag.to_owned()];
+    tags.extend(born_with(run, &marked).await?.0);
     let request = DropletCreate {
         name: &marked.provider_name,
         region: &marked.region,
@@ -329,12 +330,45 @@ pub(super) async fn finish_delete(run: &Run<'_>, current: &instance::Model, fini
         queue::wake(&txn, store_volumes::RECONCILER, &a.id, services.clock.now_ms()).await?;
     }
     let deleted = store::mark_deleted(&txn, &current.id, now).await?;
+    wake_network(&txn, current, services.clock.now_ms()).await?;
     // Its machine is gone (or, on a tenant's own account, left running): what it booked is free.
     let refunds = [(store::QUOTA, 0), (store_volumes::QUOTA, 0)];
     crate::store::quota::hold_all(&txn, &current.tenant_id, &current.pool_id, &current.id, &refunds).await?;
     events.push(svc::event("deleted", &deleted));
     services.commit_and_wake(txn, events).await?;
     Ok(Next::Done)
+}
+
+/// Wakes the instance's network, whose firewall rules set what its machines carry (and name
+/// their addresses as peers at AWS) once they are made, and again once they are gone.
+async fn wake_network(txn: &sea_orm::DatabaseTransaction, current: &instance::Model, due: i64) -> Result<()> {
+    match &current.network_id {
+        Some(network_id) => queue::wake(txn, crate::store::networks::RECONCILER, network_id, due).await,
+        None => Ok(()),
+    }
+}
+
+/// What a new machine carries from birth for the network's rules that apply to it (so no
+/// moment passes without them): DigitalOcean tags, or AWS security groups once made.
+pub(super) async fn born_with(run: &Run<'_>, current: &instance::Model) -> Result<(Vec<String>, Vec<String>)> {
+    use crate::service::firewall_rules::targets;
+    let Some(network_id) = &current.network_id else { return Ok((Vec::new(), Vec::new())) };
+    let db = &run.services.db;
+    let rules = crate::store::firewall_rules::live_of(db, network_id).await?;
+    let rules: Vec<_> = rules.into_iter().filter(|r| !r.lost).collect();
+    let applying = targets::applying(&rules, Some(&current.id));
+    if applying.is_empty() {
+        return Ok((Vec::new(), Vec::new()));
+    }
+    let egress = crate::store::networks::find(db, network_id).await?.and_then(|n| n.egress_provider_id);
+    let egress = egress.filter(|_| targets::needs_egress(&applying));
+    let mut tags = vec![targets::network_tag(network_id), targets::instance_tag(&current.id)];
+    if egress.is_some() {
+        tags.push(targets::egress_tag(network_id));
+    }
+    let mut groups: Vec<String> = applying.iter().filter_map(|r| r.provider_id.clone()).collect();
+    groups.extend(egress.filter(|_| !groups.is_empty()));
+    Ok((tags, groups))
 }
 
 /// Records a create attempt before the call (see `Run::mark_attempt`), so a lost answer leaves
@@ -367,6 +401,7 @@ pub(super) async fn write(run: &Run<'_>, current: &instance::Model, observed: Ob
         for a in store_addresses::on_instance(&txn, &current.id).await? {
             queue::wake(&txn, store_volumes::RECONCILER, &a.id, services.clock.now_ms()).await?;
         }
+        wake_network(&txn, current, services.clock.now_ms()).await?;
     }
     let event_type = match written.state {
         s if s != current.state && (s == State::Ready || s == State::Error) => s.as_str(),

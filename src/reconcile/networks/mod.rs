@@ -1,9 +1,11 @@
 //! `vps.networks`: a network's subnets, converged by its account's provider's strategy:
 //! `digitalocean` (one VPC per subnet) or `aws` (one VPC, a subnet per zone). Both decide as plain
 //! functions of the rows and what the provider showed, tested without a network, and share the
-//! network's state rule, its lock and the create-attempt marker below.
+//! network's state rule, its lock and the create-attempt marker below. The network's firewall
+//! rules (`firewalls`) are applied in the same run, and deleted before its subnets.
 mod aws;
 mod digitalocean;
+mod firewalls;
 
 use super::{Next, Reconciler, Run};
 use crate::error::{Error, Result};
@@ -39,10 +41,22 @@ impl Reconciler for NetworkReconciler {
             credential_ref: &account.credential_ref,
             sim: account.sim,
         });
-        if account.kind == ProviderKind::Aws {
-            return aws::run(run, network, subnets, &provider).await;
+        // Rules (and the open egress) go before the subnets and the VPC that hold them.
+        let rules = firewalls::run(run, &network, account.kind, &provider).await?;
+        match rules {
+            Some(Next::Now) => return Ok(Next::Now),
+            Some(next) if network.desired_state == Desired::Absent => return Ok(next),
+            _ => {}
         }
-        digitalocean::run(run, &subnets, &provider).await
+        let next = if account.kind == ProviderKind::Aws {
+            aws::run(run, network, subnets, &provider).await?
+        } else {
+            digitalocean::run(run, &subnets, &provider).await?
+        };
+        Ok(match (rules, next) {
+            (_, Next::Done) | (None, _) => next,
+            (Some(rules), next) => firewalls::sooner(rules, next),
+        })
     }
 }
 
