@@ -462,6 +462,27 @@ db_test!(a_lost_create_answer_is_found_by_name_and_never_made_twice, |backend: B
     assert_eq!(ready["providerId"], s.firewalls_named(name).await[0].id.as_str());
 });
 
+db_test!(a_rule_deleted_while_its_create_is_in_flight_leaves_no_firewall, |backend: Backend| async move {
+    let s = digitalocean(backend, None).await;
+    s.with_egress().await;
+    // Made at the provider, its answer never comes back.
+    s.sim().inject("firewalls.create", Fault::Drop, 1);
+    let made = s.create("ssh", json!({})).await;
+    let id = id_of(&made);
+    let name = made["providerName"].as_str().unwrap().to_owned();
+    for _ in 0..400 {
+        if s.sim().name_calls("firewalls.made", &name) == 1 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    assert_eq!(s.sim().name_calls("firewalls.made", &name), 1, "the create is in flight");
+    assert_eq!(s.delete(&id).await["state"], "DELETING");
+    s.until_rule(&id, "deleted", |r| r["state"] == "DELETED").await;
+    assert!(s.firewalls_named(&name).await.is_empty(), "what the lost answer made is found and deleted");
+    assert_eq!(s.sim().name_calls("firewalls.create", &name), 1, "never made again");
+});
+
 db_test!(a_refused_rate_limited_or_unavailable_create_waits_and_converges, |backend: Backend| async move {
     for status in [429, 503, 500] {
         let s = digitalocean(backend, None).await;

@@ -680,4 +680,34 @@ mod tests {
         assert!(text.contains(&foreign) && !text.contains("bc:managed-by"), "{text}");
         assert!(aws.sim.aws_group_ids(REGION).contains(&foreign));
     }
+
+    #[tokio::test]
+    async fn the_default_egress_rule_is_revoked_like_any_and_revoking_a_missing_one_fails_the_call() {
+        let aws = Aws::start().await;
+        let vpc = aws.vpc("10.0.0.0/16").await;
+        let group = aws.group(&vpc, "bc-rule").await;
+        let everything = [
+            ("GroupId", group.as_str()),
+            ("IpPermissions.1.IpProtocol", "-1"),
+            ("IpPermissions.1.IpRanges.1.CidrIp", "0.0.0.0/0"),
+        ];
+        aws.ec2_ok("RevokeSecurityGroupEgress", &everything).await;
+        let text = aws.ec2_ok("DescribeSecurityGroups", &[("GroupId.1", &group)]).await;
+        assert!(text.contains("<ipPermissionsEgress></ipPermissionsEgress>"), "{text}");
+        let (status, text) = aws.ec2("RevokeSecurityGroupEgress", &everything).await;
+        assert_eq!(status, 400);
+        assert!(text.contains("<Code>InvalidPermission.NotFound</Code>"), "{text}");
+        let out = [
+            ("GroupId", group.as_str()),
+            ("IpPermissions.1.IpProtocol", "tcp"),
+            ("IpPermissions.1.FromPort", "443"),
+            ("IpPermissions.1.ToPort", "443"),
+            ("IpPermissions.1.Ipv6Ranges.1.CidrIpv6", "::/0"),
+        ];
+        aws.ec2_ok("AuthorizeSecurityGroupEgress", &out).await;
+        let text = aws.ec2_ok("DescribeSecurityGroups", &[("GroupId.1", &group)]).await;
+        assert!(text.contains("<cidrIpv6>::/0</cidrIpv6>") && text.contains("<fromPort>443</fromPort>"), "{text}");
+        let (_, text) = aws.ec2("AuthorizeSecurityGroupEgress", &out).await;
+        assert!(text.contains("<Code>InvalidPermission.Duplicate</Code>"), "{text}");
+    }
 }

@@ -428,4 +428,41 @@ mod tests {
         let (_, text) = aws.ec2("RunInstances", &params).await;
         assert!(text.contains("<Code>InvalidParameterValue</Code>"), "{text}");
     }
+
+    #[tokio::test]
+    async fn an_instances_groups_are_replaced_whole_at_most_five_and_never_none() {
+        let aws = Aws::start().await;
+        let (vpc, subnet, group) = network(&aws).await;
+        let text = aws.ec2_ok("RunInstances", &run(&subnet, &group, "g")).await;
+        let id = between(&text, "<instanceId>", "</instanceId>");
+        let other = aws.group(&vpc, "other").await;
+        let set = |groups: Vec<String>| {
+            let mut params = vec![("InstanceId".to_owned(), id.clone())];
+            params.extend(groups.into_iter().enumerate().map(|(n, g)| (format!("GroupId.{}", n + 1), g)));
+            params
+        };
+        let call = |p: Vec<(String, String)>| {
+            let aws = &aws;
+            async move {
+                let refs: Vec<(&str, &str)> = p.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+                aws.ec2("ModifyInstanceAttribute", &refs).await
+            }
+        };
+        let (status, text) = call(set(vec![other.clone()])).await;
+        assert_eq!(status, 200, "{text}");
+        let described = aws.ec2_ok("DescribeInstances", &[("InstanceId.1", &id)]).await;
+        assert!(
+            described.contains(&other) && !described.contains(&format!("<groupId>{group}</groupId>")),
+            "{described}"
+        );
+        let (status, text) = call(set(Vec::new())).await;
+        assert_eq!(status, 400, "at least one group: {text}");
+        let mut six = Vec::new();
+        for n in 0..6 {
+            six.push(aws.group(&vpc, &format!("g{n}")).await);
+        }
+        let (_, text) = call(set(six)).await;
+        assert!(text.contains("<Code>SecurityGroupsPerInterfaceLimitExceeded</Code>"), "{text}");
+        assert_eq!(count(&aws.ec2_ok("DescribeInstances", &[("InstanceId.1", &id)]).await, "<groupId>"), 1);
+    }
 }
