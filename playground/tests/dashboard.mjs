@@ -9,12 +9,17 @@
 //                        create `from-the-page` (10 GiB, block) from the form; its row shows
 //                        PENDING, then READY, with no reload
 //  3. quota-exceeded.png a 5000 GiB volume (quota 2000) shows QUOTA_EXCEEDED in the form; no row
-//  4. offline.png, resumed.png
+//  4. rule-ready.png, rule-conflict.png, rule-deleted.png
+//                        a network `lan` with an instance `app` (made through the API); its
+//                        Manage panel adds a rule (TCP 22 from one address, on `app`) by its
+//                        labels: READY, shown in the networks table; the same name again is
+//                        CONFLICT in the form; Delete takes it off the list
+//  5. offline.png, resumed.png
 //                        restart of the server by the harness (protocol below): the Offline
 //                        banner shows; once back it goes away, `made-while-away` (made by the
 //                        harness while the page was offline) appears, `from-the-page` is there
 //                        once, and no event shows twice
-//  5. narrow.png         at 420×800 the volumes table shows and nothing is wider than the
+//  6. narrow.png         at 420×800 the volumes table shows and nothing is wider than the
 //                        window outside a sideways-scrolling box; Tab reaches the create form
 //
 // Restart protocol (stdout/stdin): the script prints one line
@@ -186,7 +191,10 @@ async function run() {
   check(await form.getByLabel('Name').inputValue() === TOO_BIG, 'the form lost its values on error');
   await shot('quota-exceeded.png');
 
-  // 4. The server restarts while the page cannot reconnect; then it resumes.
+  // 4. A firewall rule on a network, from the network's Manage panel.
+  const rules = await firewallRule(demoPool, region);
+
+  // 5. The server restarts while the page cannot reconnect; then it resumes.
   step('offline.png');
   let blockSockets = true;
   // Only sockets made from now on are routed (the live one stays direct and
@@ -233,7 +241,7 @@ async function run() {
     'the page was reloaded or navigated');
   await shot('resumed.png');
 
-  // 5. A narrow window, and the keyboard.
+  // 6. A narrow window, and the keyboard.
   step('narrow.png');
   await page.setViewportSize({ width: 420, height: 800 });
   await page.getByTestId('volumes-table').scrollIntoViewIfNeeded();
@@ -264,9 +272,86 @@ async function run() {
   check(pageErrors.length === 0, `page errors: ${pageErrors.join(' | ')}`);
   check(refusedByPolicy.length === 0, `the page's policy refused: ${refusedByPolicy.join(' | ')}`);
   return {
-    ok: true, volumeId, states, awayId, region, poolId: demoPool, refusal, events: eventIds.length, keyboard,
+    ok: true, volumeId, states, awayId, region, poolId: demoPool, refusal, rules, events: eventIds.length, keyboard,
     requests: requests.length,
   };
+}
+
+// A GraphQL call from the harness's side (what the page has no form for yet).
+async function api(query, variables) {
+  const response = await fetch(new URL('/graphql', baseUrl), {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+    body: JSON.stringify({ query, variables }),
+  });
+  const body = await response.json();
+  if (body.errors?.length) throw new Error(`${query.slice(0, 40)}…: ${JSON.stringify(body.errors)}`);
+  return body.data;
+}
+
+async function untilReady(read, what) {
+  for (let i = 0; i < 120; i += 1) {
+    if ((await read()) === 'READY') return;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`${what} never became READY`);
+}
+
+// A network `lan` with an instance `app` is made through the API; then, on the
+// page, a rule opening TCP 22 to one address on `app` is added by the labels of
+// the network's Manage panel, goes READY, shows in the networks table, a
+// second rule of the same name is refused with CONFLICT, and the first is
+// deleted from the panel.
+async function firewallRule(poolId, region) {
+  step('rule-ready.png');
+  const network = (await api(`mutation($i: NetworkCreateInput!) { networkCreate(input: $i) { id } }`, {
+    i: { tenantId: 'demo', poolId, name: 'lan', subnets: [{ region, ipRange: '10.50.0.0/24' }], idempotencyKey: `lan-${Date.now()}` },
+  })).networkCreate.id;
+  await untilReady(async () => (await api(`query($n: String!) { network(tenantId: "demo", networkId: $n) { state } }`,
+    { n: network })).network.state, 'the network lan');
+  const instance = (await api(`mutation($i: InstanceCreateInput!) { instanceCreate(input: $i) { id } }`, {
+    i: { tenantId: 'demo', poolId, name: 'app', region, size: 's-1vcpu-1gb', image: 'ubuntu-24-04-x64',
+      networkId: network, idempotencyKey: `app-${Date.now()}` },
+  })).instanceCreate.id;
+  await untilReady(async () => (await api(`query($i: String!) { instance(tenantId: "demo", instanceId: $i) { state } }`,
+    { i: instance })).instance.state, 'the instance app');
+
+  await page.getByRole('button', { name: 'Manage network lan' }).click({ timeout: STEP_TIMEOUT_MS });
+  const panel = page.locator('#network-manage');
+  const form = page.getByTestId('rule-create-form');
+  await form.getByLabel('Rule name').fill('ssh');
+  await form.getByLabel('Direction').selectOption({ label: 'Inbound (to the instances)' });
+  await form.getByLabel('Protocol').selectOption({ label: 'TCP' });
+  await form.getByLabel('From port').fill('22');
+  await form.getByLabel('Peer addresses').fill('203.0.113.7');
+  await form.getByLabel('Applies to').selectOption({ label: 'app (READY)' }, { timeout: STEP_TIMEOUT_MS });
+  await form.getByRole('button', { name: 'Add rule' }).click();
+  const item = panel.getByTestId('rules-list').locator('li', { has: page.locator('.name', { hasText: /^ssh$/ }) });
+  await waitForBadge(item, 'READY');
+  const summary = (await item.locator('.rule-summary').innerText()).trim();
+  check(summary === 'inbound tcp 22 from 203.0.113.7/32 · app', `the rule reads "${summary}"`);
+  const inTable = page.locator('[data-testid="networks-table"] tbody tr[data-id] .rules li', { hasText: 'ssh' });
+  check(await inTable.count() === 1, 'the networks table does not list the rule');
+  await panel.scrollIntoViewIfNeeded();
+  await shot('rule-ready.png');
+
+  step('rule-conflict.png');
+  await form.getByLabel('Rule name').fill('ssh');
+  await form.getByLabel('From port').fill('2222');
+  await form.getByLabel('Peer addresses').fill('198.51.100.0/24');
+  await form.getByRole('button', { name: 'Add rule' }).click();
+  const formError = form.locator('.form-error');
+  await formError.filter({ hasText: 'CONFLICT' }).waitFor({ state: 'visible', timeout: STEP_TIMEOUT_MS })
+    .catch(async () => { throw new Error(`no CONFLICT in the rule form: ${await formError.innerText().catch(() => '')}`); });
+  await shot('rule-conflict.png');
+
+  step('rule-deleted.png');
+  await panel.getByRole('button', { name: 'Delete rule ssh' }).click();
+  await item.waitFor({ state: 'detached', timeout: STEP_TIMEOUT_MS })
+    .catch(async () => { throw new Error(`the deleted rule stayed: ${await item.innerText().catch(() => '')}`); });
+  await shot('rule-deleted.png');
+  await panel.getByRole('button', { name: 'Close' }).click();
+  return { network, instance, summary };
 }
 
 // From the page's first control (the skip link), Tab must reach the create

@@ -2,9 +2,9 @@
 // attach, detach, resize, snapshot and delete a volume, show a shared volume's
 // mount lines, and assign, unassign and delete an address.
 import { ApiError, gql, newIdempotencyKey } from './api.js';
-import { $, copyButton } from './dom.js';
+import { $, copyButton, h, replaceKeepingFocus } from './dom.js';
 import { MOUNT_LINES, MUTATIONS } from './queries.js';
-import { fillSelect } from './render.js';
+import { fillSelect, ruleItem } from './render.js';
 
 // Makes `form` submit through `action(values, idempotencyKey)`. While it runs
 // the submit button is disabled (no double submit); a refusal shows as
@@ -202,8 +202,10 @@ export function setUpForms(ctx) {
   wireForm($('#address-unassign'), async () => mergeAnd(await run('addressUnassign', addressInput())), onAddress);
   wireForm($('#address-delete'), async () => mergeAnd(await run('addressDelete', addressInput())), onAddress);
 
+  const network = setUpNetworkPanel(ctx, run, mergeAnd);
+
   // The Manage buttons live in redrawn rows: one listener per table body.
-  for (const [tbody, panel] of [['#volumes-rows', volume], ['#addresses-rows', address]]) {
+  for (const [tbody, panel] of [['#volumes-rows', volume], ['#addresses-rows', address], ['#networks-rows', network]]) {
     $(tbody).addEventListener('click', (event) => {
       const button = event.target.closest('button[data-manage]');
       if (button) panel.open(button.dataset.id);
@@ -216,7 +218,67 @@ export function setUpForms(ctx) {
     fillPoolPickers(state, addressCreate);
     volume.refresh();
     address.refresh();
+    network.refresh();
   };
+}
+
+// A network's Manage panel: its firewall rules, each with a Delete button, and
+// the form that adds one.
+function deleteButton(rule) {
+  return h('button', {
+    type: 'button',
+    class: 'small danger',
+    'aria-label': `Delete rule ${rule.name}`,
+    dataset: { key: `delete-rule:${rule.id}`, rule: rule.id },
+  }, 'Delete');
+}
+
+function setUpNetworkPanel(ctx, run, mergeAnd) {
+  const { state } = ctx;
+  const tenantId = state.tenantId;
+  const deleteError = $('#rule-delete-error');
+  const onNetwork = (n) => state.instances.list()
+    .filter((i) => i.networkId === n.id && i.state !== 'DELETING')
+    .map((i) => [i.id, `${i.name} (${i.state})`]);
+  const panel = managePanel($('#network-manage'), () => state.networks, {
+    describe: (n) => `${n.state} · ${n.region ?? n.subnets.map((s) => s.region).join(', ')}`
+      + ` · ${(state.firewallRules.get(n.id) ?? []).length} firewall rules`,
+    onOpen: () => { deleteError.hidden = true; },
+    onRefresh: (n) => {
+      const rules = state.firewallRules.get(n.id) ?? [];
+      const items = rules.map((r) => ruleItem(state, r, r.state === 'DELETING' ? null : deleteButton(r)));
+      replaceKeepingFocus($('#rules-list'),
+        items.length ? items : [h('li', { class: 'muted' }, 'No rules: every instance on this network is open.')]);
+      fillSelect($('#rc-peer'), onNetwork(n), 'None');
+      fillSelect($('#rc-applies'), onNetwork(n), 'Every instance on the network');
+    },
+  });
+  $('#rules-list').addEventListener('click', async (event) => {
+    const button = event.target.closest('button[data-rule]');
+    if (!button) return;
+    button.disabled = true;
+    deleteError.hidden = true;
+    try {
+      mergeAnd(await run('ruleDelete', { tenantId, networkId: panel.id, firewallRuleId: button.dataset.rule }));
+    } catch (err) {
+      deleteError.textContent = err instanceof ApiError ? err.toString() : String(err?.message ?? err);
+      deleteError.hidden = false;
+      button.disabled = false;
+    }
+  });
+  wireForm($('#rule-create'), async (v, key) => {
+    const port = (text) => (text === '' ? null : Number(text));
+    const addresses = v.addresses.split(/[\s,]+/).filter(Boolean);
+    const input = {
+      tenantId, networkId: panel.id, name: v.name.trim(), direction: v.direction, protocol: v.protocol,
+      fromPort: port(v.fromPort), toPort: port(v.toPort),
+      peers: { addresses, instanceIds: v.peerInstanceId ? [v.peerInstanceId] : [] },
+      appliesTo: v.appliesTo ? [v.appliesTo] : [],
+      idempotencyKey: key,
+    };
+    mergeAnd(await run('ruleCreate', input));
+  }, { context: () => ({ networkId: panel.id }) });
+  return panel;
 }
 
 // A shared volume's mount lines for a path the user picks, with Copy buttons.

@@ -35,8 +35,13 @@ const FILESYSTEM = `fragment FilesystemFields on Filesystem {
   id name kind sizeGiB zone region state message version mount { fstype source options }
 }`;
 
+const FIREWALL_RULE = `fragment FirewallRuleFields on FirewallRule {
+  __typename id networkId name direction protocol fromPort toPort state message version
+  peers { addresses instanceIds } appliesTo
+}`;
+
 const FRAGMENTS = { VolumeFields: VOLUME, SnapshotFields: SNAPSHOT, AddressFields: ADDRESS,
-  NetworkFields: NETWORK, InstanceFields: INSTANCE, FilesystemFields: FILESYSTEM };
+  NetworkFields: NETWORK, InstanceFields: INSTANCE, FilesystemFields: FILESYSTEM, FirewallRuleFields: FIREWALL_RULE };
 
 // Appends the fragments the document spreads, and only those: GraphQL refuses
 // a document with an unused fragment.
@@ -85,14 +90,15 @@ export function listPageQuery(list) {
   }`);
 }
 
-// The network type has no `filesystems` field, so the filesystems of the shown
-// networks are read with one aliased `filesystems` per network, in one request.
-export function filesystemsQuery(networkIds) {
+// The network type has no `filesystems` or `firewallRules` field, so those of
+// the shown networks are read with two aliased lists per network, in one request.
+export function networkPartsQuery(networkIds) {
   const vars = networkIds.map((_, i) => `$n${i}: String!`).join(', ');
   const fields = networkIds
-    .map((_, i) => `n${i}: filesystems(tenantId: $tenantId, networkId: $n${i}) { ...FilesystemFields }`)
+    .map((_, i) => `f${i}: filesystems(tenantId: $tenantId, networkId: $n${i}) { ...FilesystemFields }
+      r${i}: firewallRules(tenantId: $tenantId, networkId: $n${i}) { ...FirewallRuleFields }`)
     .join('\n');
-  return withFragments(`query Filesystems($tenantId: String!, ${vars}) {\n${fields}\n}`);
+  return withFragments(`query NetworkParts($tenantId: String!, ${vars}) {\n${fields}\n}`);
 }
 
 // Refetches the subjects of live events in one request; null for one that is gone.
@@ -133,4 +139,6 @@ export const MUTATIONS = {
   addressAssign: mutation('AddressAssign', 'providerAddressAssign', 'ProviderAddressAssignInput', 'AddressFields'),
   addressUnassign: mutation('AddressUnassign', 'providerAddressUnassign', 'ProviderAddressUnassignInput', 'AddressFields'),
   addressDelete: mutation('AddressDelete', 'providerAddressDelete', 'ProviderAddressDeleteInput', 'AddressFields'),
+  ruleCreate: mutation('FirewallRuleCreate', 'firewallRuleCreate', 'FirewallRuleCreateInput', 'FirewallRuleFields'),
+  ruleDelete: mutation('FirewallRuleDelete', 'firewallRuleDelete', 'FirewallRuleDeleteInput', 'FirewallRuleFields'),
 };

@@ -131,9 +131,30 @@ function filesystemItem(fs) {
     pre, pre ? copyButton(pre, `the mount lines of ${fs.name}`, `copy:${fs.id}`) : null);
 }
 
+// A rule in words: "inbound tcp 22 from 203.0.113.7/32 · web".
+export function ruleSummary(state, rule) {
+  const ports = rule.protocol === 'ICMP' ? ''
+    : rule.fromPort == null ? ' all ports'
+      : rule.toPort != null && rule.toPort !== rule.fromPort ? ` ${rule.fromPort}-${rule.toPort}` : ` ${rule.fromPort}`;
+  const name = (id) => state.instances.get(id)?.name ?? id;
+  const peers = [...rule.peers.addresses, ...rule.peers.instanceIds.map(name)].join(', ');
+  const way = rule.direction === 'INBOUND' ? 'from' : 'to';
+  const on = rule.appliesTo.length ? rule.appliesTo.map(name).join(', ') : 'every instance';
+  return `${rule.direction.toLowerCase()} ${rule.protocol.toLowerCase()}${ports} ${way} ${peers} · ${on}`;
+}
+
+// A rule's list item, with an action button (the Manage panel's Delete) if given.
+export function ruleItem(state, rule, action = null) {
+  return h('li', { dataset: { id: rule.id } },
+    h('span', { class: 'name' }, rule.name), ' ', badge(rule.state, rule.message ?? undefined), ' ', action,
+    h('div', { class: 'muted rule-summary' }, ruleSummary(state, rule)),
+    rule.message ? h('div', { class: 'message' }, rule.message) : null);
+}
+
 export function renderNetworks(state) {
   const rows = state.networks.list().map((n) => {
     const filesystems = state.filesystems.get(n.id) ?? [];
+    const rules = state.firewallRules.get(n.id) ?? [];
     return row(n, [
       h('span', { class: 'name' }, n.name),
       stateCell(n),
@@ -143,9 +164,11 @@ export function renderNetworks(state) {
           h('code', {}, s.ipRange), ' ', s.zone ?? s.region, ' ', badge(s.state))))
         : dash(),
       filesystems.length ? h('ul', { class: 'plain filesystems' }, filesystems.map(filesystemItem)) : dash(),
+      rules.length ? h('ul', { class: 'plain rules' }, rules.map((r) => ruleItem(state, r))) : dash(),
+      manageButton('network', n),
     ]);
   });
-  replaceKeepingFocus($('#networks-rows'), rows.length ? rows : [empty(5, 'No networks.')]);
+  replaceKeepingFocus($('#networks-rows'), rows.length ? rows : [empty(7, 'No networks.')]);
 }
 
 export function renderInstances(state) {

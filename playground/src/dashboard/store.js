@@ -89,6 +89,7 @@ export function resetState(state) {
     networks: new Collection(),
     instances: new Collection(),
     filesystems: new Map(), // networkId -> filesystems of that network
+    firewallRules: new Map(), // networkId -> firewall rules of that network, by name
     events: new EventLog(),
   });
 }
@@ -110,7 +111,20 @@ const BY_TYPENAME = {
   Instance: 'instances',
 };
 
+// A rule a mutation answered: kept unless the network's list holds a newer
+// view of it; a DELETED one leaves the list.
+function mergeRule(state, rule) {
+  const rules = state.firewallRules.get(rule.networkId) ?? [];
+  const held = rules.find((r) => r.id === rule.id);
+  if (held && held.version > rule.version) return false;
+  const others = rules.filter((r) => r.id !== rule.id);
+  const next = rule.state === 'DELETED' ? others : [...others, rule];
+  state.firewallRules.set(rule.networkId, next.sort((a, b) => a.name.localeCompare(b.name)));
+  return true;
+}
+
 export function mergeNode(state, node) {
+  if (node?.__typename === 'FirewallRule') return mergeRule(state, node);
   const list = BY_TYPENAME[node?.__typename];
   return list ? state[list].merge(node) : false;
 }

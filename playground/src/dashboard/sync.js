@@ -11,23 +11,24 @@
 // also refetch the quotas, since bookings publish no `quota.updated`.
 import { gql } from './api.js';
 import {
-  EVENT_PAGE, EVENT_PAGE_QUERY, LISTS, NODES, PAGE_SIZE, POOLS_AND_QUOTAS, QUOTAS, filesystemsQuery, listPageQuery,
+  EVENT_PAGE, EVENT_PAGE_QUERY, LISTS, NODES, PAGE_SIZE, POOLS_AND_QUOTAS, QUOTAS, listPageQuery, networkPartsQuery,
 } from './queries.js';
 import { forget, mergeNode, mergeQuotas } from './store.js';
 
 // Events arriving together (a create, its ready) are refetched in one request.
 const BATCH_MS = 100;
 const RETRY_MS = 2000;
-// `nodes` takes at most 100 ids; the server allows 30 aliases per operation.
+// `nodes` takes at most 100 ids; the server allows 30 aliases per operation,
+// and each network takes two (its filesystems and its firewall rules).
 const MAX_NODES = 100;
-const MAX_ALIASES = 25;
+const MAX_NETWORKS = 12;
 
 export function createSync({ token, state, changed }) {
   const tenantId = state.tenantId;
   const query = (doc, variables = {}) => gql(token, doc, { tenantId, ...variables });
 
   // Subjects to refetch at the next flush.
-  const due = { ids: new Set(), quotas: false, pools: false, filesystems: new Set() };
+  const due = { ids: new Set(), quotas: false, pools: false, parts: new Set() };
   let timer = null;
   let flushing = Promise.resolve();
 
@@ -59,26 +60,30 @@ export function createSync({ token, state, changed }) {
     return page;
   }
 
-  // Filesystems of the given networks (all held ones by default), in batches.
-  async function loadFilesystems(networkIds = [...state.networks.rows.keys()]) {
-    for (let i = 0; i < networkIds.length; i += MAX_ALIASES) {
-      const batch = networkIds.slice(i, i + MAX_ALIASES);
+  // Filesystems and firewall rules of the given networks (all held ones by
+  // default), in batches.
+  async function loadNetworkParts(networkIds = [...state.networks.rows.keys()]) {
+    for (let i = 0; i < networkIds.length; i += MAX_NETWORKS) {
+      const batch = networkIds.slice(i, i + MAX_NETWORKS);
       const vars = Object.fromEntries(batch.map((id, n) => [`n${n}`, id]));
-      const data = await query(filesystemsQuery(batch), vars);
-      batch.forEach((id, n) => state.filesystems.set(id, data[`n${n}`]));
+      const data = await query(networkPartsQuery(batch), vars);
+      batch.forEach((id, n) => {
+        state.filesystems.set(id, data[`f${n}`]);
+        state.firewallRules.set(id, data[`r${n}`]);
+      });
     }
   }
 
-  // The first page of every list, the pools and quotas, and the filesystems.
+  // The first page of every list, the pools and quotas, and the networks' parts.
   async function loadAll() {
     await Promise.all([loadPoolsAndQuotas(), ...LISTS.map((list) => loadPage(list, null))]);
-    await loadFilesystems();
+    await loadNetworkParts();
     changed();
   }
 
   async function loadMore(list) {
     const page = await loadPage(list, state[list].endCursor);
-    if (list === 'networks') await loadFilesystems(page.edges.map((e) => e.node.id));
+    if (list === 'networks') await loadNetworkParts(page.edges.map((e) => e.node.id));
     changed();
   }
 
@@ -97,7 +102,7 @@ export function createSync({ token, state, changed }) {
       } while (read < shown);
     };
     await Promise.all([loadPoolsAndQuotas(), ...LISTS.map(refetchList)]);
-    await loadFilesystems();
+    await loadNetworkParts();
     changed();
   }
 
@@ -111,9 +116,9 @@ export function createSync({ token, state, changed }) {
     } else if (type.startsWith('providerVolume.') || type.startsWith('providerAddress.')) {
       due.ids.add(subject);
       due.quotas = true;
-    } else if (type.startsWith('network.filesystem.')) {
-      // The subject is the network; `version` is the filesystem's.
-      due.filesystems.add(data?.networkId ?? subject);
+    } else if (type.startsWith('network.filesystem.') || type.startsWith('network.firewallRule.')) {
+      // The subject is the network; `version` is the filesystem's or the rule's.
+      due.parts.add(data?.networkId ?? subject);
     } else if (type.startsWith('network.') || type.startsWith('instance.')) {
       due.ids.add(subject);
     } else if (type.startsWith('quota.') || type.startsWith('pool.')) {
@@ -135,10 +140,10 @@ export function createSync({ token, state, changed }) {
   async function flush() {
     const ids = [...due.ids].slice(0, MAX_NODES);
     const { quotas, pools } = due;
-    const filesystems = [...due.filesystems];
+    const parts = [...due.parts];
     ids.forEach((id) => due.ids.delete(id));
     due.quotas = due.pools = false;
-    due.filesystems.clear();
+    due.parts.clear();
     try {
       if (ids.length) {
         const { nodes } = await gql(token, NODES, { ids });
@@ -146,10 +151,10 @@ export function createSync({ token, state, changed }) {
       }
       if (pools) await loadPoolsAndQuotas();
       else if (quotas) mergeQuotas(state, (await query(QUOTAS)).quotas);
-      // A new network (or its filesystems' change) needs its filesystems read.
+      // A new network (or a change of its filesystems or rules) needs them read.
       const newNetworks = ids.filter((id) => state.networks.has(id) && !state.filesystems.has(id));
-      if (filesystems.length || newNetworks.length) {
-        await loadFilesystems([...new Set([...filesystems, ...newNetworks])].filter((id) => state.networks.has(id)));
+      if (parts.length || newNetworks.length) {
+        await loadNetworkParts([...new Set([...parts, ...newNetworks])].filter((id) => state.networks.has(id)));
       }
       changed();
     } catch {
@@ -158,7 +163,7 @@ export function createSync({ token, state, changed }) {
       ids.forEach((id) => due.ids.add(id));
       due.quotas ||= quotas;
       due.pools ||= pools;
-      filesystems.forEach((id) => due.filesystems.add(id));
+      parts.forEach((id) => due.parts.add(id));
       schedule(RETRY_MS);
       return;
     }
