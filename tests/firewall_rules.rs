@@ -243,6 +243,12 @@ db_test!(rule_reading_takes_networks_read_and_changing_takes_networks_update, |b
     let other = s.server.token(Some("other"), &[("compute:*", "tenant/other")]).await;
     let foreign = s.server.gql(Some(&other), GET, json!({ "n": s.network, "r": made["id"] })).await;
     assert!(foreign["data"].is_null() || foreign["data"]["firewallRule"].is_null(), "{foreign}");
+    // Decided on the network: a grant on this network alone changes its rules.
+    let scope = format!("network/{}", s.network);
+    let on_network = s.server.token(Some("acme"), &[("compute:networks:update", &scope)]).await;
+    let input = json!({ "i": rule_input(&s.network, "web", json!({ "idempotencyKey": "scoped" })) });
+    let made = s.server.gql(Some(&on_network), CREATE, input).await;
+    assert_eq!(made["data"]["firewallRuleCreate"]["state"], "PENDING", "{made}");
 });
 
 db_test!(a_rule_is_recorded_pending_and_named_bc_and_its_id, |backend: Backend| async move {
@@ -365,7 +371,7 @@ db_test!(deleting_a_network_deletes_its_rules_first, |backend: Backend| async mo
 
 // --- DigitalOcean ---
 
-db_test!(a_rule_becomes_a_firewall_on_the_tags_of_its_instances, |backend: Backend| async move {
+db_test!(a_rule_is_applied_as_a_firewall_named_bc_and_its_id_on_the_machines_carrying_its_instances_tags, |backend: Backend| async move {
     let s = digitalocean(backend, None).await;
     let (web, web_droplet) = s.instance("web").await;
     let (db, db_droplet) = s.instance("db").await;
@@ -407,6 +413,7 @@ db_test!(a_rule_becomes_a_firewall_on_the_tags_of_its_instances, |backend: Backe
     let wanted = vec![format!("network.firewallRule.created {id}"), format!("network.firewallRule.ready {id}")];
     s.events_until("created then ready", |types| types == wanted).await;
 
+
     // Deleted: the firewall goes, the machine lets go of its tags, the egress firewall goes too.
     assert_eq!(s.delete(&id).await["state"], "DELETING");
     s.until_rule(&id, "deleted", |r| r["state"] == "DELETED").await;
@@ -421,6 +428,26 @@ db_test!(a_rule_becomes_a_firewall_on_the_tags_of_its_instances, |backend: Backe
     )
     .await;
     assert_eq!(s.sim().name_calls("firewalls.made", name), 1);
+    let lifecycle: Vec<String> =
+        ["created", "ready", "deleting", "deleted"].iter().map(|t| format!("network.firewallRule.{t} {id}")).collect();
+    s.events_until("created, ready, deleting, deleted", |types| types == lifecycle).await;
+});
+
+db_test!(a_rule_that_names_no_instance_applies_to_every_instance_on_the_network, |backend: Backend| async move {
+    let s = digitalocean(backend, None).await;
+    let (web, web_droplet) = s.instance("web").await;
+    let (db, db_droplet) = s.instance("db").await;
+    let made = s.create("ssh", json!({})).await;
+    s.until_rule(&id_of(&made), "ready", |r| r["state"] == "READY").await;
+    let firewall = &s.firewalls_named(made["providerName"].as_str().unwrap()).await[0];
+    let marker = targets::marker(&s.server.app.services.deployment);
+    let wanted = BTreeSet::from([targets::network_tag(&s.network), marker]);
+    assert_eq!(firewall.tags.iter().cloned().collect::<BTreeSet<_>>(), wanted, "the network's tag");
+    for (instance, droplet) in [(web, web_droplet), (db, db_droplet)] {
+        let tags = s.droplet_tags(&droplet);
+        assert!(tags.contains(&targets::network_tag(&s.network)), "{tags:?}");
+        assert!(tags.contains(&targets::instance_tag(&instance)), "{tags:?}");
+    }
 });
 
 db_test!(an_outbound_rule_replaces_the_open_egress_on_its_machines, |backend: Backend| async move {
@@ -435,7 +462,7 @@ db_test!(an_outbound_rule_replaces_the_open_egress_on_its_machines, |backend: Ba
     assert!(!s.droplet_tags(&droplet).contains(&targets::egress_tag(&s.network)), "only what it allows goes out");
 });
 
-db_test!(a_machine_made_after_the_rule_is_born_with_its_tags, |backend: Backend| async move {
+db_test!(a_tag_set_later_still_matches_the_rules_applied_first, |backend: Backend| async move {
     let s = digitalocean(backend, None).await;
     let rule = id_of(&s.create("ssh", json!({})).await);
     s.until_rule(&rule, "ready", |r| r["state"] == "READY").await;

@@ -24,25 +24,31 @@ ORDER BY table_name, ordinal_position
 #[async_trait::async_trait]
 impl MigrationTrait for Migration {
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        let db = manager.get_connection();
-        if db.get_database_backend() != DbBackend::Postgres {
-            return Ok(());
-        }
-        let rows = db.query_all_raw(Statement::from_string(DbBackend::Postgres, ID_COLUMNS)).await?;
-        let mut by_table: Vec<(String, Vec<String>)> = Vec::new();
-        for row in rows {
-            let (table, column, length): (String, String, i32) =
-                (row.try_get_by_index(0)?, row.try_get_by_index(1)?, row.try_get_by_index(2)?);
-            let change = format!("ALTER COLUMN \"{column}\" TYPE varchar({length}) COLLATE \"C\"");
-            match by_table.last_mut() {
-                Some((last, changes)) if *last == table => changes.push(change),
-                _ => by_table.push((table, vec![change])),
-            }
-        }
-        // One statement a table: its indexes are rebuilt once.
-        for (table, changes) in by_table {
-            db.execute_unprepared(&format!("ALTER TABLE \"{table}\" {}", changes.join(", "))).await?;
-        }
-        Ok(())
+        ids_bytewise(manager).await
     }
+}
+
+/// Makes every identifier column that does not compare bytewise do so (PostgreSQL only): the
+/// migrations that add id columns end with it.
+pub async fn ids_bytewise(manager: &SchemaManager<'_>) -> Result<(), DbErr> {
+    let db = manager.get_connection();
+    if db.get_database_backend() != DbBackend::Postgres {
+        return Ok(());
+    }
+    let rows = db.query_all_raw(Statement::from_string(DbBackend::Postgres, ID_COLUMNS)).await?;
+    let mut by_table: Vec<(String, Vec<String>)> = Vec::new();
+    for row in rows {
+        let (table, column, length): (String, String, i32) =
+            (row.try_get_by_index(0)?, row.try_get_by_index(1)?, row.try_get_by_index(2)?);
+        let change = format!("ALTER COLUMN \"{column}\" TYPE varchar({length}) COLLATE \"C\"");
+        match by_table.last_mut() {
+            Some((last, changes)) if *last == table => changes.push(change),
+            _ => by_table.push((table, vec![change])),
+        }
+    }
+    // One statement a table: its indexes are rebuilt once.
+    for (table, changes) in by_table {
+        db.execute_unprepared(&format!("ALTER TABLE \"{table}\" {}", changes.join(", "))).await?;
+    }
+    Ok(())
 }

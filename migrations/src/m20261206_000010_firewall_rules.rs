@@ -111,6 +111,7 @@ impl MigrationTrait for Migration {
                 "CREATE UNIQUE INDEX firewall_rules_live_name ON firewall_rules (network_id, name) WHERE state <> 'deleted'",
             )
             .await?;
-        Ok(())
+        // Its ids, and the network's egress id, compare bytewise as every id does.
+        crate::m20261204_000008_bytewise_ids::ids_bytewise(manager).await
     }
 }

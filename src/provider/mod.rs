@@ -103,15 +103,6 @@ pub struct CloudFirewallRule {
     pub droplet_ids: Vec<String>,
 }
 
-/// Where a firewall's application to its Droplets stands: `waiting` while it is applied,
-/// `succeeded`, or `failed`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FirewallStatus {
-    Waiting,
-    Succeeded,
-    Failed,
-}
-
 /// A DigitalOcean cloud firewall as the API shows it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CloudFirewall {

@@ -151,3 +151,23 @@ impl MachineState {
         matches!(self, MachineState::ShuttingDown | MachineState::Terminated)
     }
 }
+
+/// Where a DigitalOcean firewall's application to its Droplets stands: `waiting` while it is
+/// applied, `succeeded`, or `failed`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FirewallStatus {
+    Waiting,
+    Succeeded,
+    Failed,
+}
+
+impl FirewallStatus {
+    pub fn parse(word: &str) -> Option<FirewallStatus> {
+        Some(match word {
+            "waiting" => FirewallStatus::Waiting,
+            "succeeded" => FirewallStatus::Succeeded,
+            "failed" => FirewallStatus::Failed,
+            _ => return None,
+        })
+    }
+}

@@ -54,12 +54,8 @@ fn rules_from(list: &Value, peers_key: &str) -> Vec<CloudFirewallRule> {
 }
 
 fn firewall_from(body: &Value) -> ProviderResult<CloudFirewall> {
-    let status = match required(body, "status", "firewall")?.as_str() {
-        "waiting" => FirewallStatus::Waiting,
-        "succeeded" => FirewallStatus::Succeeded,
-        "failed" => FirewallStatus::Failed,
-        other => return Err(unreadable(&format!("firewall status {other:?}"))),
-    };
+    let word: String = required(body, "status", "firewall")?;
+    let status = FirewallStatus::parse(&word).ok_or_else(|| unreadable(&format!("firewall status {word:?}")))?;
     Ok(CloudFirewall {
         id: required(body, "id", "firewall")?,
         name: required(body, "name", "firewall")?,
