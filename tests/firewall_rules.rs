@@ -371,67 +371,73 @@ db_test!(deleting_a_network_deletes_its_rules_first, |backend: Backend| async mo
 
 // --- DigitalOcean ---
 
-db_test!(a_rule_is_applied_as_a_firewall_named_bc_and_its_id_on_the_machines_carrying_its_instances_tags, |backend: Backend| async move {
-    let s = digitalocean(backend, None).await;
-    let (web, web_droplet) = s.instance("web").await;
-    let (db, db_droplet) = s.instance("db").await;
-    let made = s.create("ssh", json!({ "appliesTo": [web.clone()], "peers": { "addresses": ["203.0.113.7"], "instanceIds": [db.clone()] } })).await;
-    let id = id_of(&made);
-    let ready = s.until_rule(&id, "ready", |r| r["state"] == "READY").await;
-    let name = made["providerName"].as_str().unwrap();
-    let firewalls = s.firewalls_named(name).await;
-    assert_eq!(firewalls.len(), 1);
-    let firewall = &firewalls[0];
-    assert_eq!(ready["providerId"], firewall.id.as_str());
-    let marker = targets::marker(&s.server.app.services.deployment);
-    let wanted_tags = BTreeSet::from([targets::instance_tag(&web), marker.clone()]);
-    assert_eq!(
-        firewall.tags.iter().cloned().collect::<BTreeSet<_>>(),
-        wanted_tags,
-        "its instances' tags, and our mark"
-    );
-    assert_eq!(
-        firewall.inbound,
-        vec![CloudFirewallRule {
-            protocol: "tcp".into(),
-            ports: "22".into(),
-            addresses: vec!["203.0.113.7/32".into()],
-            tags: vec![targets::instance_tag(&db)],
-            droplet_ids: vec![],
-        }]
-    );
-    assert!(firewall.outbound.is_empty());
-    // The machine it applies to carries its tags, and the open egress tag (no outbound rule).
-    let tags = s.droplet_tags(&web_droplet);
-    for tag in [targets::instance_tag(&web), targets::network_tag(&s.network), targets::egress_tag(&s.network)] {
-        assert!(tags.contains(&tag), "{tag} on {tags:?}");
+db_test!(
+    a_rule_is_applied_as_a_firewall_named_bc_and_its_id_on_the_machines_carrying_its_instances_tags,
+    |backend: Backend| async move {
+        let s = digitalocean(backend, None).await;
+        let (web, web_droplet) = s.instance("web").await;
+        let (db, db_droplet) = s.instance("db").await;
+        let made = s.create("ssh", json!({ "appliesTo": [web.clone()], "peers": { "addresses": ["203.0.113.7"], "instanceIds": [db.clone()] } })).await;
+        let id = id_of(&made);
+        let ready = s.until_rule(&id, "ready", |r| r["state"] == "READY").await;
+        let name = made["providerName"].as_str().unwrap();
+        let firewalls = s.firewalls_named(name).await;
+        assert_eq!(firewalls.len(), 1);
+        let firewall = &firewalls[0];
+        assert_eq!(ready["providerId"], firewall.id.as_str());
+        let marker = targets::marker(&s.server.app.services.deployment);
+        let wanted_tags = BTreeSet::from([targets::instance_tag(&web), marker.clone()]);
+        assert_eq!(
+            firewall.tags.iter().cloned().collect::<BTreeSet<_>>(),
+            wanted_tags,
+            "its instances' tags, and our mark"
+        );
+        assert_eq!(
+            firewall.inbound,
+            vec![CloudFirewallRule {
+                protocol: "tcp".into(),
+                ports: "22".into(),
+                addresses: vec!["203.0.113.7/32".into()],
+                tags: vec![targets::instance_tag(&db)],
+                droplet_ids: vec![],
+            }]
+        );
+        assert!(firewall.outbound.is_empty());
+        // The machine it applies to carries its tags, and the open egress tag (no outbound rule).
+        let tags = s.droplet_tags(&web_droplet);
+        for tag in [targets::instance_tag(&web), targets::network_tag(&s.network), targets::egress_tag(&s.network)] {
+            assert!(tags.contains(&tag), "{tag} on {tags:?}");
+        }
+        let db_tags = s.droplet_tags(&db_droplet);
+        assert!(!db_tags.contains(&targets::egress_tag(&s.network)), "no rule applies to db: {db_tags:?}");
+        assert!(db_tags.contains(&targets::instance_tag(&db)), "a peer carries its tag, which the firewall names");
+        let egress = s.firewalls_named(&targets::egress_name(&s.network)).await;
+        assert_eq!(egress.len(), 1);
+        assert!(egress[0].inbound.is_empty() && egress[0].outbound.len() == 3, "{:?}", egress[0]);
+        let wanted = vec![format!("network.firewallRule.created {id}"), format!("network.firewallRule.ready {id}")];
+        s.events_until("created then ready", |types| types == wanted).await;
+
+        // Deleted: the firewall goes, the machine lets go of its tags, the egress firewall goes too.
+        assert_eq!(s.delete(&id).await["state"], "DELETING");
+        s.until_rule(&id, "deleted", |r| r["state"] == "DELETED").await;
+        assert!(s.firewalls_named(name).await.is_empty());
+        let tags = s.droplet_tags(&web_droplet);
+        assert!(!tags.contains(&targets::egress_tag(&s.network)), "{tags:?}");
+        common::until(
+            &s.clock,
+            "egress deleted",
+            || async { json!(s.firewalls_named(&targets::egress_name(&s.network)).await.len()) },
+            |n| n == 0,
+        )
+        .await;
+        assert_eq!(s.sim().name_calls("firewalls.made", name), 1);
+        let lifecycle: Vec<String> = ["created", "ready", "deleting", "deleted"]
+            .iter()
+            .map(|t| format!("network.firewallRule.{t} {id}"))
+            .collect();
+        s.events_until("created, ready, deleting, deleted", |types| types == lifecycle).await;
     }
-    assert!(!s.droplet_tags(&db_droplet).contains(&targets::egress_tag(&s.network)), "no rule applies to db");
-    let egress = s.firewalls_named(&targets::egress_name(&s.network)).await;
-    assert_eq!(egress.len(), 1);
-    assert!(egress[0].inbound.is_empty() && egress[0].outbound.len() == 3, "{:?}", egress[0]);
-    let wanted = vec![format!("network.firewallRule.created {id}"), format!("network.firewallRule.ready {id}")];
-    s.events_until("created then ready", |types| types == wanted).await;
-
-
-    // Deleted: the firewall goes, the machine lets go of its tags, the egress firewall goes too.
-    assert_eq!(s.delete(&id).await["state"], "DELETING");
-    s.until_rule(&id, "deleted", |r| r["state"] == "DELETED").await;
-    assert!(s.firewalls_named(name).await.is_empty());
-    let tags = s.droplet_tags(&web_droplet);
-    assert!(!tags.contains(&targets::egress_tag(&s.network)), "{tags:?}");
-    common::until(
-        &s.clock,
-        "egress deleted",
-        || async { json!(s.firewalls_named(&targets::egress_name(&s.network)).await.len()) },
-        |n| n == 0,
-    )
-    .await;
-    assert_eq!(s.sim().name_calls("firewalls.made", name), 1);
-    let lifecycle: Vec<String> =
-        ["created", "ready", "deleting", "deleted"].iter().map(|t| format!("network.firewallRule.{t} {id}")).collect();
-    s.events_until("created, ready, deleting, deleted", |types| types == lifecycle).await;
-});
+);
 
 db_test!(a_rule_that_names_no_instance_applies_to_every_instance_on_the_network, |backend: Backend| async move {
     let s = digitalocean(backend, None).await;
@@ -647,6 +653,12 @@ db_test!(an_aws_rule_becomes_a_security_group_on_its_machines, |backend: Backend
     assert_eq!(egress.len(), 1);
     assert_eq!(s.machine_groups(&machine).await, BTreeSet::from([group.id.clone(), egress[0].id.clone()]));
     assert_eq!(s.machine_groups(&db_machine).await, default_groups, "no rule applies to db");
+    // A peer's address named again as an address: one permission, not a call EC2 refuses.
+    let twice = json!({ "fromPort": 5432, "appliesTo": [web.clone()], "peers": { "addresses": [db_ip.clone()], "instanceIds": [db.clone()] } });
+    let twice = id_of(&s.create("pg", twice).await);
+    s.until_rule(&twice, "ready", |r| r["state"] == "READY").await;
+    s.delete(&twice).await;
+    s.until_rule(&twice, "deleted", |r| r["state"] == "DELETED").await;
 
     s.delete(&id).await;
     s.until_rule(&id, "deleted", |r| r["state"] == "DELETED").await;

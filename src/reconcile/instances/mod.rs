@@ -348,26 +348,30 @@ async fn wake_network(txn: &sea_orm::DatabaseTransaction, current: &instance::Mo
     }
 }
 
-/// What a new machine carries from birth for the network's rules that apply to it (so no
-/// moment passes without them): DigitalOcean tags, or AWS security groups once made.
+/// What a new machine carries from birth for the network's rules (so no moment passes without
+/// them), as the networks reconciler would set it: DigitalOcean tags (the network's and the
+/// instance's once the network has a rule; the open egress tag when the made rules that apply
+/// let nothing out), or AWS security groups (those of the made rules that apply, and the open
+/// egress one as needed).
 pub(super) async fn born_with(run: &Run<'_>, current: &instance::Model) -> Result<(Vec<String>, Vec<String>)> {
     use crate::service::firewall_rules::targets;
     let Some(network_id) = &current.network_id else { return Ok((Vec::new(), Vec::new())) };
     let db = &run.services.db;
     let rules = crate::store::firewall_rules::live_of(db, network_id).await?;
     let rules: Vec<_> = rules.into_iter().filter(|r| !r.lost).collect();
-    let applying = targets::applying(&rules, Some(&current.id));
-    if applying.is_empty() {
+    if rules.is_empty() {
         return Ok((Vec::new(), Vec::new()));
     }
+    let made: Vec<_> = targets::applying(&rules, Some(&current.id))
+        .into_iter()
+        .filter(|r| r.provider_id.is_some() && r.state != State::Error)
+        .collect();
     let egress = crate::store::networks::find(db, network_id).await?.and_then(|n| n.egress_provider_id);
-    let egress = egress.filter(|_| targets::needs_egress(&applying));
+    let egress = egress.filter(|_| targets::needs_egress(&made));
     let mut tags = vec![targets::network_tag(network_id), targets::instance_tag(&current.id)];
-    if egress.is_some() {
-        tags.push(targets::egress_tag(network_id));
-    }
-    let mut groups: Vec<String> = applying.iter().filter_map(|r| r.provider_id.clone()).collect();
-    groups.extend(egress.filter(|_| !groups.is_empty()));
+    tags.extend(egress.as_ref().map(|_| targets::egress_tag(network_id)));
+    let mut groups: Vec<String> = made.iter().filter_map(|r| r.provider_id.clone()).collect();
+    groups.extend(egress);
     Ok((tags, groups))
 }
 

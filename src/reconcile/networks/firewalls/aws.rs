@@ -66,8 +66,11 @@ impl AwsCloud {
         let peers = strings(&r.peer_instance_ids)
             .into_iter()
             .filter_map(|id| picture.peer_ips.get(&id).map(|ip| RuleSource::Cidr(format!("{ip}/32"))));
-        let perms: Vec<GroupRule> = addresses
-            .chain(peers)
+        // One source once (an address may also be a peer's): EC2 refuses a call that names a
+        // permission twice.
+        let sources: BTreeSet<RuleSource> = addresses.chain(peers).collect();
+        let perms: Vec<GroupRule> = sources
+            .into_iter()
             .map(|source| GroupRule { protocol: protocol.to_owned(), from_port, to_port, source, description: None })
             .collect();
         match r.direction {
@@ -175,6 +178,7 @@ impl Cloud for AwsCloud {
         &self,
         _: &str,
         applying: &[(&firewall_rule::Model, &str)],
+        _: bool,
         egress: Option<&str>,
         picture: &Picture,
     ) -> BTreeSet<String> {
@@ -195,7 +199,11 @@ impl Cloud for AwsCloud {
     }
 
     async fn carry(&self, changes: &[Change]) -> Answer<()> {
-        for c in changes.iter().filter(|c| !c.wanted.is_empty()) {
+        if changes.iter().any(|c| c.wanted.is_empty()) {
+            let message = format!("the VPC {} shows no default security group to give back to machines", self.vpc);
+            return Err(crate::provider::ProviderError::Refused { status: 404, message });
+        }
+        for c in changes {
             let groups: Vec<String> = c.wanted.iter().cloned().collect();
             self.machines.instance_set_groups(&self.region, &c.machine, &groups).await?;
         }

@@ -101,13 +101,20 @@ pub enum Step {
     /// Made and saying what is wanted: it counts for the machines; READY once they carry it and
     /// the provider has applied it.
     Applied { waiting: bool },
+    /// Made a moment ago and not listed yet (listings lag behind creates): look again shortly.
+    Wait(Observed),
     /// Nothing to do now (lost, or an ERROR not due for its retry).
     Rest,
 }
 
-/// What to do with `r`, given what the provider shows (`retry_due`: an ERROR may be retried).
-pub fn step(r: &firewall_rule::Model, seen: &Seen, retry_due: bool) -> Step {
+/// How long a listing may lag behind a create before what it leaves out counts as gone.
+pub const LISTING_LAG_MS: i64 = 60_000;
+
+/// What to do with `r`, given what the provider shows and how long ago the row was last
+/// written (`since_ms`: an ERROR is retried five minutes on, a create is listed within a minute).
+pub fn step(r: &firewall_rule::Model, seen: &Seen, since_ms: i64) -> Step {
     let now = Observed::of(r);
+    let retry_due = since_ms >= ERROR_RETRY_MS;
     if r.desired_state == Desired::Absent {
         return removal(r, seen);
     }
@@ -131,6 +138,9 @@ pub fn step(r: &firewall_rule::Model, seen: &Seen, retry_due: bool) -> Step {
         };
     };
     let Some(held) = &seen.by_id else {
+        if r.state == State::Pending && since_ms < LISTING_LAG_MS {
+            return Step::Wait(now.waiting(format!("firewall {recorded} is made and not listed yet")));
+        }
         let message =
             format!("firewall {recorded} was deleted outside vps-graph; it is not made again: delete this rule");
         return Step::Write(now.lost(message));
@@ -152,10 +162,12 @@ pub fn step(r: &firewall_rule::Model, seen: &Seen, retry_due: bool) -> Step {
 /// else holds under its name is never deleted.
 fn removal(r: &firewall_rule::Model, seen: &Seen) -> Step {
     let done = Step::Write(Observed::of(r).state(State::Deleted, None));
-    if r.lost {
-        return done;
-    }
     match (&r.provider_id, &seen.by_id) {
+        // Lost: gone outside, unless ours reappeared under its name (a listing that lagged).
+        _ if r.lost => match making(&seen.by_name) {
+            Making::Adopt(id) => Step::Delete(id),
+            _ => done,
+        },
         (Some(_), Some(held)) => Step::Delete(held.id.clone()),
         (Some(_), None) => done,
         (None, _) => match making(&seen.by_name) {

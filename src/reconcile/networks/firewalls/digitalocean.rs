@@ -3,7 +3,7 @@
 //! target tags (a firewall has no description); the machines carry those tags. The open egress
 //! firewall lets out everything, to the machines tagged as needing it.
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use super::{Answer, Applying, Change, Cloud, Found, Machine, Picture, Want};
 use crate::provider::{
@@ -19,6 +19,8 @@ pub struct DoCloud {
     droplets: Arc<dyn Instances>,
     network_id: String,
     marker: String,
+    /// The tags this round made already: each is made once.
+    made_tags: Mutex<BTreeSet<String>>,
 }
 
 /// A firewall as made: its target tags and its rules each way.
@@ -35,6 +37,7 @@ impl DoCloud {
             droplets: provider.instances.clone()?,
             network_id: network.id.clone(),
             marker: targets::marker(deployment),
+            made_tags: Mutex::default(),
         })
     }
 
@@ -77,12 +80,16 @@ impl DoCloud {
     }
 
     /// Makes every tag the spec names (DigitalOcean refuses a firewall naming a tag that does
-    /// not exist), then `call` with the spec.
+    /// not exist).
     async fn with_tags(&self, spec: &Spec) -> Answer<()> {
         let peers = spec.inbound.iter().chain(&spec.outbound).flat_map(|r| &r.tags);
         let all: BTreeSet<&String> = spec.tags.iter().chain(peers).collect();
         for tag in all {
+            if self.made_tags.lock().unwrap_or_else(|e| e.into_inner()).contains(tag) {
+                continue;
+            }
             self.firewalls.tag_create(tag).await?;
+            self.made_tags.lock().unwrap_or_else(|e| e.into_inner()).insert(tag.clone());
         }
         Ok(())
     }
@@ -180,14 +187,18 @@ impl Cloud for DoCloud {
         self.firewalls.firewall_delete(id).await.map(|_| ())
     }
 
+    /// Once some rule of the network is applied, every machine carries the network's tag and its
+    /// instance's (a tag alone makes no firewall apply, and a peer instance is its tag); the
+    /// egress tag goes to those whose rules let nothing out.
     fn carried(
         &self,
         instance_id: &str,
         applying: &[(&firewall_rule::Model, &str)],
+        ruled: bool,
         egress: Option<&str>,
         _: &Picture,
     ) -> BTreeSet<String> {
-        if applying.is_empty() {
+        if !ruled {
             return BTreeSet::new();
         }
         let mut tags = BTreeSet::from([network_tag(&self.network_id), instance_tag(instance_id)]);
@@ -204,19 +215,21 @@ impl Cloud for DoCloud {
             || item == egress_tag(&self.network_id)
     }
 
-    /// One call per tag and way, for every machine at once.
+    /// One call per tag and way, for every machine at once: the egress tag on first, then the
+    /// others, then what comes off, the egress tag last, so that a call that fails half way
+    /// never leaves a machine without its way out.
     async fn carry(&self, changes: &[Change]) -> Answer<()> {
-        let mut calls: BTreeMap<(bool, &String), Vec<String>> = BTreeMap::new();
+        let egress = egress_tag(&self.network_id);
+        let mut calls: BTreeMap<(u8, bool, &String), Vec<String>> = BTreeMap::new();
         for c in changes {
             for tag in c.wanted.difference(&c.held) {
-                calls.entry((true, tag)).or_default().push(c.machine.clone());
+                calls.entry((u8::from(*tag != egress), true, tag)).or_default().push(c.machine.clone());
             }
             for tag in c.held.difference(&c.wanted) {
-                calls.entry((false, tag)).or_default().push(c.machine.clone());
+                calls.entry((2 + u8::from(*tag == egress), false, tag)).or_default().push(c.machine.clone());
             }
         }
-        // Tags put on before any comes off: a machine is never without a rule it keeps.
-        for ((on, tag), machines) in calls.iter().rev() {
+        for ((_, on, tag), machines) in &calls {
             self.droplets.tag_droplets(tag, machines, *on).await?;
         }
         Ok(())

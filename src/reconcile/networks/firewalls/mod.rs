@@ -110,11 +110,12 @@ pub trait Cloud: Send + Sync {
     async fn update(&self, found: &Found, want: Want<'_>, picture: &Picture) -> Answer<()>;
     async fn delete(&self, id: &str) -> Answer<()>;
     /// What the machine of `instance_id` carries with these rules (made, by provider id) and the
-    /// open egress applied to it.
+    /// open egress applied to it; `ruled`: some rule of the network is applied.
     fn carried(
         &self,
         instance_id: &str,
         applying: &[(&firewall_rule::Model, &str)],
+        ruled: bool,
         egress: Option<&str>,
         picture: &Picture,
     ) -> BTreeSet<String>;
@@ -157,7 +158,8 @@ async fn before_vpc(run: &Run<'_>, rules: &[firewall_rule::Model]) -> Result<Nex
             return Ok(Next::Now);
         }
     }
-    Ok(Next::After(ACTION_POLL_MS))
+    // The VPC is made by this same work item, whose subnets say when to look again.
+    Ok(Next::Drift)
 }
 
 /// The network's open egress, as a round left it.
@@ -212,9 +214,10 @@ impl<'r, 'a> Round<'r, 'a> {
     async fn go(mut self, rules: Vec<firewall_rule::Model>) -> Result<Next> {
         let db = &self.run.services.db;
         let instances = crate::store::instances::live_on_network(db, &self.network.id).await?;
+        // Made machines, running or not (a stopped one still carries its groups).
         let ready: Vec<(&str, &str)> = instances
             .iter()
-            .filter(|i| i.state == State::Ready && i.desired_state == Desired::Present)
+            .filter(|i| matches!(i.state, State::Ready | State::Error) && i.desired_state == Desired::Present)
             .filter_map(|i| Some((i.id.as_str(), i.provider_id.as_deref()?)))
             .collect();
         let machine_ids: Vec<String> = ready.iter().map(|(_, m)| (*m).to_owned()).collect();
@@ -239,6 +242,7 @@ impl<'r, 'a> Round<'r, 'a> {
                 None => return Ok(Next::Now),
             }
         }
+        let twins = self.twins(&rules, self.network.egress_provider_id.as_deref());
         let targets = match &egress.blocked {
             Some(why) if !applied.is_empty() => Err(After::Wait(why.clone(), ACTION_POLL_MS)),
             _ => self.targets(&ready, &applied, egress.ready.as_deref()).await,
@@ -260,6 +264,13 @@ impl<'r, 'a> Round<'r, 'a> {
                 return Ok(Next::Now);
             }
         }
+        for id in twins {
+            if !self.call() {
+                break;
+            }
+            let answer = self.cloud.delete(&id).await;
+            tracing::warn!(firewall = %id, done = answer.is_ok(), "deleted a second firewall of ours under a rule's name");
+        }
         if let Some(id) = egress.delete
             && self.call()
         {
@@ -272,6 +283,23 @@ impl<'r, 'a> Round<'r, 'a> {
             }
         }
         Ok(self.next)
+    }
+
+    /// Ours under a recorded one's name that are not it: a create sent twice (DigitalOcean names
+    /// are not unique, and a run may outlive its lease), deleted so that nothing of a rule stays
+    /// behind it.
+    fn twins(&self, rules: &[firewall_rule::Model], egress: Option<&str>) -> Vec<String> {
+        let egress_name = svc::targets::egress_name(&self.network.id);
+        let recorded = rules
+            .iter()
+            .filter_map(|r| Some((r.provider_name.as_str(), r.provider_id.as_deref()?)))
+            .chain(egress.map(|id| (egress_name.as_str(), id)));
+        let mut twins = Vec::new();
+        for (name, id) in recorded {
+            let others = self.picture.found.iter().filter(|f| f.owned && f.name == name && f.id != id);
+            twins.extend(others.map(|f| f.id.clone()));
+        }
+        twins
     }
 
     /// The egress step: made before any rule needs it, deleted after the machines let it go.
@@ -339,9 +367,9 @@ impl<'r, 'a> Round<'r, 'a> {
     async fn rule(&mut self, r: &firewall_rule::Model) -> Result<Option<Step>> {
         let lines = self.cloud.lines(Want::Rule(r), &self.picture);
         let seen = self.picture.seen(r.provider_id.as_deref(), &r.provider_name, &lines);
-        let since = self.run.services.clock.now() - r.updated_at;
-        let retry_in = ERROR_RETRY_MS - since.num_milliseconds();
-        let step = step(r, &seen, retry_in <= 0);
+        let since = (self.run.services.clock.now() - r.updated_at).num_milliseconds();
+        let retry_in = ERROR_RETRY_MS - since;
+        let step = step(r, &seen, since);
         let now = Observed::of(r);
         let written = match &step {
             Step::Create if self.call() => {
@@ -365,9 +393,16 @@ impl<'r, 'a> Round<'r, 'a> {
                     Some(found) => self.cloud.update(found, Want::Rule(r), &self.picture).await,
                     None => Ok(()),
                 };
-                let (observed, next) = apply(now, after(&answer));
-                self.then(next);
+                let outcome = after(&answer);
+                // Put back: the provider may take a moment to show it (never a tight loop).
+                let applying = outcome == After::Done;
+                let (observed, next) = apply(now, outcome);
+                self.then(if applying { Next::After(ACTION_POLL_MS) } else { next });
                 write_rule(self.run, r, observed).await?
+            }
+            Step::Wait(observed) => {
+                self.then(Next::After(ACTION_POLL_MS));
+                write_rule(self.run, r, observed.clone()).await?
             }
             Step::Adopt(id) => {
                 self.then(Next::Now);
@@ -391,7 +426,7 @@ impl<'r, 'a> Round<'r, 'a> {
         Ok(written.then_some(step))
     }
 
-    /// Sets what the network's ready machines carry for the rules applied. Err: how the rules
+    /// Sets what the network's made machines carry for the rules applied. Err: how the rules
     /// applied wait.
     async fn targets(
         &mut self,
@@ -400,6 +435,7 @@ impl<'r, 'a> Round<'r, 'a> {
         egress: Option<&str>,
     ) -> std::result::Result<(), After> {
         let mut changes = Vec::new();
+        let ruled = !applied.is_empty();
         for (instance_id, machine_id) in ready {
             let Some(machine) = self.picture.machines.get(*machine_id) else { continue };
             let applying: Vec<(&firewall_rule::Model, &str)> = applied
@@ -407,7 +443,7 @@ impl<'r, 'a> Round<'r, 'a> {
                 .filter(|(r, _)| applies(r, Some(instance_id)))
                 .filter_map(|(r, _)| Some((*r, r.provider_id.as_deref()?)))
                 .collect();
-            let wanted = self.cloud.carried(instance_id, &applying, egress, &self.picture);
+            let wanted = self.cloud.carried(instance_id, &applying, ruled, egress, &self.picture);
             let held: BTreeSet<String> =
                 machine.carries.iter().filter(|c| self.cloud.manages(instance_id, c)).cloned().collect();
             if wanted != held {

@@ -4,7 +4,7 @@ use serde_json::json;
 
 use super::*;
 use crate::provider::ProviderError;
-use crate::reconcile::RETRY_LATER_MS;
+use crate::reconcile::{ERROR_RETRY_MS, RETRY_LATER_MS};
 use crate::store::state::{Protocol, RuleAction};
 
 fn rule(state: State, desired: Desired, provider_id: Option<&str>) -> firewall_rule::Model {
@@ -41,6 +41,10 @@ fn rule(state: State, desired: Desired, provider_id: Option<&str>) -> firewall_r
     }
 }
 
+/// Written just now, and over five minutes ago.
+const FRESH: i64 = 0;
+const DUE: i64 = ERROR_RETRY_MS;
+
 fn held(id: &str, owned: bool, matches: bool, applying: Applying) -> Held {
     Held { id: id.into(), owned, matches, applying }
 }
@@ -56,62 +60,74 @@ fn by_name(found: Vec<Held>) -> Seen {
 #[test]
 fn a_rule_is_made_once_and_a_lost_create_is_found_by_its_name_and_mark() {
     let pending = rule(State::Pending, Desired::Present, None);
-    assert_eq!(step(&pending, &Seen::default(), false), Step::Create);
+    assert_eq!(step(&pending, &Seen::default(), 0), Step::Create);
     let ours = held("fw-9", true, true, Applying::Done);
-    assert_eq!(step(&pending, &by_name(vec![ours]), false), Step::Adopt("fw-9".into()));
+    assert_eq!(step(&pending, &by_name(vec![ours]), FRESH), Step::Adopt("fw-9".into()));
     let theirs = held("fw-8", false, true, Applying::Done);
-    let Step::Write(observed) = step(&pending, &by_name(vec![theirs.clone()]), true) else { panic!() };
+    let Step::Write(observed) = step(&pending, &by_name(vec![theirs.clone()]), DUE) else { panic!() };
     assert_eq!(observed.state, State::Error);
     assert!(observed.message.unwrap().contains("did not make; it is left alone"));
     // Ours beside someone else's under the name: ours is adopted, theirs never touched.
     let ours = held("fw-9", true, false, Applying::Done);
-    assert_eq!(step(&pending, &by_name(vec![theirs, ours]), false), Step::Adopt("fw-9".into()));
+    assert_eq!(step(&pending, &by_name(vec![theirs, ours]), FRESH), Step::Adopt("fw-9".into()));
 }
 
 #[test]
 fn an_error_is_retried_only_when_due() {
     let failed = rule(State::Error, Desired::Present, None);
-    assert_eq!(step(&failed, &Seen::default(), false), Step::Rest);
-    assert_eq!(step(&failed, &Seen::default(), true), Step::Create);
+    assert_eq!(step(&failed, &Seen::default(), FRESH), Step::Rest);
+    assert_eq!(step(&failed, &Seen::default(), DUE), Step::Create);
     let drifted = rule(State::Error, Desired::Present, Some("fw-1"));
     let differs = by_id(held("fw-1", true, false, Applying::Done));
-    assert_eq!(step(&drifted, &differs, false), Step::Rest);
-    assert_eq!(step(&drifted, &differs, true), Step::Update("fw-1".into()));
+    assert_eq!(step(&drifted, &differs, FRESH), Step::Rest);
+    assert_eq!(step(&drifted, &differs, DUE), Step::Update("fw-1".into()));
 }
 
 #[test]
 fn a_firewall_changed_outside_is_put_back_and_one_deleted_outside_is_never_made_again() {
     let ready = rule(State::Ready, Desired::Present, Some("fw-1"));
-    assert_eq!(step(&ready, &by_id(held("fw-1", true, false, Applying::Done)), false), Step::Update("fw-1".into()));
-    let Step::Write(observed) = step(&ready, &Seen::default(), true) else { panic!() };
+    assert_eq!(step(&ready, &by_id(held("fw-1", true, false, Applying::Done)), FRESH), Step::Update("fw-1".into()));
+    let Step::Write(observed) = step(&ready, &Seen::default(), DUE) else { panic!() };
     assert!(observed.lost && observed.state == State::Error, "{observed:?}");
     assert!(observed.message.unwrap().contains("deleted outside vps-graph"));
     let lost = firewall_rule::Model { lost: true, ..rule(State::Error, Desired::Present, Some("fw-1")) };
-    assert_eq!(step(&lost, &Seen::default(), true), Step::Rest, "a lost rule is never made again");
+    assert_eq!(step(&lost, &Seen::default(), DUE), Step::Rest, "a lost rule is never made again");
+}
+
+#[test]
+fn a_firewall_just_made_and_not_listed_yet_is_waited_for_not_lost() {
+    let made = rule(State::Pending, Desired::Present, Some("fw-1"));
+    assert!(matches!(step(&made, &Seen::default(), FRESH), Step::Wait(ref o) if !o.lost), "listings lag");
+    let Step::Write(observed) = step(&made, &Seen::default(), LISTING_LAG_MS) else { panic!() };
+    assert!(observed.lost, "a minute on, it is gone");
+    // A rule marked lost whose firewall shows up again under its name, ours: deleted with it.
+    let lost = firewall_rule::Model { lost: true, ..rule(State::Deleting, Desired::Absent, Some("fw-1")) };
+    let ours = by_name(vec![held("fw-1", true, true, Applying::Done)]);
+    assert_eq!(step(&lost, &ours, FRESH), Step::Delete("fw-1".into()));
 }
 
 #[test]
 fn a_rule_is_ready_once_applied_and_waits_while_the_provider_applies_it() {
     let pending = rule(State::Pending, Desired::Present, Some("fw-1"));
     let seen = |applying| by_id(held("fw-1", true, true, applying));
-    assert_eq!(step(&pending, &seen(Applying::Done), false), Step::Applied { waiting: false });
-    assert_eq!(step(&pending, &seen(Applying::Waiting), false), Step::Applied { waiting: true });
-    let Step::Write(observed) = step(&pending, &seen(Applying::Failed("no".into())), false) else { panic!() };
+    assert_eq!(step(&pending, &seen(Applying::Done), FRESH), Step::Applied { waiting: false });
+    assert_eq!(step(&pending, &seen(Applying::Waiting), FRESH), Step::Applied { waiting: true });
+    let Step::Write(observed) = step(&pending, &seen(Applying::Failed("no".into())), FRESH) else { panic!() };
     assert_eq!((observed.state, observed.message.as_deref()), (State::Error, Some("no")));
 }
 
 #[test]
 fn a_deleted_rule_deletes_only_its_own_firewall() {
     let going = rule(State::Deleting, Desired::Absent, Some("fw-1"));
-    assert_eq!(step(&going, &by_id(held("fw-1", true, true, Applying::Done)), false), Step::Delete("fw-1".into()));
+    assert_eq!(step(&going, &by_id(held("fw-1", true, true, Applying::Done)), FRESH), Step::Delete("fw-1".into()));
     let deleted = Step::Write(Observed::of(&going).state(State::Deleted, None));
-    assert_eq!(step(&going, &Seen::default(), false), deleted, "gone already");
+    assert_eq!(step(&going, &Seen::default(), FRESH), deleted, "gone already");
     let never_recorded = rule(State::Deleting, Desired::Absent, None);
     let theirs = by_name(vec![held("fw-8", false, true, Applying::Done)]);
-    let Step::Write(observed) = step(&never_recorded, &theirs, false) else { panic!() };
+    let Step::Write(observed) = step(&never_recorded, &theirs, FRESH) else { panic!() };
     assert_eq!(observed.state, State::Deleted, "someone else's under our name is left alone");
     let ours = by_name(vec![held("fw-9", true, true, Applying::Done)]);
-    assert_eq!(step(&never_recorded, &ours, false), Step::Delete("fw-9".into()), "a lost create is cleaned up");
+    assert_eq!(step(&never_recorded, &ours, FRESH), Step::Delete("fw-9".into()), "a lost create is cleaned up");
 }
 
 fn refused(code: &str) -> std::result::Result<(), ProviderError> {
