@@ -8,6 +8,7 @@
 //! once an hour, those reads spread evenly over the hour by the resource id. The usage pass
 //! (`usage`) is one more reconciler, over a single work item, that runs at each hour's end.
 mod addresses;
+mod answers;
 pub mod events;
 pub mod filesystems;
 pub mod instances;

@@ -1,10 +1,10 @@
 //! What a `vps.filesystems` run decides: plain functions of the row and of what the provider
 //! showed, with no I/O (`super` does the calls and the writes).
 
-use super::{ACTION_POLL_MS, ERROR_RETRY_MS, Next, RETRY_LATER_MS, is_failure, wait_for};
-use crate::provider::{
-    EfsFileSystem, GroupRule, Lifecycle, LustreFileSystem, MountTarget, ProviderError, RuleSource, aws_owned,
-};
+use super::{ACTION_POLL_MS, ERROR_RETRY_MS, Next, RETRY_LATER_MS};
+use crate::provider::{EfsFileSystem, GroupRule, Lifecycle, LustreFileSystem, MountTarget, RuleSource, aws_owned};
+use crate::reconcile::answers;
+pub use crate::reconcile::answers::{After, Making, after};
 use crate::store::entity::{filesystem, network_subnet as subnet};
 use crate::store::state::{Desired, FilesystemKind, State};
 pub(super) const PERSISTENT_THROUGHPUT: i32 = 125;
@@ -83,17 +83,6 @@ pub struct Held {
     pub owned: bool,
 }
 
-/// What to do about a thing made under our name (the group, the filesystem) before its id is
-/// recorded.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Making {
-    Create,
-    /// A create whose answer was lost, found: ours, so it is recorded, never made twice.
-    Adopt(String),
-    /// Only someone else's holds the name: left alone.
-    Foreign,
-}
-
 /// Whether a look by name must come before a create: once a create may have reached the
 /// provider, what it made is found instead of made twice.
 pub fn must_look(attempts: i32) -> bool {
@@ -102,46 +91,7 @@ pub fn must_look(attempts: i32) -> bool {
 
 /// `found`: what the look by name showed (nothing when no create was attempted).
 pub fn making(found: &[Held]) -> Making {
-    match found.iter().find(|h| h.owned) {
-        Some(ours) => Making::Adopt(ours.id.clone()),
-        None if found.is_empty() => Making::Create,
-        None => Making::Foreign,
-    }
-}
-
-/// What a provider call ended in, for the row.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum After {
-    /// Done, or so already.
-    Done,
-    /// It may exist already under our name: look by name now.
-    LookAgain,
-    /// Nothing done for now: say the provider's words and look again after the wait.
-    Wait(String, i64),
-    /// The provider was unavailable or rate-limited, or its answer lost: say so and back off.
-    Backoff(String, i64),
-    /// Refused: ERROR with the provider's words, retried every 5 minutes.
-    Fail(String),
-}
-
-/// Sorts a call's answer: the AWS codes that mean "already there" or "not yet" first, then the
-/// kinds of error every provider call shares.
-pub fn after<T>(result: &std::result::Result<T, ProviderError>) -> After {
-    let Err(err) = result else { return After::Done };
-    let message = err.message().to_owned();
-    let code = matches!(err, ProviderError::Refused { .. }).then(|| err.aws_code()).flatten();
-    match code {
-        Some("InvalidPermission.Duplicate") => After::Done,
-        Some("FileSystemAlreadyExists" | "InvalidGroup.Duplicate" | "MountTargetConflict") => After::LookAgain,
-        // ENIs of deleted mount targets or file servers linger for a while.
-        Some("DependencyViolation" | "FileSystemInUse") => After::Wait(message, RETRY_LATER_MS),
-        Some("IncorrectFileSystemLifeCycleState") => After::Wait(message, ACTION_POLL_MS),
-        _ if is_failure(err) => After::Fail(message),
-        _ if matches!(err, ProviderError::RetryLater { .. } | ProviderError::Unknown { .. }) => {
-            After::Backoff(message, wait_for(err))
-        }
-        _ => After::Wait(message, wait_for(err)),
-    }
+    answers::making(found.iter().map(|h| (h.id.as_str(), h.owned)))
 }
 
 /// The row after a call ended in `outcome`.

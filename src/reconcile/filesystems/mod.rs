@@ -20,9 +20,7 @@ mod tests;
 
 pub use decide::*;
 
-use super::{
-    ACTION_POLL_MS, ERROR_RETRY_MS, Next, RETRY_LATER_MS, Reconciler, Run, again_if_changed, is_failure, wait_for,
-};
+use super::{ACTION_POLL_MS, ERROR_RETRY_MS, Next, RETRY_LATER_MS, Reconciler, Run, again_if_changed, is_failure};
 use crate::error::{Error, Result};
 use crate::provider::{
     Filesystems, Flow, LustreCreate, LustreDeployment, ProviderError, ProviderResult, SecurityGroup, SecurityGroups,

@@ -5,9 +5,8 @@
 //! Everything is regional: a call sees only its credential scope's region.
 use axum::response::{IntoResponse, Response};
 
-use super::ec2_groups::Flow;
 use super::xml::{Params, answer, el, escape, items, tag_set};
-use super::{ACCOUNT, Caller, Model, Refusal, Service, new_id};
+use super::{ACCOUNT, Caller, Flow, Model, Refusal, Service, new_id};
 use crate::sim::Sim;
 
 pub(super) type Tags = Vec<(String, String)>;

@@ -6,7 +6,7 @@
 //! starts with the one default outbound rule (all traffic to 0.0.0.0/0).
 use super::ec2::{Tags, known_filters, passes, refuse, required};
 use super::xml::{Params, el, items, tag_set};
-use super::{ACCOUNT, Model, Refusal, new_id};
+use super::{ACCOUNT, Flow, Model, Refusal, new_id};
 use crate::sim::Sim;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -14,13 +14,6 @@ pub(super) enum Source {
     Cidr(String),
     Cidr6(String),
     Group(String),
-}
-
-/// Which of a group's rule lists a call reads or changes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Flow {
-    Ingress,
-    Egress,
 }
 
 #[derive(Clone, Debug)]

@@ -154,6 +154,13 @@ pub(super) enum Change {
     Fails(Box<Change>, String),
 }
 
+/// Which of a security group's rule lists an EC2 call reads or changes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flow {
+    Ingress,
+    Egress,
+}
+
 /// The account's state in every region.
 pub struct Model {
     action_time: Duration,

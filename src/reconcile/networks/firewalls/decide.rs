@@ -1,8 +1,8 @@
 //! The decisions of a firewall round, as plain functions of the rows and what the provider
 //! showed, tested without a network: what to do with each rule, with the network's open egress
 //! firewall or group, and with a call's answer.
-use crate::provider::ProviderError;
-use crate::reconcile::{ERROR_RETRY_MS, Next, RETRY_LATER_MS, is_failure, wait_for};
+pub use crate::reconcile::answers::{After, Making, after, waits};
+use crate::reconcile::{ERROR_RETRY_MS, Next, answers};
 use crate::store::entity::firewall_rule;
 use crate::store::state::{Desired, State};
 
@@ -177,61 +177,8 @@ fn removal(r: &firewall_rule::Model, seen: &Seen) -> Step {
     }
 }
 
-/// What to do about a thing made under our name before its id is recorded.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Making {
-    Create,
-    Adopt(String),
-    /// Only someone else's holds the name: left alone.
-    Foreign,
-}
-
 pub fn making(found: &[Held]) -> Making {
-    match found.iter().find(|h| h.owned) {
-        Some(ours) => Making::Adopt(ours.id.clone()),
-        None if found.is_empty() => Making::Create,
-        None => Making::Foreign,
-    }
-}
-
-/// What a call ended in, for the row.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum After {
-    Done,
-    /// It may exist already under our name: the next round finds it.
-    LookAgain,
-    /// Nothing done for now: say the provider's words and look again after the wait.
-    Wait(String, i64),
-    /// Unavailable, rate-limited, or the answer lost: say so and back off.
-    Backoff(String, i64),
-    /// Refused: ERROR with the provider's words, retried five minutes later.
-    Fail(String),
-}
-
-/// Sorts a call's answer: the AWS codes that mean "so already" or "not yet" first, then what
-/// every provider call shares.
-pub fn after<T>(result: &std::result::Result<T, ProviderError>) -> After {
-    let Err(err) = result else { return After::Done };
-    let message = err.message().to_owned();
-    let code = matches!(err, ProviderError::Refused { .. }).then(|| err.aws_code()).flatten();
-    match code {
-        Some("InvalidPermission.Duplicate" | "InvalidPermission.NotFound") => After::Done,
-        Some("InvalidGroup.Duplicate") => After::LookAgain,
-        // A group a machine still carries, or one a group's rule names.
-        Some("DependencyViolation") => After::Wait(message, RETRY_LATER_MS),
-        _ if is_failure(err) => After::Fail(message),
-        _ => After::Backoff(message, wait_for(err)),
-    }
-}
-
-/// When to look again after `outcome`, and in whose words.
-pub fn waits(outcome: After) -> (Option<String>, Next) {
-    match outcome {
-        After::Done | After::LookAgain => (None, Next::Now),
-        After::Wait(message, ms) => (Some(message), Next::After(ms)),
-        After::Backoff(message, ms) => (Some(message), Next::Backoff(ms)),
-        After::Fail(message) => (Some(message), Next::After(ERROR_RETRY_MS)),
-    }
+    answers::making(found.iter().map(|h| (h.id.as_str(), h.owned)))
 }
 
 /// The rule after a call ended in `outcome`.
