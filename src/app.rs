@@ -59,7 +59,12 @@ impl From<&ServeArgs> for AppConfig {
             },
             limits: args.limits,
             load: args.load,
-            sim: (!args.no_sim).then(|| args.sim.config()),
+            sim: (!args.no_sim).then(|| {
+                let mut sim = args.sim.config();
+                sim.state_file =
+                    sim.state_file.or_else(|| beside_sqlite(&args.database.database_url, "sim-cloud.json"));
+                sim
+            }),
             runtime: RuntimeConfig {
                 workers: args.reconcile.reconcile_workers,
                 lease_ms: args.reconcile.lease_ms,
@@ -69,6 +74,17 @@ impl From<&ServeArgs> for AppConfig {
             clock: Clock::system(),
         }
     }
+}
+
+/// `name` in the folder of a SQLite database file (none for PostgreSQL or an in-memory one): where
+/// the demo keeps its simulated cloud, so that the cloud and the rows describing it go together.
+fn beside_sqlite(database_url: &str, name: &str) -> Option<std::path::PathBuf> {
+    let rest = database_url.strip_prefix("sqlite://").or_else(|| database_url.strip_prefix("sqlite:"))?;
+    let file = rest.split('?').next().unwrap_or_default();
+    if file.is_empty() || file.contains(":memory:") {
+        return None;
+    }
+    Some(std::path::Path::new(file).parent().unwrap_or(std::path::Path::new("")).join(name))
 }
 
 pub struct App {
@@ -196,5 +212,20 @@ fn prepare_sqlite_dir(url: &str) {
     }
     if let Some(parent) = std::path::Path::new(path).parent().filter(|p| !p.as_os_str().is_empty()) {
         let _ = std::fs::create_dir_all(parent);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::beside_sqlite;
+
+    #[test]
+    fn the_demo_cloud_is_kept_beside_its_sqlite_file() {
+        let at = |url: &str| beside_sqlite(url, "sim-cloud.json").map(|p| p.display().to_string());
+        assert_eq!(at("sqlite://data/vps-graph.db?mode=rwc").as_deref(), Some("data/sim-cloud.json"));
+        assert_eq!(at("sqlite:///var/lib/vg/db.sqlite").as_deref(), Some("/var/lib/vg/sim-cloud.json"));
+        assert_eq!(at("sqlite://vps-graph.db").as_deref(), Some("sim-cloud.json"));
+        assert_eq!(at("sqlite::memory:"), None);
+        assert_eq!(at("postgres://postgres@127.0.0.1/test"), None);
     }
 }

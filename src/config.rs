@@ -80,9 +80,13 @@ pub struct ReconcileArgs {
     pub provider_timeout_ms: u64,
 }
 
-/// The simulated cloud's timing and budgets.
-#[derive(Args, Debug, Clone, Copy)]
+/// The simulated cloud's timing, budgets and keeping.
+#[derive(Args, Debug, Clone)]
 pub struct SimTiming {
+    /// The file the simulated cloud keeps what it holds in, read at start and written as it
+    /// changes (`serve` on SQLite: `sim-cloud.json` beside the database file, unless given).
+    #[arg(long, env = "VPS_GRAPH_SIM_STATE")]
+    pub sim_state: Option<std::path::PathBuf>,
     /// Added to every simulated API call, in ms.
     #[arg(long, env = "VPS_GRAPH_SIM_LATENCY_MS", default_value_t = 0)]
     pub sim_latency_ms: u64,
@@ -111,6 +115,7 @@ impl SimTiming {
             snapshot_interval: std::time::Duration::from_secs(self.sim_snapshot_interval_secs),
             page_limit: None,
             clock: crate::clock::Clock::system(),
+            state_file: self.sim_state.clone(),
         }
     }
 }

@@ -27,6 +27,9 @@ struct Ids {
 /// filesystem call is decided on the network first, so a stranger is refused before it matters.
 const FILESYSTEM: &str = "fs_01jz0000000000000000000000";
 
+/// A firewall rule id: every rule call is decided on the network first, as a filesystem's is.
+const RULE: &str = "fwr_01jz0000000000000000000000";
+
 /// Each root field with a document that calls it on tenant `acme`'s resources.
 fn table(ids: &Ids) -> Vec<(&'static str, &'static str, String)> {
     let t = "tenantId: \"acme\"";
@@ -59,6 +62,12 @@ fn table(ids: &Ids) -> Vec<(&'static str, &'static str, String)> {
             q(format!("filesystem({t}, networkId: \"{}\", filesystemId: \"{FILESYSTEM}\") {{ id }}", ids.network)),
         ),
         ("Query", "filesystems", q(format!("filesystems({t}, networkId: \"{}\") {{ id }}", ids.network))),
+        (
+            "Query",
+            "firewallRule",
+            q(format!("firewallRule({t}, networkId: \"{}\", firewallRuleId: \"{RULE}\") {{ id }}", ids.network)),
+        ),
+        ("Query", "firewallRules", q(format!("firewallRules({t}, networkId: \"{}\") {{ id }}", ids.network))),
         ("Query", "events", q(format!("events({t}) {{ edges {{ cursor }} }}"))),
         ("Query", "node", q(format!("node(id: \"{}\") {{ id }}", ids.volume))),
         ("Query", "nodes", q(format!("nodes(ids: [\"{}\", \"{}\"]) {{ id }}", ids.volume, ids.network))),
@@ -145,6 +154,22 @@ fn table(ids: &Ids) -> Vec<(&'static str, &'static str, String)> {
                 "filesystemCreate",
                 format!("{t}, networkId: \"{}\", name: \"x\", kind: NFS, idempotencyKey: \"x\"", ids.network),
             ),
+        ),
+        (
+            "Mutation",
+            "firewallRuleCreate",
+            m(
+                "firewallRuleCreate",
+                format!(
+                    "{t}, networkId: \"{}\", name: \"x\", direction: INBOUND, protocol: TCP, fromPort: 22, peers: {{ addresses: [\"203.0.113.7\"] }}, idempotencyKey: \"x\"",
+                    ids.network
+                ),
+            ),
+        ),
+        (
+            "Mutation",
+            "firewallRuleDelete",
+            m("firewallRuleDelete", format!("{t}, networkId: \"{}\", firewallRuleId: \"{RULE}\"", ids.network)),
         ),
         (
             "Mutation",
@@ -257,6 +282,11 @@ fn table(ids: &Ids) -> Vec<(&'static str, &'static str, String)> {
                 "filesystemChanged({t}, networkId: \"{}\", filesystemId: \"{FILESYSTEM}\") {{ id }}",
                 ids.network
             )),
+        ),
+        (
+            "Subscription",
+            "firewallRuleChanged",
+            s(format!("firewallRuleChanged({t}, networkId: \"{}\", firewallRuleId: \"{RULE}\") {{ id }}", ids.network)),
         ),
         (
             "Subscription",

@@ -4,7 +4,8 @@
 //! create's QUOTA_EXCEEDED by its form, then the server is killed and started again while the
 //! page is open: the page says it is offline, comes back, and shows a volume made while it was
 //! away, with nothing shown twice. Screenshots of each step go under `target/dashboard/`.
-//! Skipped, with a message, only where Chromium is absent.
+//! Skipped, with a message, only where Chromium is absent. And, without a browser: the demo
+//! killed in the middle of a provider action keeps its simulated cloud, READY where it was READY.
 mod common;
 
 use std::io::{BufRead, BufReader, Write};
@@ -173,4 +174,68 @@ async fn the_dashboard_shows_a_volume_converge_a_refusal_and_resumes_after_a_res
         assert!(file.metadata().is_ok_and(|m| m.len() > 0), "no screenshot {}", file.display());
     }
     let _ = std::fs::remove_dir_all(&data);
+}
+
+/// GraphQL at the binary with the tenant token; the data, or the errors in a panic.
+async fn data(base: &str, token: &str, query: &str, variables: Value) -> Value {
+    let body = common::gql_at(&reqwest::Client::new(), base, token, query, variables).await;
+    assert!(body.get("errors").is_none(), "{query}: {body}");
+    body["data"].clone()
+}
+
+/// Reads until `check` holds (the reconcilers work in real time here), at most 30 s.
+async fn until(base: &str, token: &str, query: &str, variables: Value, check: impl Fn(&Value) -> bool) -> Value {
+    for _ in 0..300 {
+        let seen = data(base, token, query, variables.clone()).await;
+        if check(&seen) {
+            return seen;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("never: {}", data(base, token, query, variables).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demo_keeps_its_cloud_across_a_kill_in_the_middle_of_a_resize() {
+    vps_graph::init_crypto();
+    let data_dir = std::env::temp_dir().join(format!("vps-graph-restart-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&data_dir);
+    std::fs::create_dir_all(&data_dir).unwrap();
+    let listen = format!("127.0.0.1:{}", common::free_port());
+    let (token_sent, token) = std::sync::mpsc::channel();
+    let mut server = Server::start(&listen, &data_dir, token_sent);
+    let token = token.recv_timeout(Duration::from_secs(60)).expect("the first start prints the tenant token");
+    let base = server.url();
+    let pools = data(&base, &token, "{ pools(tenantId: \"demo\") { id name } }", json!({})).await;
+    let pool = pools["pools"].as_array().unwrap().iter().find(|p| p["name"] == "demo").unwrap()["id"].clone();
+
+    let create = "mutation($i: ProviderVolumeCreateInput!) { providerVolumeCreate(input: $i) { id } }";
+    let input = json!({ "tenantId": "demo", "poolId": pool, "name": "kept", "region": "nyc3", "sizeGiB": 10,
+        "idempotencyKey": "kept" });
+    let volume = data(&base, &token, create, json!({ "i": input })).await["providerVolumeCreate"]["id"].clone();
+    let network = "mutation($i: NetworkCreateInput!) { networkCreate(input: $i) { id } }";
+    let input = json!({ "tenantId": "demo", "poolId": pool, "name": "lan", "idempotencyKey": "lan",
+        "subnets": [{ "region": "nyc3", "ipRange": "10.60.0.0/24" }] });
+    let network = data(&base, &token, network, json!({ "i": input })).await["networkCreate"]["id"].clone();
+    let read = "query($v: String!, $n: String!) { providerVolume(tenantId: \"demo\", volumeId: $v) { state sizeGiB observedSizeGiB message } network(tenantId: \"demo\", networkId: $n) { state message } }";
+    let ids = json!({ "v": volume, "n": network });
+    let ready = |seen: &Value| seen["providerVolume"]["state"] == "READY" && seen["network"]["state"] == "READY";
+    until(&base, &token, read, ids.clone(), ready).await;
+
+    // A resize is sent (its action takes 1.5 s at the sim) and the server is killed under it.
+    let resize = "mutation($v: String!, $s: Int!) { providerVolumeResize(input: { tenantId: \"demo\", volumeId: $v, sizeGiB: $s }) { state } }";
+    data(&base, &token, resize, json!({ "v": volume, "s": 20 })).await;
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    server.restart();
+
+    let resized = |seen: &Value| ready(seen) && seen["providerVolume"]["observedSizeGiB"] == 20;
+    let after = until(&base, &token, read, ids.clone(), resized).await;
+    assert!(after["providerVolume"]["message"].is_null(), "{after}");
+    // And the cloud still holds the volume for the next change.
+    data(&base, &token, resize, json!({ "v": volume, "s": 30 })).await;
+    let again = |seen: &Value| ready(seen) && seen["providerVolume"]["observedSizeGiB"] == 30;
+    until(&base, &token, read, ids, again).await;
+    assert!(data_dir.join("sim-cloud.json").exists(), "the cloud is kept beside the database");
+    drop(server);
+    let _ = std::fs::remove_dir_all(&data_dir);
 }

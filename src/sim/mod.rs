@@ -6,6 +6,7 @@
 pub mod aws;
 mod control;
 pub mod digitalocean;
+mod saved;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::net::SocketAddr;
@@ -35,6 +36,8 @@ pub struct SimConfig {
     /// The clock actions take their time on: the app's, so that a test that drives the app's
     /// clock drives the provider's actions too (rate limits stay on real time).
     pub clock: crate::clock::Clock,
+    /// Where the cloud is kept across restarts (`saved`); None: in memory only.
+    pub state_file: Option<std::path::PathBuf>,
 }
 
 impl Default for SimConfig {
@@ -48,6 +51,7 @@ impl Default for SimConfig {
             snapshot_interval: Duration::from_secs(600),
             page_limit: None,
             clock: crate::clock::Clock::system(),
+            state_file: None,
         }
     }
 }
@@ -87,6 +91,43 @@ async fn failing_with<F: std::future::Future>(message: Option<String>, handler: 
     FAILING.scope(message.unwrap_or_else(|| "the provider could not complete it".into()), handler).await
 }
 
+/// A record's status word: one of a few the code writes and compares. (An alias, so that serde
+/// reads it with `word` instead of borrowing it from the saved text.)
+pub(crate) type Word = &'static str;
+
+/// A record's status word read back from the saved cloud, as the `&'static str` the code keeps
+/// and compares (a word this code never writes is kept too, once).
+fn word<'de, D: serde::Deserializer<'de>>(reader: D) -> Result<Word, D::Error> {
+    const WORDS: &[&str] = &[
+        "new",
+        "active",
+        "off",
+        "archive",
+        "creating",
+        "available",
+        "deleting",
+        "deleted",
+        "error",
+        "pending",
+        "running",
+        "shutting-down",
+        "terminated",
+        "stopping",
+        "stopped",
+        "CREATING",
+        "ACTIVE",
+        "AVAILABLE",
+        "INACTIVE",
+        "DELETING",
+        "DELETED",
+        "FAILED",
+        "UPDATING",
+        "MISCONFIGURED",
+    ];
+    let word = <String as serde::Deserialize>::deserialize(reader)?;
+    Ok(WORDS.iter().copied().find(|w| *w == word).unwrap_or_else(|| Box::leak(word.into_boxed_str())))
+}
+
 #[derive(Clone)]
 pub struct Sim {
     inner: Arc<Inner>,
@@ -117,15 +158,24 @@ pub struct Budget {
 }
 
 impl Sim {
+    /// A sim holding what its state file held (see `saved`), or nothing; while it lives, it
+    /// keeps that file up to date.
     pub fn new(config: SimConfig) -> Sim {
-        Sim {
+        let restored = config.state_file.as_deref().and_then(|path| saved::load(path, &config));
+        let (digitalocean, aws) =
+            restored.unwrap_or_else(|| (digitalocean::Model::new(&config), aws::Model::new(&config)));
+        let sim = Sim {
             inner: Arc::new(Inner {
-                digitalocean: Mutex::new(digitalocean::Model::new(&config)),
-                aws: Mutex::new(aws::Model::new(&config)),
+                digitalocean: Mutex::new(digitalocean),
+                aws: Mutex::new(aws),
                 config,
                 control: Mutex::new(Control::default()),
             }),
+        };
+        if let Some(path) = sim.inner.config.state_file.clone() {
+            saved::keep(&sim, path);
         }
+        sim
     }
 
     pub fn config(&self) -> &SimConfig {

@@ -11,7 +11,7 @@ use crate::sim::Sim;
 
 pub(super) type Tags = Vec<(String, String)>;
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct VpcRecord {
     pub(super) id: String,
     pub(super) region: String,
@@ -37,7 +37,7 @@ impl VpcRecord {
     }
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct SubnetRecord {
     pub(super) id: String,
     pub(super) region: String,

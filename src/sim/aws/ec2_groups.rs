@@ -9,14 +9,14 @@ use super::xml::{Params, el, items, tag_set};
 use super::{ACCOUNT, Flow, Model, Refusal, new_id};
 use crate::sim::Sim;
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(super) enum Source {
     Cidr(String),
     Cidr6(String),
     Group(String),
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct RuleRecord {
     pub(super) id: String,
     /// `tcp`, `udp`, `icmp`, or `-1` (all).
@@ -76,7 +76,7 @@ impl RuleRecord {
     }
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct GroupRecord {
     pub(super) id: String,
     pub(super) region: String,

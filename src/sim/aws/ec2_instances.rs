@@ -10,7 +10,7 @@ use super::ec2::{Tags, known_filters, passes, refuse, required};
 use super::xml::{Params, el, items, tag_set};
 use super::{ACCOUNT, Change, Model, Refusal, new_id};
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct InstanceRecord {
     pub(super) id: String,
     pub(super) reservation: String,
@@ -28,7 +28,8 @@ pub(super) struct InstanceRecord {
     signature: Vec<(String, String)>,
     pub(super) tags: Tags,
     /// `pending`, `running`, `shutting-down`, `terminated`.
-    pub(super) state: &'static str,
+    #[serde(deserialize_with = "crate::sim::word")]
+    pub(super) state: crate::sim::Word,
     pub(super) private_ip: String,
     /// The primary network interface, `eni-…`.
     pub(super) interface: String,

@@ -15,7 +15,7 @@ use super::ec2_groups::GroupRecord;
 use super::{ACCOUNT, Caller, Change, Model, Refusal, Service, epoch_now, json_11, new_id};
 use crate::sim::Sim;
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct LustreRecord {
     pub(super) id: String,
     pub(super) region: String,
@@ -33,7 +33,8 @@ pub(super) struct LustreRecord {
     pub(super) groups: Vec<String>,
     tags: Vec<(String, String)>,
     /// `CREATING`, `AVAILABLE`, `DELETING`, or `FAILED` (forced by `Sim::aws_fail_fsx`).
-    pub(super) state: &'static str,
+    #[serde(deserialize_with = "crate::sim::word")]
+    pub(super) state: crate::sim::Word,
     pub(super) failure: Option<String>,
     created: f64,
     mount_name: String,

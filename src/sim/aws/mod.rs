@@ -140,7 +140,7 @@ pub(super) struct Caller {
 }
 
 /// A change that happens when it is due.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) enum Change {
     EfsAvailable(String),
     EfsGone(String),
@@ -162,8 +162,10 @@ pub enum Flow {
 }
 
 /// The account's state in every region.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct Model {
     action_time: Duration,
+    #[serde(skip, default = "crate::clock::Clock::system")]
     clock: crate::clock::Clock,
     /// Changes to make, each with its due time in ms on `clock`.
     pending: Vec<(i64, Change)>,
@@ -184,6 +186,11 @@ pub struct Model {
 }
 
 impl Model {
+    /// A kept model, on this run's clock and timing.
+    pub fn configured(self, config: &SimConfig) -> Model {
+        Model { action_time: config.action_time, clock: config.clock.clone(), page_limit: config.page_limit, ..self }
+    }
+
     pub fn new(config: &SimConfig) -> Model {
         Model {
             action_time: config.action_time,
@@ -554,7 +561,7 @@ async fn dispatch(
 }
 
 impl Sim {
-    fn with_aws<T>(&self, f: impl FnOnce(&mut Model) -> T) -> T {
+    pub(super) fn with_aws<T>(&self, f: impl FnOnce(&mut Model) -> T) -> T {
         f(&mut self.inner.aws.lock().unwrap_or_else(|e| e.into_inner()))
     }
 }

@@ -14,7 +14,7 @@ use super::{Model, Page, not_found, paginate, region_json, timestamp};
 use crate::sim::Sim;
 
 /// What an action changes when it completes.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) enum Change {
     Nothing,
     DropletActive(u64),
@@ -56,7 +56,7 @@ pub(super) enum Change {
     AddressUnassign(u64),
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct ActionRecord {
     pub(super) id: u64,
     /// An NFS action's public id; such an action is not at `/v2/actions`.

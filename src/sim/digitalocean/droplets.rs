@@ -17,7 +17,7 @@ use super::{API, Model, Page, REGIONS, Refusal, conflict, given, no_content, not
 use super::{region_json, unprocessable};
 use crate::sim::Sim;
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct DropletRecord {
     pub(super) id: u64,
     pub(super) name: String,
@@ -25,7 +25,8 @@ pub(super) struct DropletRecord {
     pub(super) size: String,
     pub(super) vpc: String,
     /// `new`, `active`, or `off` once deleted.
-    pub(super) status: &'static str,
+    #[serde(deserialize_with = "crate::sim::word")]
+    pub(super) status: crate::sim::Word,
     pub(super) deleting: bool,
     pub(super) tags: Vec<String>,
     pub(super) volume_ids: Vec<String>,
@@ -81,7 +82,7 @@ fn size_of(slug: &str) -> (u64, u64, u64) {
 }
 
 /// One resource of a selective destroy, as the status reports it.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 struct Doomed {
     id: String,
     name: String,
@@ -111,7 +112,7 @@ fn doomed(ids: Vec<String>, name: impl Fn(&str) -> Option<String>) -> Vec<Doomed
 }
 
 /// A destroy with associated resources: what was asked, and how it went.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct DestroyRecord {
     pub(super) droplet: u64,
     pub(super) body: Value,

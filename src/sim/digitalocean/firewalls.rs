@@ -17,7 +17,7 @@ use super::{Model, Page, Refusal, bad_request, no_content, not_found, now_text, 
 use crate::sim::Sim;
 
 /// One rule: its peers (`sources` or `destinations`), each list as given.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, serde::Serialize)]
 struct Peers {
     #[serde(default)]
     addresses: Vec<String>,
@@ -65,7 +65,7 @@ struct RuleAsked {
     destinations: Option<Peers>,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 struct RuleRecord {
     protocol: String,
     ports: String,
@@ -78,7 +78,7 @@ impl RuleRecord {
     }
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct FirewallRecord {
     id: String,
     name: String,

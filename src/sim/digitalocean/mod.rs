@@ -36,8 +36,10 @@ const STALL: Duration = Duration::from_secs(120);
 const API: &str = "https://api.digitalocean.com";
 
 /// The account's state, shared by every token.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct Model {
     action_time: Duration,
+    #[serde(skip, default = "crate::clock::Clock::system")]
     clock: crate::clock::Clock,
     snapshot_interval: Duration,
     /// Numbers droplets and their addresses.
@@ -64,6 +66,16 @@ pub struct Model {
 }
 
 impl Model {
+    /// A kept model, on this run's clock and timing.
+    pub fn configured(self, config: &SimConfig) -> Model {
+        Model {
+            action_time: config.action_time,
+            clock: config.clock.clone(),
+            snapshot_interval: config.snapshot_interval,
+            ..self
+        }
+    }
+
     pub fn new(config: &SimConfig) -> Model {
         Model {
             action_time: config.action_time,

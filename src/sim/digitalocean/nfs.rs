@@ -24,14 +24,15 @@ const MIN_GIB: u64 = 50;
 /// 32 TiB.
 const MAX_GIB: u64 = 32_768;
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct ShareRecord {
     pub(super) id: String,
     name: String,
     size_gib: u64,
     region: String,
     /// `CREATING`, `ACTIVE`, `INACTIVE`.
-    status: &'static str,
+    #[serde(deserialize_with = "crate::sim::word")]
+    status: crate::sim::Word,
     vpc_ids: Vec<String>,
     performance_tier: String,
     /// Set when the share becomes active: `.2` of its first VPC's range.
@@ -50,14 +51,15 @@ impl ShareRecord {
     }
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct ShareSnapshotRecord {
     pub(super) id: String,
     name: String,
     size_gib: u64,
     region: String,
     /// `CREATING`, then `ACTIVE`.
-    status: &'static str,
+    #[serde(deserialize_with = "crate::sim::word")]
+    status: crate::sim::Word,
     share_id: String,
     created_at: String,
 }

@@ -32,7 +32,7 @@ const V6_PREFIX: u128 = 0x2604_a880_0400_00d0;
 const V6_HOSTS: u128 = 0xFFFF;
 const PENDING: &str = "Droplet already has a pending event.";
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(super) enum Family {
     V4,
     V6,
@@ -70,7 +70,7 @@ impl Family {
     }
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct AddressRecord {
     /// The reservation's number: the id destroy with associated resources knows it by, and what its
     /// actions act on (an address released and reserved again is another reservation).

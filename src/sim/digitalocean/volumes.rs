@@ -24,7 +24,7 @@ const MAX_GIB: u64 = 16_384;
 const VOLUMES_PER_DROPLET: usize = 15;
 const SNAPSHOTS_PER_VOLUME: usize = 25;
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct VolumeRecord {
     pub(super) id: String,
     pub(super) name: String,
@@ -51,7 +51,7 @@ impl VolumeRecord {
     }
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct SnapshotRecord {
     pub(super) id: String,
     pub(super) name: String,

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use super::{Model, Page, REGIONS, Refusal, no_content, not_found, now_text, paginate, parse, unprocessable, uuid};
 use crate::sim::Sim;
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct VpcRecord {
     pub(super) id: String,
     pub(super) name: String,

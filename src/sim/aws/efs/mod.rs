@@ -23,7 +23,7 @@ use super::{ACCOUNT, Caller, Change, Model, Refusal, Service, epoch_now, new_id,
 use crate::sim::Sim;
 use mount_targets::{mount_create, mount_describe, mount_groups, mount_groups_modify, mount_remove};
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct FileSystemRecord {
     pub(super) id: String,
     pub(super) region: String,
@@ -35,7 +35,8 @@ pub(super) struct FileSystemRecord {
     pub(super) provisioned: Option<f64>,
     pub(super) tags: Vec<(String, String)>,
     /// `creating`, `available`, `deleting`, or `error` (forced by `Sim::aws_fail_efs`).
-    pub(super) state: &'static str,
+    #[serde(deserialize_with = "crate::sim::word")]
+    pub(super) state: crate::sim::Word,
     pub(super) created: f64,
 }
 

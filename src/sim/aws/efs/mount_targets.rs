@@ -20,7 +20,7 @@ use super::{bad_request, file_system_not_found, ok, page, parse, refuse};
 use crate::sim::Sim;
 use crate::sim::aws::{ACCOUNT, Caller, Change, Model, Refusal, new_id};
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(in crate::sim::aws) struct MountTargetRecord {
     pub(in crate::sim::aws) id: String,
     pub(in crate::sim::aws) file_system: String,
@@ -33,7 +33,8 @@ pub(in crate::sim::aws) struct MountTargetRecord {
     /// The requester-managed network interface, `eni-…`.
     pub(in crate::sim::aws) interface: String,
     /// `creating`, `available`, `deleting`, or `error` (a create that failed).
-    pub(in crate::sim::aws) state: &'static str,
+    #[serde(deserialize_with = "crate::sim::word")]
+    pub(in crate::sim::aws) state: crate::sim::Word,
 }
 
 fn mount_target_not_found(id: &str) -> Refusal {
