@@ -75,6 +75,7 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         println!("  operator token: {}", first.operator_token);
         println!("  tenant token:   {}  (compute:* on tenant/demo)\n", first.tenant_token);
     }
+    vps_graph::http::playground::warm();
     tracing::info!(address = %args.listen, "GraphiQL at http://{}/ , GraphQL at /graphql", args.listen);
     let stop = app.stop.clone();
     tokio::spawn(shutdown_signal(stop.clone()));

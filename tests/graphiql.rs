@@ -43,7 +43,14 @@ async fn graphiql_runs_a_query_offline_in_chromium() {
     let shots = screenshot.with_extension("").display().to_string();
     let base = server.url("");
     let run = tokio::task::spawn_blocking(move || {
-        Command::new("node").arg(driver).arg(base).arg(token).arg(&screenshot).env("CHROMIUM", chromium).output()
+        Command::new("node")
+            .arg(driver)
+            .arg(base)
+            .arg(token)
+            .arg(&screenshot)
+            .arg(common::ADMIN)
+            .env("CHROMIUM", chromium)
+            .output()
     });
     let output =
         tokio::time::timeout(Duration::from_secs(120), run).await.expect("browser run finished").unwrap().unwrap();
@@ -72,5 +79,11 @@ async fn graphiql_runs_a_query_offline_in_chromium() {
     assert!(
         completions.iter().any(|name| name == "attachments"),
         "no ProviderVolume field among the suggestions: {completions:?} (see {shots}-autocomplete.png)"
+    );
+    assert_eq!(report["kept"], true, "the headers outlive a reload, in the tab's session only: {report}");
+    assert_eq!(
+        report["subscription"]["made"].as_array().map(Vec::len),
+        Some(2),
+        "a new tab's subscription lists its events: {report} (see {shots}-subscription.png)"
     );
 }

@@ -36,14 +36,28 @@ function wsClient(headers) {
   return wsClients.get(key);
 }
 
+// The last results of a subscription the result pane shows, newest first.
+const KEEP_RESULTS = 50;
+
 function subscribe(params, headers) {
   const results = wsClient(headers).iterate(params);
+  const received = [];
+  let count = 0;
+  // GraphiQL shows each value it is handed in place of the last: hand it the
+  // list so far, so that every event stays in sight.
+  const listed = (step) => {
+    if (step.done) return step;
+    count += 1;
+    received.unshift(step.value);
+    if (received.length > KEEP_RESULTS) received.length = KEEP_RESULTS;
+    return { done: false, value: { received: count, newestFirst: [...received] } };
+  };
   return {
     [Symbol.asyncIterator]() { return this; },
     // A closed socket surfaces as a CloseEvent, which GraphiQL would print as
     // `{"isTrusted":true}`. Throw a plain object: GraphiQL shows its message
     // as the error (an Error would come with a stack trace).
-    next: () => results.next().catch((err) => {
+    next: () => results.next().then(listed).catch((err) => {
       throw err instanceof CloseEvent
         ? { message: `WebSocket closed: ${err.code} ${err.reason}`.trim() }
         : err;
@@ -101,9 +115,38 @@ function App() {
   }, []);
   return React.createElement(
     GraphiQL,
-    { fetcher: currentFetcher, defaultQuery, defaultEditorToolsVisibility: 'headers', onEditHeaders },
+    {
+      fetcher: currentFetcher,
+      defaultQuery,
+      defaultEditorToolsVisibility: 'headers',
+      onEditHeaders,
+      // The editors, the headers with the token too, are kept for this tab's
+      // session: a reload keeps them, closing the tab forgets them, and none of
+      // it is written to localStorage.
+      storage: sessionStorage,
+      shouldPersistHeaders: true,
+    },
     React.createElement(GraphiQL.Logo, null, 'vps-graph'),
   );
 }
 
-createRoot(document.getElementById('root')).render(React.createElement(App));
+// A new tab of the same browser asks the open ones for their headers, and
+// starts with them (the token typed once): same origin only, never stored
+// beyond the tabs' sessions.
+const HEADERS_KEY = 'graphiql:headers';
+const ASK_MS = 150;
+
+function shareHeaders() {
+  if (typeof BroadcastChannel === 'undefined') return Promise.resolve();
+  const channel = new BroadcastChannel('vps-graph-graphiql');
+  channel.onmessage = ({ data }) => {
+    const held = sessionStorage.getItem(HEADERS_KEY);
+    if (data === 'headers?' && held?.includes('Authorization')) channel.postMessage({ headers: held });
+    else if (data?.headers && !sessionStorage.getItem(HEADERS_KEY)) sessionStorage.setItem(HEADERS_KEY, data.headers);
+  };
+  if (sessionStorage.getItem(HEADERS_KEY)) return Promise.resolve();
+  channel.postMessage('headers?');
+  return new Promise((resolve) => setTimeout(resolve, ASK_MS));
+}
+
+shareHeaders().finally(() => createRoot(document.getElementById('root')).render(React.createElement(App)));

@@ -1,6 +1,6 @@
 // Drives the GraphiQL page in headless Chromium, the way a person would use it.
 //
-//   node playground/tests/browser.mjs <base-url> <token> <screenshot-path>
+//   node playground/tests/browser.mjs <base-url> <token> <screenshot-path> [<operator-token>]
 //
 // Opens <base-url>/ with the Headers tab holding {"Authorization":"Bearer <token>"}
 // and the query `{ me { tenantId } }`, clicks Run, waits for "tenantId" in the
@@ -9,8 +9,14 @@
 // (screenshot <path minus .png>-docs.png), and the query editor, typed into
 // inside a `ProviderVolume` selection, suggests its field `attachments`
 // (screenshot <path minus .png>-autocomplete.png, taken while the suggestions
-// show). DNS resolves nothing but loopback, and any request to another host
-// fails the run: the page must work fully offline.
+// show). Then the page is reloaded and still holds the headers (kept in the
+// tab's sessionStorage, never in localStorage); a second tab of the same
+// browser starts with them (asked of the first), runs a subscription to the
+// tenant's `project.*` events, and once the operator token (the fourth
+// argument) has made two projects, the result pane lists both, newest first
+// (screenshot <path minus .png>-subscription.png). DNS resolves nothing but
+// loopback, and any request to another host fails the run: the page must work
+// fully offline.
 // Prints one JSON line, {"ok":true,"result":...,"docs":true,"docsFields":[...],
 // "completions":[...],"requests":N} or {"ok":false,"error":...}, and exits 0 or 1
 // accordingly. On failure the screenshot of the step that failed is saved.
@@ -30,12 +36,26 @@ const COMPLETION_QUERY = '{ providerVolumes(tenantId: "x") { edges { node { ';
 const COMPLETION_PREFIX = 'a';
 const COMPLETION = 'attachments';
 
-const [baseUrl, token, screenshotPath] = process.argv.slice(2);
+const [baseUrl, token, screenshotPath, operatorToken] = process.argv.slice(2);
 let browser;
 let page;
 // Where the next screenshot goes: the step under way, so a failure shows it.
 let currentShot = screenshotPath;
 let finished = false;
+
+// What every tab of the run asked for, threw, or had refused by the page's policy.
+const requests = [];
+const pageErrors = [];
+const refusedByPolicy = [];
+
+function watch(tab) {
+  // data: URLs (GraphiQL's inlined fonts) never touch the network.
+  tab.on('request', (req) => req.url().startsWith('data:') || requests.push(req.url()));
+  tab.on('websocket', (ws) => requests.push(ws.url()));
+  tab.on('pageerror', (err) => pageErrors.push(err.message));
+  // The page is served with a Content-Security-Policy: anything it refuses is reported here.
+  tab.on('console', (m) => /Content Security Policy/i.test(m.text()) && refusedByPolicy.push(m.text()));
+}
 
 async function finish(report) {
   if (finished) return;
@@ -78,28 +98,24 @@ async function run() {
     throw new Error('usage: node browser.mjs <base-url> <token> <screenshot-path>');
   }
   browser = await launch(STEP_TIMEOUT_MS);
-  page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  // One context, so that a second tab shares the first one's origin (BroadcastChannel).
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  page = await context.newPage();
 
-  const requests = [];
-  const pageErrors = [];
-  // data: URLs (GraphiQL's inlined fonts) never touch the network.
-  page.on('request', (req) => req.url().startsWith('data:') || requests.push(req.url()));
-  page.on('websocket', (ws) => requests.push(ws.url()));
-  page.on('pageerror', (err) => pageErrors.push(err.message));
-  // The page is served with a Content-Security-Policy: anything it refuses is reported here.
-  const refusedByPolicy = [];
-  page.on('console', (m) => /Content Security Policy/i.test(m.text()) && refusedByPolicy.push(m.text()));
+  watch(page);
 
-  // GraphiQL 5 starts its editors from localStorage `graphiql:query` and
+  // GraphiQL 5 starts its editors from its storage's `graphiql:query` and
   // `graphiql:headers` (@graphiql/toolkit's StorageAPI prefixes "graphiql:" to
-  // @graphiql/react's STORAGE_KEY names). Headers are read even though
-  // GraphiQL does not persist them by default.
+  // @graphiql/react's STORAGE_KEY names); the page gives it the tab's
+  // sessionStorage. Set once, before the first load only.
   await page.addInitScript(([query, headers]) => {
     try {
-      localStorage.setItem('graphiql:query', query);
-      localStorage.setItem('graphiql:headers', headers);
+      if (sessionStorage.getItem('seeded')) return;
+      sessionStorage.setItem('seeded', '1');
+      sessionStorage.setItem('graphiql:query', query);
+      sessionStorage.setItem('graphiql:headers', headers);
     } catch {
-      // about:blank and other opaque origins have no localStorage
+      // about:blank and other opaque origins have no sessionStorage
     }
   }, [QUERY, JSON.stringify({ Authorization: `Bearer ${token}` })]);
 
@@ -125,10 +141,67 @@ async function run() {
   // Taken while the suggestions are still open.
   await page.screenshot({ path: currentShot });
 
+  currentShot = stepShot('reloaded');
+  const kept = await checkKept();
+
+  currentShot = stepShot('subscription');
+  const subscription = operatorToken ? await checkSubscription() : null;
+  await page.screenshot({ path: currentShot });
+
   const remote = requests.filter((url) => !isLoopback(url));
   if (remote.length) throw new Error(`requests to non-loopback hosts: ${remote.join(', ')}`);
   if (refusedByPolicy.length) throw new Error(`the page's policy refused: ${refusedByPolicy.join(' | ')}`);
-  return { ok: true, result, docs: true, docsFields, completions, requests: requests.length };
+  return { ok: true, result, docs: true, docsFields, completions, kept, subscription, requests: requests.length };
+}
+
+// After a reload the query and the headers are as they were, and no storage
+// but the tab's session holds the token.
+async function checkKept() {
+  await page.reload({ timeout: STEP_TIMEOUT_MS });
+  await waitForText('.graphiql-editor-tool', ['Authorization']).catch(() => {
+    throw new Error('the headers were forgotten by a reload');
+  });
+  const inLocalStorage = await page.evaluate((t) => Object.keys(localStorage).filter((k) => localStorage.getItem(k).includes(t)), token);
+  if (inLocalStorage.length) throw new Error(`the token is in localStorage: ${inLocalStorage.join(', ')}`);
+  return true;
+}
+
+// A second tab: its headers come from the first; a subscription's events show
+// as a list, newest first.
+async function checkSubscription() {
+  const subscription = 'subscription { events(tenantId: "browser-tenant", types: ["project.*"]) { type subject } }';
+  const first = page;
+  page = await first.context().newPage();
+  watch(page);
+  await page.addInitScript((q) => sessionStorage.getItem('graphiql:query') || sessionStorage.setItem('graphiql:query', q), subscription);
+  await page.goto(new URL('/', baseUrl).href, { timeout: STEP_TIMEOUT_MS });
+  await waitForText('.graphiql-query-editor', ['subscription']);
+  await waitForText('.graphiql-editor-tool', ['Authorization']).catch(() => {
+    throw new Error('the new tab did not start with the first tab\'s headers');
+  });
+  await page.click('.graphiql-execute-button', { timeout: STEP_TIMEOUT_MS });
+  // The socket is open once the button offers to stop.
+  await page.locator('.graphiql-execute-button[aria-label*="Stop"]').waitFor({ timeout: STEP_TIMEOUT_MS })
+    .catch(() => {});
+  await new Promise((r) => setTimeout(r, 500));
+  const made = [];
+  for (const name of ['first', 'second']) {
+    const response = await fetch(new URL('/graphql', baseUrl), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${operatorToken}` },
+      body: JSON.stringify({ query: `mutation { projectCreate(input: { tenantId: "browser-tenant", name: "${name}" }) { id } }` }),
+    });
+    const body = await response.json();
+    if (!body.data) throw new Error(`projectCreate: ${JSON.stringify(body)}`);
+    made.push(body.data.projectCreate.id);
+  }
+  await waitForText('.graphiql-response', ['"received": 2']).catch(async () => {
+    throw new Error(`the result pane never listed two events: ${await page.evaluate(editorText, '.graphiql-response')}`);
+  });
+  const text = await page.evaluate(editorText, '.graphiql-response');
+  const [older, newer] = made.map((id) => text.indexOf(id));
+  if (older < 0 || newer < 0 || newer > older) throw new Error(`not newest first: ${text}`);
+  return { made, shown: text.length };
 }
 
 // Opens the Docs plugin from the sidebar, follows the root `query: Query` link

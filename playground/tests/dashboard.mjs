@@ -9,17 +9,20 @@
 //                        create `from-the-page` (10 GiB, block) from the form; its row shows
 //                        PENDING, then READY, with no reload
 //  3. quota-exceeded.png a 5000 GiB volume (quota 2000) shows QUOTA_EXCEEDED in the form; no row
-//  4. rule-ready.png, rule-conflict.png, rule-deleted.png
-//                        a network `lan` with an instance `app` (made through the API); its
-//                        Manage panel adds a rule (TCP 22 from one address, on `app`) by its
-//                        labels: READY, shown in the networks table; the same name again is
-//                        CONFLICT in the form; Delete takes it off the list
-//  5. offline.png, resumed.png
+//  4. snapshot-restored.png, snapshot-deleted.png
+//                        the volume's panel takes a snapshot; the snapshot's panel restores it to
+//                        a new volume `restored` (READY), then deletes it (its row goes)
+//  5. network-ready.png, rule-ready.png, rule-conflict.png, rule-deleted.png
+//                        a network `lan` and an instance `app` on it from their forms (READY);
+//                        the network's Manage panel adds a rule (TCP 22 from one address, on
+//                        `app`) by its labels: READY, shown in the networks table; the same name
+//                        again is CONFLICT in the form; Delete takes it off the list
+//  6. offline.png, resumed.png
 //                        restart of the server by the harness (protocol below): the Offline
 //                        banner shows; once back it goes away, `made-while-away` (made by the
 //                        harness while the page was offline) appears, `from-the-page` is there
 //                        once, and no event shows twice
-//  6. narrow.png         at 420×800 the volumes table shows and nothing is wider than the
+//  7. narrow.png         at 420×800 the volumes table shows and nothing is wider than the
 //                        window outside a sideways-scrolling box; Tab reaches the create form
 //
 // Restart protocol (stdout/stdin): the script prints one line
@@ -191,10 +194,13 @@ async function run() {
   check(await form.getByLabel('Name').inputValue() === TOO_BIG, 'the form lost its values on error');
   await shot('quota-exceeded.png');
 
-  // 4. A firewall rule on a network, from the network's Manage panel.
+  // 4. A snapshot of the volume, restored to a new volume, then deleted.
+  await snapshotRestored();
+
+  // 5. A network and an instance from their forms, and a firewall rule from the network's panel.
   const rules = await firewallRule(demoPool, region);
 
-  // 5. The server restarts while the page cannot reconnect; then it resumes.
+  // 6. The server restarts while the page cannot reconnect; then it resumes.
   step('offline.png');
   let blockSockets = true;
   // Only sockets made from now on are routed (the live one stays direct and
@@ -241,7 +247,7 @@ async function run() {
     'the page was reloaded or navigated');
   await shot('resumed.png');
 
-  // 6. A narrow window, and the keyboard.
+  // 7. A narrow window, and the keyboard.
   step('narrow.png');
   await page.setViewportSize({ width: 420, height: 800 });
   await page.getByTestId('volumes-table').scrollIntoViewIfNeeded();
@@ -277,45 +283,67 @@ async function run() {
   };
 }
 
-// A GraphQL call from the harness's side (what the page has no form for yet).
-async function api(query, variables) {
-  const response = await fetch(new URL('/graphql', baseUrl), {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-    body: JSON.stringify({ query, variables }),
-  });
-  const body = await response.json();
-  if (body.errors?.length) throw new Error(`${query.slice(0, 40)}…: ${JSON.stringify(body.errors)}`);
-  return body.data;
+// From the volume's Manage panel a snapshot is taken; from the snapshot's, it
+// is restored to a new volume (READY) and then deleted (its row goes).
+async function snapshotRestored() {
+  step('snapshot-restored.png');
+  await page.getByRole('button', { name: `Manage volume ${VOLUME}` }).click({ timeout: STEP_TIMEOUT_MS });
+  const volumePanel = page.locator('#volume-manage');
+  await volumePanel.getByLabel('Snapshot name').fill('first-snap');
+  await volumePanel.getByRole('button', { name: 'Snapshot' }).click();
+  const snapshotRow = rowsOf('snapshots-table', 'first-snap');
+  await waitForBadge(snapshotRow, 'READY');
+  await volumePanel.getByRole('button', { name: 'Close' }).click();
+  await page.getByRole('button', { name: 'Manage snapshot first-snap' }).click({ timeout: STEP_TIMEOUT_MS });
+  const panel = page.locator('#snapshot-manage');
+  await panel.getByLabel('New volume name').fill('restored');
+  await panel.getByRole('button', { name: 'Restore' }).click();
+  const restored = rowsOf('volumes-table', 'restored');
+  await waitForBadge(restored, 'READY');
+  await restored.scrollIntoViewIfNeeded();
+  await shot('snapshot-restored.png');
+  step('snapshot-deleted.png');
+  await panel.getByLabel('Yes, delete this snapshot').check();
+  await panel.getByRole('button', { name: 'Delete snapshot' }).click();
+  await snapshotRow.waitFor({ state: 'detached', timeout: STEP_TIMEOUT_MS })
+    .catch(async () => { throw new Error(`the deleted snapshot stayed: ${await snapshotRow.innerText().catch(() => '')}`); });
+  await shot('snapshot-deleted.png');
 }
 
-async function untilReady(read, what) {
-  for (let i = 0; i < 120; i += 1) {
-    if ((await read()) === 'READY') return;
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  throw new Error(`${what} never became READY`);
-}
+const rowsOf = (table, name) => page.locator(`[data-testid="${table}"] tbody tr[data-id]`, {
+  has: page.locator('.name', { hasText: new RegExp(`^${name}$`) }),
+});
 
-// A network `lan` with an instance `app` is made through the API; then, on the
-// page, a rule opening TCP 22 to one address on `app` is added by the labels of
-// the network's Manage panel, goes READY, shows in the networks table, a
-// second rule of the same name is refused with CONFLICT, and the first is
-// deleted from the panel.
+// A network `lan` and an instance `app` on it are made from their forms, by
+// their labels; then, in the network's Manage panel, a rule opening TCP 22 to
+// one address on `app` is added, goes READY and shows in the networks table;
+// a second rule of the same name is refused with CONFLICT in the form; and
+// the first is deleted from the panel.
 async function firewallRule(poolId, region) {
-  step('rule-ready.png');
-  const network = (await api(`mutation($i: NetworkCreateInput!) { networkCreate(input: $i) { id } }`, {
-    i: { tenantId: 'demo', poolId, name: 'lan', subnets: [{ region, ipRange: '10.50.0.0/24' }], idempotencyKey: `lan-${Date.now()}` },
-  })).networkCreate.id;
-  await untilReady(async () => (await api(`query($n: String!) { network(tenantId: "demo", networkId: $n) { state } }`,
-    { n: network })).network.state, 'the network lan');
-  const instance = (await api(`mutation($i: InstanceCreateInput!) { instanceCreate(input: $i) { id } }`, {
-    i: { tenantId: 'demo', poolId, name: 'app', region, size: 's-1vcpu-1gb', image: 'ubuntu-24-04-x64',
-      networkId: network, idempotencyKey: `app-${Date.now()}` },
-  })).instanceCreate.id;
-  await untilReady(async () => (await api(`query($i: String!) { instance(tenantId: "demo", instanceId: $i) { state } }`,
-    { i: instance })).instance.state, 'the instance app');
+  step('network-ready.png');
+  const networkForm = page.getByTestId('network-create-form');
+  await networkForm.getByLabel('Network name').fill('lan');
+  await networkForm.getByLabel('Pool').selectOption(poolId);
+  await networkForm.getByLabel('Region or zone').selectOption({ label: region });
+  await networkForm.getByLabel('Subnet range').fill('10.50.0.0/24');
+  await networkForm.getByRole('button', { name: 'Create network' }).click();
+  const networkRow = rowsOf('networks-table', 'lan');
+  await waitForBadge(networkRow, 'READY');
+  const network = await networkRow.getAttribute('data-id');
 
+  const instanceForm = page.getByTestId('instance-create-form');
+  await instanceForm.getByLabel('Instance name').fill('app');
+  await instanceForm.getByLabel('Pool').selectOption(poolId);
+  await instanceForm.getByLabel('Network').selectOption({ label: 'lan' });
+  await instanceForm.getByLabel('Region or zone').selectOption({ label: region });
+  await instanceForm.getByRole('button', { name: 'Create instance' }).click();
+  const instanceRow = rowsOf('instances-table', 'app');
+  await waitForBadge(instanceRow, 'READY');
+  const instance = await instanceRow.getAttribute('data-id');
+  await instanceRow.scrollIntoViewIfNeeded();
+  await shot('network-ready.png');
+
+  step('rule-ready.png');
   await page.getByRole('button', { name: 'Manage network lan' }).click({ timeout: STEP_TIMEOUT_MS });
   const panel = page.locator('#network-manage');
   const form = page.getByTestId('rule-create-form');

@@ -4,7 +4,7 @@ mod bearer;
 mod edge;
 mod graphql;
 mod load;
-mod playground;
+pub mod playground;
 mod serve;
 mod websocket;
 

@@ -2,8 +2,13 @@
 //! build.rs when Node.js is present), embedded in the binary, so neither needs the internet at run
 //! time. Without that build, `/` serves the same GraphiQL from a CDN and says how to get the
 //! offline one; `/dashboard` says how to build it.
+use std::collections::HashMap;
+use std::io::Write;
+use std::sync::{LazyLock, Mutex};
+
+use axum::body::Bytes;
 use axum::extract::Path;
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use rust_embed::RustEmbed;
 
@@ -58,7 +63,7 @@ pub async fn fallback_script() -> Response {
         .into_response()
 }
 
-pub async fn asset(Path(path): Path<String>) -> Response {
+pub async fn asset(Path(path): Path<String>, asked: HeaderMap) -> Response {
     let Some(file) = Build::get(&path) else {
         return (StatusCode::NOT_FOUND, "not found\n").into_response();
     };
@@ -68,7 +73,65 @@ pub async fn asset(Path(path): Path<String>) -> Response {
     }
     // Vite names assets by content hash, so they never change under one name.
     let cache = if path.starts_with("assets/") { "public, max-age=31536000, immutable" } else { "no-cache" };
-    ([(header::CONTENT_TYPE, content_type(&path)), (header::CACHE_CONTROL, cache)], file.data).into_response()
+    let headers = [
+        (header::CONTENT_TYPE, content_type(&path)),
+        (header::CACHE_CONTROL, cache),
+        (header::VARY, "accept-encoding"),
+    ];
+    if compressible(&path, file.data.len()) && accepts_gzip(&asked) {
+        let body = gzipped(&path, file.data.clone()).await;
+        if !body.is_empty() {
+            return (headers, [(header::CONTENT_ENCODING, "gzip")], body).into_response();
+        }
+    }
+    (headers, file.data).into_response()
+}
+
+/// Text worth compressing (the editor's scripts are most of the page's 5.5 MB).
+fn compressible(path: &str, len: usize) -> bool {
+    let text = matches!(path.rsplit('.').next(), Some("js" | "mjs" | "css" | "json" | "map" | "svg" | "ttf"));
+    text && len > 1024
+}
+
+/// Whether the request takes gzip (`Accept-Encoding: gzip`, not at `q=0`).
+fn accepts_gzip(asked: &HeaderMap) -> bool {
+    let values = asked.get_all(header::ACCEPT_ENCODING).iter().filter_map(|v| v.to_str().ok());
+    values.flat_map(|v| v.split(',')).any(|item| {
+        let mut parts = item.split(';').map(str::trim);
+        let coding = parts.next().unwrap_or_default();
+        let refused = parts.any(|p| p.strip_prefix("q=").is_some_and(|q| q.trim().parse::<f32>().ok() == Some(0.0)));
+        (coding.eq_ignore_ascii_case("gzip") || coding == "*") && !refused
+    })
+}
+
+/// Each asset's gzip, made once (off the async threads) on its first request.
+static GZIPPED: LazyLock<Mutex<HashMap<String, Bytes>>> = LazyLock::new(Mutex::default);
+
+async fn gzipped(path: &str, data: std::borrow::Cow<'static, [u8]>) -> Bytes {
+    if let Some(done) = GZIPPED.lock().unwrap_or_else(|e| e.into_inner()).get(path) {
+        return done.clone();
+    }
+    let made = Bytes::from(tokio::task::spawn_blocking(move || gzip(&data)).await.unwrap_or_default());
+    GZIPPED.lock().unwrap_or_else(|e| e.into_inner()).insert(path.to_owned(), made.clone());
+    made
+}
+
+fn gzip(data: &[u8]) -> Vec<u8> {
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    encoder.write_all(data).and_then(|_| encoder.finish()).unwrap_or_default()
+}
+
+/// Compresses every asset in the background, so that no first visitor waits for it (the
+/// binary's `serve` calls it; tests pay for what they load).
+pub fn warm() {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+    runtime.spawn(async {
+        for path in Build::iter() {
+            if let Some(file) = Build::get(&path).filter(|f| compressible(&path, f.data.len())) {
+                gzipped(&path, file.data).await;
+            }
+        }
+    });
 }
 
 fn content_type(path: &str) -> &'static str {
@@ -123,3 +186,38 @@ ReactDOM.createRoot(document.getElementById('graphiql')).render(React.createElem
 const NO_DASHBOARD: &str = "<!doctype html><html lang=\"en\"><meta charset=\"utf-8\"><title>vps-graph</title>\
 <p>The dashboard is built with Node.js when the binary is: install Node.js (with npm) and rebuild.\
  GraphiQL is at <a href=\"/\">/</a>.</p></html>\n";
+
+#[cfg(test)]
+mod tests {
+    use axum::http::{HeaderMap, HeaderValue, header};
+
+    use super::{accepts_gzip, compressible, gzip};
+
+    fn asking(value: &str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::ACCEPT_ENCODING, HeaderValue::from_str(value).unwrap());
+        headers
+    }
+
+    #[test]
+    fn gzip_is_sent_to_who_takes_it() {
+        assert!(accepts_gzip(&asking("gzip, deflate, br, zstd")));
+        assert!(accepts_gzip(&asking("br;q=1.0, GZIP;q=0.5")));
+        assert!(accepts_gzip(&asking("*")));
+        assert!(!accepts_gzip(&asking("gzip;q=0, br")));
+        assert!(!accepts_gzip(&asking("identity")));
+        assert!(!accepts_gzip(&HeaderMap::new()));
+        assert!(compressible("assets/index-abc.js", 5_000) && !compressible("assets/a.png", 5_000));
+        assert!(!compressible("assets/tiny.css", 100));
+    }
+
+    #[test]
+    fn what_is_gzipped_reads_back_the_same() {
+        let text = "const editor = 'monaco';\n".repeat(1000);
+        let packed = gzip(text.as_bytes());
+        assert!(packed.len() * 10 < text.len(), "{} of {}", packed.len(), text.len());
+        let mut unpacked = String::new();
+        std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&packed[..]), &mut unpacked).unwrap();
+        assert_eq!(unpacked, text);
+    }
+}

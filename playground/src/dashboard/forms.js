@@ -203,9 +203,14 @@ export function setUpForms(ctx) {
   wireForm($('#address-delete'), async () => mergeAnd(await run('addressDelete', addressInput())), onAddress);
 
   const network = setUpNetworkPanel(ctx, run, mergeAnd);
+  const snapshot = setUpSnapshotPanel(ctx, run, mergeAnd);
+  const instance = setUpInstances(ctx, run, mergeAnd);
+  const networkCreate = setUpNetworkCreate(ctx, run, mergeAnd);
 
   // The Manage buttons live in redrawn rows: one listener per table body.
-  for (const [tbody, panel] of [['#volumes-rows', volume], ['#addresses-rows', address], ['#networks-rows', network]]) {
+  const panels = [['#volumes-rows', volume], ['#addresses-rows', address], ['#networks-rows', network],
+    ['#snapshots-rows', snapshot], ['#instances-rows', instance.panel]];
+  for (const [tbody, panel] of panels) {
     $(tbody).addEventListener('click', (event) => {
       const button = event.target.closest('button[data-manage]');
       if (button) panel.open(button.dataset.id);
@@ -219,7 +224,111 @@ export function setUpForms(ctx) {
     volume.refresh();
     address.refresh();
     network.refresh();
+    snapshot.refresh();
+    instance.refresh();
+    networkCreate.refresh();
   };
+}
+
+// Where a pool makes things: its regions (DigitalOcean) or its zones (AWS), as
+// [value, label] options; a value says which: `region:nyc3`, `zone:us-east-1a`.
+function placesOf(pool) {
+  if (!pool) return [];
+  return pool.providerKind === 'AWS'
+    ? pool.zones.map((z) => [`zone:${z}`, z])
+    : pool.regions.map((r) => [`region:${r}`, r]);
+}
+
+// `region:nyc3` -> { region: 'nyc3' }; `zone:us-east-1a` -> { zone: 'us-east-1a' }.
+function place(value) {
+  const [kind, name] = value.split(':');
+  return kind === 'zone' ? { zone: name } : { region: name };
+}
+
+function poolOf(state, form) {
+  return state.pools.find((p) => p.id === form.elements.poolId.value);
+}
+
+// Create a network: its pool's places; an AWS one takes its VPC's range too.
+function setUpNetworkCreate(ctx, run, mergeAnd) {
+  const { state } = ctx;
+  const form = $('#network-create');
+  const refresh = () => {
+    fillSelect(form.elements.poolId, state.pools.map((p) => [p.id, p.name]));
+    const pool = poolOf(state, form);
+    fillSelect(form.elements.place, placesOf(pool));
+    form.querySelector('[data-aws-only]').hidden = pool?.providerKind !== 'AWS';
+  };
+  form.elements.poolId.addEventListener('change', refresh);
+  wireForm(form, async (v, key) => {
+    const aws = poolOf(state, form)?.providerKind === 'AWS';
+    const input = { tenantId: state.tenantId, poolId: v.poolId, name: v.name.trim(),
+      subnets: [{ ...place(v.place), ipRange: v.ipRange.trim() }], idempotencyKey: key };
+    if (aws) input.ipRange = v.vpcRange.trim();
+    mergeAnd(await run('networkCreate', input));
+  });
+  return { refresh };
+}
+
+// Create an instance on a network of its pool (sizes and images the pool
+// offers), and its Manage panel, which deletes it.
+function setUpInstances(ctx, run, mergeAnd) {
+  const { state } = ctx;
+  const form = $('#instance-create');
+  const refresh = () => {
+    fillSelect(form.elements.poolId, state.pools.map((p) => [p.id, p.name]));
+    const pool = poolOf(state, form);
+    const networks = state.networks.list().filter((n) => n.poolId === pool?.id && n.state !== 'DELETING');
+    fillSelect(form.elements.networkId, networks.map((n) => [n.id, n.name]), pool?.providerKind === 'AWS' ? undefined : 'None');
+    // On a network, only the places it has a subnet in.
+    const network = state.networks.get(form.elements.networkId.value);
+    const places = placesOf(pool).filter(([value]) => !network || network.subnets.some((s) =>
+      value === `zone:${s.zone}` || value === `region:${s.region}`));
+    fillSelect(form.elements.place, places);
+    fillSelect(form.elements.size, (pool?.sizes ?? []).map((x) => [x, x]));
+    fillSelect(form.elements.image, (pool?.images ?? []).map((x) => [x, x]));
+  };
+  for (const field of ['poolId', 'networkId']) form.elements[field].addEventListener('change', refresh);
+  wireForm(form, async (v, key) => {
+    const where = place(v.place);
+    const region = where.region ?? where.zone.replace(/[a-z]$/, '');
+    const input = { tenantId: state.tenantId, poolId: v.poolId, name: v.name.trim(), region, size: v.size,
+      image: v.image, idempotencyKey: key };
+    if (where.zone) input.zone = where.zone;
+    if (v.networkId) input.networkId = v.networkId;
+    mergeAnd(await run('instanceCreate', input));
+  });
+  const panel = managePanel($('#instance-manage'), () => state.instances, {
+    describe: (i) => `${i.state} · ${i.size} · ${i.image} · ${i.zone ?? i.region}`
+      + (i.networkId ? ` · on ${state.networks.get(i.networkId)?.name ?? i.networkId}` : ''),
+    onOpen: () => {},
+    onRefresh: () => {},
+  });
+  wireForm($('#instance-delete'), async () => mergeAnd(await run('instanceDelete', { tenantId: state.tenantId, instanceId: panel.id })),
+    { context: () => ({ instanceId: panel.id }) });
+  return { panel, refresh: () => { refresh(); panel.refresh(); } };
+}
+
+// A snapshot's Manage panel: restore it to a new volume of a size, or delete it.
+function setUpSnapshotPanel(ctx, run, mergeAnd) {
+  const { state } = ctx;
+  const panel = managePanel($('#snapshot-manage'), () => state.snapshots, {
+    describe: (s) => `${s.state} · of ${state.volumes.get(s.volumeId)?.name ?? 'a deleted volume'} · ${s.region}`
+      + ` · restores to ${s.minDiskSizeGiB} GiB or more`,
+    onOpen: (s) => {
+      $('#sr-size').value = s.minDiskSizeGiB;
+      $('#sr-size').min = s.minDiskSizeGiB;
+    },
+    onRefresh: () => {},
+  });
+  const onSnapshot = { context: () => ({ snapshotId: panel.id }) };
+  wireForm($('#snapshot-restore'), async (v, key) => {
+    mergeAnd(await run('snapshotRestore', { tenantId: state.tenantId, snapshotId: panel.id, name: v.name.trim(),
+      sizeGiB: Number(v.size), idempotencyKey: key }));
+  }, onSnapshot);
+  wireForm($('#snapshot-delete'), async () => mergeAnd(await run('snapshotDelete', { tenantId: state.tenantId, snapshotId: panel.id })),
+    onSnapshot);
+  return panel;
 }
 
 // A network's Manage panel: its firewall rules, each with a Delete button, and
@@ -245,6 +354,11 @@ function setUpNetworkPanel(ctx, run, mergeAnd) {
       + ` · ${(state.firewallRules.get(n.id) ?? []).length} firewall rules`,
     onOpen: () => { deleteError.hidden = true; },
     onRefresh: (n) => {
+      const pool = state.pools.find((p) => p.id === n.poolId);
+      const used = new Set(n.subnets.filter((s) => s.state !== 'DELETING').map((s) => s.zone ? `zone:${s.zone}` : `region:${s.region}`));
+      fillSelect($('#ns-place'), placesOf(pool).filter(([value]) => !used.has(value)), 'Every place has a subnet');
+      fillSelect($('#nr-subnet'), n.subnets.filter((s) => s.state !== 'DELETING')
+        .map((s) => [s.id, `${s.ipRange} ${s.zone ?? s.region}`]));
       const rules = state.firewallRules.get(n.id) ?? [];
       const items = rules.map((r) => ruleItem(state, r, r.state === 'DELETING' ? null : deleteButton(r)));
       replaceKeepingFocus($('#rules-list'),
@@ -266,6 +380,15 @@ function setUpNetworkPanel(ctx, run, mergeAnd) {
       button.disabled = false;
     }
   });
+  const forNetwork = { context: () => ({ networkId: panel.id }) };
+  const networkInput = () => ({ tenantId, networkId: panel.id });
+  wireForm($('#network-add-subnet'), async (v) => {
+    mergeAnd(await run('networkAddSubnet', { ...networkInput(), subnet: { ...place(v.place), ipRange: v.ipRange.trim() } }));
+  }, forNetwork);
+  wireForm($('#network-remove-subnet'), async (v) => {
+    mergeAnd(await run('networkRemoveSubnet', { ...networkInput(), subnetId: v.subnetId }));
+  }, forNetwork);
+  wireForm($('#network-delete'), async () => mergeAnd(await run('networkDelete', networkInput())), forNetwork);
   wireForm($('#rule-create'), async (v, key) => {
     const port = (text) => (text === '' ? null : Number(text));
     const addresses = v.addresses.split(/[\s,]+/).filter(Boolean);

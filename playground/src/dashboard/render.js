@@ -93,8 +93,9 @@ export function renderSnapshots(state) {
     s.region,
     h('span', { class: 'num' }, s.sizeGiB == null ? '—' : String(s.sizeGiB)),
     h('span', { class: 'num' }, String(s.minDiskSizeGiB)),
+    manageButton('snapshot', s),
   ]));
-  replaceKeepingFocus($('#snapshots-rows'), rows.length ? rows : [empty(7, 'No snapshots: take one from a volume’s Manage panel.')]);
+  replaceKeepingFocus($('#snapshots-rows'), rows.length ? rows : [empty(8, 'No snapshots: take one from a volume’s Manage panel.')]);
 }
 
 function assignmentCell(state, a) {
@@ -168,7 +169,7 @@ export function renderNetworks(state) {
       manageButton('network', n),
     ]);
   });
-  replaceKeepingFocus($('#networks-rows'), rows.length ? rows : [empty(7, 'No networks.')]);
+  replaceKeepingFocus($('#networks-rows'), rows.length ? rows : [empty(7, 'No networks: create one above.')]);
 }
 
 export function renderInstances(state) {
@@ -179,8 +180,9 @@ export function renderInstances(state) {
     h('code', {}, i.size),
     h('code', {}, i.image),
     i.networkId ? state.networks.get(i.networkId)?.name ?? h('code', {}, i.networkId) : dash(),
+    manageButton('instance', i),
   ]));
-  replaceKeepingFocus($('#instances-rows'), rows.length ? rows : [empty(6, 'No instances.')]);
+  replaceKeepingFocus($('#instances-rows'), rows.length ? rows : [empty(7, 'No instances: create one above.')]);
 }
 
 export function renderEvents(state) {
