@@ -8,7 +8,8 @@
 //  2. volume-pending.png, volume-ready.png
 //                        create `from-the-page` (10 GiB, block) from the form; its row shows
 //                        PENDING, then READY, with no reload
-//  3. quota-exceeded.png a 5000 GiB volume (quota 2000) shows QUOTA_EXCEEDED in the form; no row
+//  3. quota-exceeded.png a 5000 GiB volume (quota 2000) shows QUOTA_EXCEEDED in the form, naming the
+//                        pool `demo` (not its id); no row
 //  4. snapshot-restored.png, snapshot-deleted.png
 //                        the volume's panel takes a snapshot; the snapshot's panel restores it to
 //                        a new volume `restored` (READY), then deletes it (its row goes)
@@ -190,6 +191,7 @@ async function run() {
       throw new Error(`no QUOTA_EXCEEDED in the form; it shows: ${await formError.innerText().catch(() => '')}`);
     });
   const refusal = (await formError.innerText()).trim();
+  check(refusal.includes('“demo”') && !/pool_[0-9a-z]{26}/.test(refusal), `the refusal names the pool by its id: ${refusal}`);
   check(await volumeRows(TOO_BIG).count() === 0, `a row for ${TOO_BIG} appeared`);
   check(await form.getByLabel('Name').inputValue() === TOO_BIG, 'the form lost its values on error');
   await shot('quota-exceeded.png');

@@ -11,6 +11,17 @@ import { fillSelect, ruleItem } from './render.js';
 // `CODE: message` in the form's .form-error and leaves every value as typed.
 // When the answer was lost (network, INTERNAL, TIMEOUT) the same values sent
 // again reuse the same idempotency key, so a retry cannot make a second volume.
+// Ids in a refusal's words, written as the names the page shows (set once signed in).
+let withNames = (text) => text;
+
+export function nameIdsWith(state) {
+  const lists = () => [state.volumes, state.snapshots, state.addresses, state.networks, state.instances];
+  withNames = (text) => text.replace(/\b(?:pool|pvol|psnap|paddr|net|inst)_[0-9a-z]{26,52}\b/g, (id) => {
+    const name = state.pools.find((p) => p.id === id)?.name ?? lists().map((l) => l.get(id)?.name).find(Boolean);
+    return name ? `“${name}”` : id;
+  });
+}
+
 export function wireForm(form, action, { context = () => ({}) } = {}) {
   const button = form.querySelector('button[type="submit"]');
   const errorBox = form.querySelector('.form-error');
@@ -34,7 +45,7 @@ export function wireForm(form, action, { context = () => ({}) } = {}) {
     } catch (err) {
       const error = err instanceof ApiError ? err : new ApiError('ERROR', String(err?.message ?? err));
       lost = error.uncertain ? { fingerprint, key } : null;
-      errorBox.textContent = error.toString();
+      errorBox.textContent = withNames(error.toString());
       errorBox.hidden = false;
     } finally {
       form.removeAttribute('aria-busy');
@@ -73,13 +84,21 @@ function fillNetworks(state, form) {
   const { poolId, region, networkId, kind } = form.elements;
   const networks = state.networks.list().filter((n) => n.poolId === poolId.value
     && n.state !== 'DELETING' && n.subnets.some((s) => s.region === region.value));
-  fillSelect(networkId, networks.map((n) => [n.id, n.name]), 'None');
+  fillSelect(networkId, networks.map((n) => [n.id, n.name]), kind.value === 'SHARED' ? 'Choose a network' : 'None');
   networkId.disabled = kind.value !== 'SHARED';
+  networkId.required = kind.value === 'SHARED';
+  // DigitalOcean's smallest share is 50 GiB.
+  form.elements.size.min = kind.value === 'SHARED' ? 50 : 1;
+  if (kind.value === 'SHARED' && Number(form.elements.size.value) < 50) form.elements.size.value = 50;
 }
 
-function instanceOptions(state, { poolId, region }) {
+// The instances a volume or address could go on: its pool's, in its region, not
+// being deleted; for a shared volume those on its network; not one it is on.
+function instanceOptions(state, { poolId, region, networkId, kind, attachments = [] }) {
+  const on = new Set(attachments.filter((a) => a.state !== 'DELETING').map((a) => a.instanceId));
   return state.instances.list()
-    .filter((i) => i.poolId === poolId && i.region === region && i.state !== 'DELETING')
+    .filter((i) => i.poolId === poolId && i.region === region && i.state !== 'DELETING' && !on.has(i.id))
+    .filter((i) => kind !== 'SHARED' || i.networkId === networkId)
     .map((i) => [i.id, `${i.name} (${i.state})`]);
 }
 
@@ -101,10 +120,14 @@ function managePanel(panel, collection, { describe, onOpen, onRefresh }) {
     }
   };
   panel.querySelector('.close').addEventListener('click', close);
+  let seenVersion = null;
   const refresh = () => {
     if (!id) return;
     const view = collection().get(id);
     if (!view) return close();
+    // A refusal is about the resource as it was: once it changes, the words go.
+    if (seenVersion !== null && view.version !== seenVersion) forms.forEach(clearError);
+    seenVersion = view.version;
     panel.querySelector('.subject-name').textContent = view.name;
     panel.querySelector('.summary').textContent = describe(view);
     onRefresh(view);
@@ -116,6 +139,7 @@ function managePanel(panel, collection, { describe, onOpen, onRefresh }) {
       if (!view) return;
       if (newId !== id) {
         for (const form of forms) { form.reset(); clearError(form); }
+        seenVersion = null;
         onOpen(view);
       }
       id = newId;
@@ -134,6 +158,7 @@ function managePanel(panel, collection, { describe, onOpen, onRefresh }) {
 // Returns refresh(), to be called after every change of the state.
 export function setUpForms(ctx) {
   const { state } = ctx;
+  nameIdsWith(state);
   const tenantId = state.tenantId;
   const run = async (name, input) => (await gql(ctx.token, MUTATIONS[name], { input })).result;
   const mergeAnd = (view) => { ctx.merge(view); ctx.changed(); };
@@ -165,8 +190,10 @@ export function setUpForms(ctx) {
     },
     onRefresh: (v) => {
       fillSelect($('#va-instance'), instanceOptions(state, v), 'Choose an instance');
-      fillSelect($('#vd-instance'), v.attachments.map((a) => [a.instanceId, a.instance?.name ?? a.instanceId]),
-        v.attachments.length ? undefined : 'Not attached');
+      const attached = v.attachments.filter((a) => a.state !== 'DELETING');
+      fillSelect($('#vd-instance'), attached.map((a) => [a.instanceId, a.instance?.name ?? a.instanceId]),
+        attached.length ? undefined : 'Not attached');
+      $('#volume-detach button[type="submit"]').disabled = !attached.length;
       $('#volume-mount').hidden = v.kind !== 'SHARED';
     },
   });
@@ -191,8 +218,9 @@ export function setUpForms(ctx) {
 
   // Manage an address.
   const address = managePanel($('#address-manage'), () => state.addresses, {
-    describe: (a) => `${a.state} · ${a.address ?? 'no address yet'} · ${a.region} · assignment ${a.assignmentState}`
-      + (a.instanceId ? ` on ${a.instance?.name ?? a.instanceId}` : ''),
+    describe: (a) => `${a.state} · ${a.address ?? 'no address yet'} · ${a.region} · `
+      + ({ NONE: 'not assigned', DELETING: 'unassigning' }[a.assignmentState] ?? `assignment ${a.assignmentState.toLowerCase()}`)
+      + (a.instanceId ? ` ${a.assignmentState === 'DELETING' ? 'from' : 'on'} ${a.instance?.name ?? a.instanceId}` : ''),
     onOpen: () => {},
     onRefresh: (a) => fillSelect($('#aa-instance'), instanceOptions(state, a), 'Choose an instance'),
   });

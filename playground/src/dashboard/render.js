@@ -61,10 +61,14 @@ function quotaBar(quota) {
     h('span', { class: 'quota-text' }, text));
 }
 
+// An attachment or assignment on its way off says so in its own words.
+const GOING = { attachment: 'DETACHING', assignment: 'UNASSIGNING' };
+
 function attachmentsCell(state, volume) {
   if (!volume.attachments.length) return dash();
   return h('ul', { class: 'plain' }, volume.attachments.map((a) => h('li', {},
-    a.instance?.name ?? state.instances.get(a.instanceId)?.name ?? a.instanceId, ' ', badge(a.state))));
+    a.instance?.name ?? state.instances.get(a.instanceId)?.name ?? a.instanceId, ' ',
+    badge(a.state === 'DELETING' ? GOING.attachment : a.state))));
 }
 
 export function renderVolumes(state) {
@@ -101,7 +105,8 @@ export function renderSnapshots(state) {
 function assignmentCell(state, a) {
   if (a.assignmentState === 'NONE' && !a.instanceId) return h('span', { class: 'muted' }, 'not assigned');
   const name = a.instance?.name ?? state.instances.get(a.instanceId)?.name ?? a.instanceId;
-  return [badge(a.assignmentState, a.assignmentMessage ?? undefined), ' ', name ?? '',
+  const shown = a.assignmentState === 'DELETING' ? GOING.assignment : a.assignmentState;
+  return [badge(shown, a.assignmentMessage ?? undefined), ' ', name ?? '',
     a.assignmentMessage ? h('div', { class: 'message' }, a.assignmentMessage) : null];
 }
 
@@ -185,11 +190,21 @@ export function renderInstances(state) {
   replaceKeepingFocus($('#instances-rows'), rows.length ? rows : [empty(7, 'No instances: create one above.')]);
 }
 
+// What an event is about, by name when the page holds it.
+function subjectName(state, id) {
+  for (const list of [state.volumes, state.snapshots, state.addresses, state.networks, state.instances]) {
+    const held = list.get(id);
+    if (held) return held.name;
+  }
+  return null;
+}
+
 export function renderEvents(state) {
   const items = state.events.recent.map((e) => h('li', { dataset: { id: e.id, cursor: e.cursor } },
     // <wbr> after each dot: long types wrap between their parts, not mid-word.
     h('span', { class: 'event-type' }, e.type.split('.').flatMap((part, i) => (i ? [h('wbr'), `.${part}`] : [part]))),
     h('span', { class: 'event-meta' }, h('time', { datetime: e.time }, formatTime(e.time)), ` v${e.version}`),
+    subjectName(state, e.subject) ? h('span', { class: 'event-name' }, subjectName(state, e.subject)) : null,
     h('code', { class: 'event-subject' }, e.subject)));
   replaceKeepingFocus($('#events-list'), items.length ? items : [h('li', { class: 'muted' }, 'No events yet.')]);
 }
