@@ -23,7 +23,7 @@
 //                        banner shows; once back it goes away, `made-while-away` (made by the
 //                        harness while the page was offline) appears, `from-the-page` is there
 //                        once, and no event shows twice
-//  7. narrow.png         at 420×800 the volumes table shows and nothing is wider than the
+//  7. narrow.png, phone.png         at 420×800 the volumes table shows and nothing is wider than the
 //                        window outside a sideways-scrolling box; Tab reaches the create form
 //
 // Restart protocol (stdout/stdin): the script prints one line
@@ -272,6 +272,19 @@ async function run() {
   check(tooWide.offenders.length === 0 && tooWide.pageWidth <= tooWide.width,
     `wider than the ${tooWide.width} px window: ${tooWide.offenders.join(', ') || `the page (${tooWide.pageWidth} px)`}`);
   await shot('narrow.png');
+  // A 390 px phone: a volume's name and its Manage button are both in sight without scrolling.
+  step('phone.png');
+  await page.setViewportSize({ width: 390, height: 800 });
+  const phoneRow = volumeRows(VOLUME);
+  await phoneRow.scrollIntoViewIfNeeded();
+  const inSight = async (locator) => {
+    const box = await locator.boundingBox();
+    return box && box.x >= 0 && box.x + box.width <= 390;
+  };
+  check(await inSight(phoneRow.locator('.name')), 'at 390 px the volume\'s name is off screen');
+  check(await inSight(page.getByRole('button', { name: `Manage volume ${VOLUME}` })), 'at 390 px Manage is off screen');
+  await shot('phone.png');
+  await page.setViewportSize({ width: 420, height: 800 });
   const keyboard = await tabToCreateForm();
 
   const remote = requests.filter((url) => !isLoopback(url));
