@@ -251,11 +251,17 @@ db_test!(a_page_of_instances_reads_their_mounts_in_one_statement_whatever_its_si
     let query = "query($n: Int!) { instances(tenantId: \"acme\", first: $n) { edges { node { id filesystems { filesystemId path } } } } }";
     let mut counts = Vec::new();
     for first in [2, 8, 24] {
-        let (body, statements) = s.server.counted(ADMIN, query, json!({ "n": first })).await;
-        let edges = body["data"]["instances"]["edges"].as_array().unwrap().clone();
-        assert_eq!(edges.len(), first, "{body}");
-        assert!(edges.iter().all(|e| e["node"]["filesystems"].as_array().unwrap().len() == 2), "{body}");
-        counts.push(statements);
+        // The fewest of three reads: a DataLoader collects keys for 1 ms, and a machine busy
+        // elsewhere (the reconcilers making these machines) may split one batch in two.
+        let mut fewest = u64::MAX;
+        for _ in 0..3 {
+            let (body, statements) = s.server.counted(ADMIN, query, json!({ "n": first })).await;
+            let edges = body["data"]["instances"]["edges"].as_array().unwrap().clone();
+            assert_eq!(edges.len(), first, "{body}");
+            assert!(edges.iter().all(|e| e["node"]["filesystems"].as_array().unwrap().len() == 2), "{body}");
+            fewest = fewest.min(statements);
+        }
+        counts.push(fewest);
     }
     assert!(counts.iter().all(|c| *c == counts[0]), "statements per page size 2, 8, 24: {counts:?}");
     assert!(counts[0] <= 2, "the page and its mounts: {counts:?}");

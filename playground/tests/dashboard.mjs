@@ -18,6 +18,9 @@
 //                        the network's Manage panel adds a rule (TCP 22 from one address, on
 //                        `app`) by its labels: READY, shown in the networks table; the same name
 //                        again is CONFLICT in the form; Delete takes it off the list
+//     filesystem-ready.png, filesystem-deleted.png
+//                        a network `train` on the AWS pool, and from its panel an NFS filesystem
+//                        `shared`: READY with its mount line in the table; then deleted
 //  6. offline.png, resumed.png
 //                        restart of the server by the harness (protocol below): the Offline
 //                        banner shows; once back it goes away, `made-while-away` (made by the
@@ -202,6 +205,9 @@ async function run() {
   // 5. A network and an instance from their forms, and a firewall rule from the network's panel.
   const rules = await firewallRule(demoPool, region);
 
+  // 5b. An AWS network with an NFS filesystem, from the network's panel.
+  const filesystem = await nfsOnAws();
+
   // 6. The server restarts while the page cannot reconnect; then it resumes.
   step('offline.png');
   let blockSockets = true;
@@ -293,7 +299,7 @@ async function run() {
   check(pageErrors.length === 0, `page errors: ${pageErrors.join(' | ')}`);
   check(refusedByPolicy.length === 0, `the page's policy refused: ${refusedByPolicy.join(' | ')}`);
   return {
-    ok: true, volumeId, states, awayId, region, poolId: demoPool, refusal, rules, events: eventIds.length, keyboard,
+    ok: true, volumeId, states, awayId, region, poolId: demoPool, refusal, rules, filesystem, events: eventIds.length, keyboard,
     requests: requests.length,
   };
 }
@@ -323,6 +329,42 @@ async function snapshotRestored() {
   await snapshotRow.waitFor({ state: 'detached', timeout: STEP_TIMEOUT_MS })
     .catch(async () => { throw new Error(`the deleted snapshot stayed: ${await snapshotRow.innerText().catch(() => '')}`); });
   await shot('snapshot-deleted.png');
+}
+
+// A network `train` on the demo's AWS pool (one zone), then from its Manage
+// panel an NFS filesystem `shared`: READY with its mount line in the networks
+// table; then deleted from the panel.
+async function nfsOnAws() {
+  step('filesystem-ready.png');
+  const form = page.getByTestId('network-create-form');
+  await form.getByLabel('Network name').fill('train');
+  await form.getByLabel('Pool').selectOption({ label: 'demo-aws' });
+  await form.getByLabel('Region or zone').selectOption({ label: 'us-east-1a' });
+  await form.getByLabel('Subnet range').fill('10.70.1.0/24');
+  await form.getByLabel('VPC range').fill('10.70.0.0/16');
+  await form.getByRole('button', { name: 'Create network' }).click();
+  const row = rowsOf('networks-table', 'train');
+  await waitForBadge(row, 'READY');
+  await page.getByRole('button', { name: 'Manage network train' }).click({ timeout: STEP_TIMEOUT_MS });
+  const panel = page.locator('#network-manage');
+  await panel.getByLabel('Filesystem name').fill('shared');
+  await panel.getByLabel('Filesystem kind').selectOption('NFS');
+  await panel.getByRole('button', { name: 'Add filesystem' }).click();
+  const item = row.locator('.filesystems li', { has: page.locator('.name', { hasText: /^shared$/ }) });
+  await waitForBadge(item, 'READY');
+  const mount = (await item.locator('.mount-line').innerText()).trim();
+  check(mount.includes('nfs'), `no mount line for the NFS filesystem: ${mount}`);
+  await row.scrollIntoViewIfNeeded();
+  await shot('filesystem-ready.png');
+  step('filesystem-deleted.png');
+  const choice = await panel.locator('#fd-filesystem option', { hasText: 'shared' }).getAttribute('value');
+  await panel.getByLabel('Filesystem', { exact: true }).selectOption(choice);
+  await panel.getByRole('button', { name: 'Delete filesystem' }).click();
+  await item.waitFor({ state: 'detached', timeout: 60_000 })
+    .catch(async () => { throw new Error(`the deleted filesystem stayed: ${await item.innerText().catch(() => '')}`); });
+  await shot('filesystem-deleted.png');
+  await panel.getByRole('button', { name: 'Close' }).click();
+  return { mount };
 }
 
 const rowsOf = (table, name) => page.locator(`[data-testid="${table}"] tbody tr[data-id]`, {

@@ -42,6 +42,7 @@ export function wireForm(form, action, { context = () => ({}) } = {}) {
       await action(values, key);
       lost = null;
       resetFields(form);
+      sayDone(form);
     } catch (err) {
       const error = err instanceof ApiError ? err : new ApiError('ERROR', String(err?.message ?? err));
       lost = error.uncertain ? { fingerprint, key } : null;
@@ -58,7 +59,19 @@ export function wireForm(form, action, { context = () => ({}) } = {}) {
 export function clearError(form) {
   const box = form.querySelector('.form-error');
   box.textContent = '';
+  box.classList.remove('form-done');
   box.hidden = true;
+}
+
+// A success says so for a moment, in the place a refusal would take.
+const DONE_MS = 4000;
+
+function sayDone(form) {
+  const box = form.querySelector('.form-error');
+  box.textContent = 'Sent: the list shows it as it goes.';
+  box.classList.add('form-done');
+  box.hidden = false;
+  setTimeout(() => { if (box.classList.contains('form-done')) clearError(form); }, DONE_MS);
 }
 
 // After a success, the fields named in data-reset go back to their defaults
@@ -384,9 +397,15 @@ function setUpNetworkPanel(ctx, run, mergeAnd) {
     onRefresh: (n) => {
       const pool = state.pools.find((p) => p.id === n.poolId);
       const used = new Set(n.subnets.filter((s) => s.state !== 'DELETING').map((s) => s.zone ? `zone:${s.zone}` : `region:${s.region}`));
-      fillSelect($('#ns-place'), placesOf(pool).filter(([value]) => !used.has(value)), 'Every place has a subnet');
+      const free = placesOf(pool).filter(([value]) => !used.has(value));
+      fillSelect($('#ns-place'), free, free.length ? undefined : 'Every place has a subnet');
       fillSelect($('#nr-subnet'), n.subnets.filter((s) => s.state !== 'DELETING')
         .map((s) => [s.id, `${s.ipRange} ${s.zone ?? s.region}`]));
+      // Filesystems are AWS's (EFS, FSx for Lustre).
+      $('#network-manage [data-aws-only]').hidden = pool?.providerKind !== 'AWS';
+      const filesystems = (state.filesystems.get(n.id) ?? []).filter((f) => f.state !== 'DELETING');
+      fillSelect($('#fd-filesystem'), filesystems.map((f) => [f.id, `${f.name} (${f.kind.toLowerCase()}, ${f.state})`]),
+        filesystems.length ? undefined : 'No filesystem');
       const rules = state.firewallRules.get(n.id) ?? [];
       const items = rules.map((r) => ruleItem(state, r, r.state === 'DELETING' ? null : deleteButton(r)));
       replaceKeepingFocus($('#rules-list'),
@@ -417,6 +436,16 @@ function setUpNetworkPanel(ctx, run, mergeAnd) {
     mergeAnd(await run('networkRemoveSubnet', { ...networkInput(), subnetId: v.subnetId }));
   }, forNetwork);
   wireForm($('#network-delete'), async () => mergeAnd(await run('networkDelete', networkInput())), forNetwork);
+  const kind = $('#fc-kind');
+  kind.addEventListener('change', () => { $('#fc-size').disabled = kind.value !== 'LUSTRE'; });
+  wireForm($('#filesystem-create'), async (v, key) => {
+    const input = { ...networkInput(), name: v.name.trim(), kind: v.kind, idempotencyKey: key };
+    if (v.kind === 'LUSTRE') input.sizeGiB = Number(v.size);
+    mergeAnd(await run('filesystemCreate', input));
+  }, forNetwork);
+  wireForm($('#filesystem-delete'), async (v) => {
+    mergeAnd(await run('filesystemDelete', { ...networkInput(), filesystemId: v.filesystemId }));
+  }, forNetwork);
   wireForm($('#rule-create'), async (v, key) => {
     const port = (text) => (text === '' ? null : Number(text));
     const addresses = v.addresses.split(/[\s,]+/).filter(Boolean);

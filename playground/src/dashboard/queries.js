@@ -32,7 +32,7 @@ const INSTANCE = `fragment InstanceFields on Instance {
 }`;
 
 const FILESYSTEM = `fragment FilesystemFields on Filesystem {
-  id name kind sizeGiB zone region state message version mount { fstype source options }
+  __typename id networkId name kind sizeGiB zone region state message version mount { fstype source options }
 }`;
 
 const FIREWALL_RULE = `fragment FirewallRuleFields on FirewallRule {
@@ -147,6 +147,8 @@ export const MUTATIONS = {
   networkDelete: mutation('NetworkDelete', 'networkDelete', 'NetworkDeleteInput', 'NetworkFields'),
   instanceCreate: mutation('InstanceCreate', 'instanceCreate', 'InstanceCreateInput', 'InstanceFields'),
   instanceDelete: mutation('InstanceDelete', 'instanceDelete', 'InstanceDeleteInput', 'InstanceFields'),
+  filesystemCreate: mutation('FilesystemCreate', 'filesystemCreate', 'FilesystemCreateInput', 'FilesystemFields'),
+  filesystemDelete: mutation('FilesystemDelete', 'filesystemDelete', 'FilesystemDeleteInput', 'FilesystemFields'),
   ruleCreate: mutation('FirewallRuleCreate', 'firewallRuleCreate', 'FirewallRuleCreateInput', 'FirewallRuleFields'),
   ruleDelete: mutation('FirewallRuleDelete', 'firewallRuleDelete', 'FirewallRuleDeleteInput', 'FirewallRuleFields'),
 };

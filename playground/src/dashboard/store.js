@@ -111,20 +111,22 @@ const BY_TYPENAME = {
   Instance: 'instances',
 };
 
-// A rule a mutation answered: kept unless the network's list holds a newer
-// view of it; a DELETED one leaves the list.
-function mergeRule(state, rule) {
-  const rules = state.firewallRules.get(rule.networkId) ?? [];
-  const held = rules.find((r) => r.id === rule.id);
-  if (held && held.version > rule.version) return false;
-  const others = rules.filter((r) => r.id !== rule.id);
-  const next = rule.state === 'DELETED' ? others : [...others, rule];
-  state.firewallRules.set(rule.networkId, next.sort((a, b) => a.name.localeCompare(b.name)));
+// A part of a network (a rule, a filesystem) a mutation answered, into the
+// network's list `lists` holds: kept unless the list holds a newer view of it;
+// a DELETED one leaves the list.
+function mergePart(lists, part) {
+  const held = lists.get(part.networkId) ?? [];
+  const same = held.find((p) => p.id === part.id);
+  if (same && same.version > part.version) return false;
+  const others = held.filter((p) => p.id !== part.id);
+  const next = part.state === 'DELETED' ? others : [...others, part];
+  lists.set(part.networkId, next.sort((a, b) => a.name.localeCompare(b.name)));
   return true;
 }
 
 export function mergeNode(state, node) {
-  if (node?.__typename === 'FirewallRule') return mergeRule(state, node);
+  if (node?.__typename === 'FirewallRule') return mergePart(state.firewallRules, node);
+  if (node?.__typename === 'Filesystem') return mergePart(state.filesystems, node);
   const list = BY_TYPENAME[node?.__typename];
   return list ? state[list].merge(node) : false;
 }
