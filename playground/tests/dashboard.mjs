@@ -21,6 +21,12 @@
 //     filesystem-ready.png, filesystem-deleted.png
 //                        a network `train` on the AWS pool, and from its panel an NFS filesystem
 //                        `shared`: READY with its mount line in the table; then deleted
+//     volume-attached.png, volume-resized.png, volume-detached.png
+//                        a block volume `data` attached to `app` from its panel, resized to 20 GiB,
+//                        detached (Detach then disabled), deleted
+//     address-assigned.png, address-unassigned.png
+//                        an address `front` reserved, assigned to `app` (the row names it),
+//                        unassigned ("not assigned"), released
 //  6. offline.png, resumed.png
 //                        restart of the server by the harness (protocol below): the Offline
 //                        banner shows; once back it goes away, `made-while-away` (made by the
@@ -208,6 +214,11 @@ async function run() {
   // 5b. An AWS network with an NFS filesystem, from the network's panel.
   const filesystem = await nfsOnAws();
 
+  // 5c. A block volume attached to `app`, resized, detached and deleted; an address reserved,
+  // assigned to `app`, unassigned and deleted.
+  await volumeOnInstance(demoPool, region);
+  await addressOnInstance(demoPool, region);
+
   // 6. The server restarts while the page cannot reconnect; then it resumes.
   step('offline.png');
   let blockSockets = true;
@@ -365,6 +376,76 @@ async function nfsOnAws() {
   await shot('filesystem-deleted.png');
   await panel.getByRole('button', { name: 'Close' }).click();
   return { mount };
+}
+
+async function volumeOnInstance(poolId, region) {
+  step('volume-attached.png');
+  const form = page.getByTestId('volume-create-form');
+  await form.getByLabel('Pool').selectOption(poolId);
+  await form.getByLabel('Region').selectOption(region);
+  await form.getByLabel('Name').fill('data');
+  await form.getByLabel('Size (GiB)').fill('10');
+  await form.getByLabel('Kind').selectOption('BLOCK');
+  await form.getByRole('button', { name: 'Create volume' }).click();
+  const row = volumeRows('data');
+  await waitForBadge(row, 'READY');
+  await page.getByRole('button', { name: 'Manage volume data' }).click({ timeout: STEP_TIMEOUT_MS });
+  const panel = page.locator('#volume-manage');
+  await panel.locator('#volume-attach').getByLabel('Instance').selectOption({ label: 'app (READY)' }, { timeout: STEP_TIMEOUT_MS });
+  await panel.getByRole('button', { name: 'Attach', exact: true }).click();
+  const attached = row.locator('ul.plain li', { hasText: 'app' });
+  await attached.locator('.badge').filter({ hasText: /^READY$/ }).waitFor({ timeout: STEP_TIMEOUT_MS })
+    .catch(async () => { throw new Error(`the volume never showed attached to app: ${await row.innerText()}`); });
+  await shot('volume-attached.png');
+
+  step('volume-resized.png');
+  await panel.getByLabel('New size (GiB)').fill('20');
+  await panel.getByRole('button', { name: 'Resize' }).click();
+  await row.locator('.num', { hasText: /^20 GiB/ }).waitFor({ timeout: STEP_TIMEOUT_MS })
+    .catch(async () => { throw new Error(`the row never showed 20 GiB: ${await row.innerText()}`); });
+  await waitForBadge(row, 'READY');
+  await shot('volume-resized.png');
+
+  step('volume-detached.png');
+  await panel.locator('#volume-detach').getByRole('button', { name: 'Detach' }).click();
+  await attached.waitFor({ state: 'detached', timeout: STEP_TIMEOUT_MS })
+    .catch(async () => { throw new Error(`the attachment stayed: ${await row.innerText()}`); });
+  const detachEnabled = await panel.locator('#volume-detach').getByRole('button', { name: 'Detach' }).isEnabled();
+  check(!detachEnabled, 'Detach is offered with nothing attached');
+  await shot('volume-detached.png');
+  await panel.getByLabel('Yes, delete this volume').check();
+  await panel.getByRole('button', { name: 'Delete volume' }).click();
+  await row.waitFor({ state: 'detached', timeout: STEP_TIMEOUT_MS })
+    .catch(async () => { throw new Error(`the deleted volume stayed: ${await row.innerText().catch(() => '')}`); });
+}
+
+async function addressOnInstance(poolId, region) {
+  step('address-assigned.png');
+  const form = page.getByTestId('address-create-form');
+  await form.getByLabel('Name').fill('front');
+  await form.getByLabel('Pool').selectOption(poolId);
+  await form.getByLabel('Region').selectOption(region);
+  await form.getByRole('button', { name: 'Reserve address' }).click();
+  const row = rowsOf('addresses-table', 'front');
+  await waitForBadge(row, 'READY');
+  await page.getByRole('button', { name: 'Manage address front' }).click({ timeout: STEP_TIMEOUT_MS });
+  const panel = page.locator('#address-manage');
+  await panel.getByLabel('Instance').selectOption({ label: 'app (READY)' }, { timeout: STEP_TIMEOUT_MS });
+  await panel.getByRole('button', { name: 'Assign', exact: true }).click();
+  // The row's sixth cell is its assignment.
+  await row.locator('td').nth(5).locator('.badge').filter({ hasText: /^READY$/ }).waitFor({ timeout: STEP_TIMEOUT_MS })
+    .catch(async () => { throw new Error(`the address never showed assigned: ${await row.innerText()}`); });
+  check((await row.innerText()).includes('app'), `the address row does not name app: ${await row.innerText()}`);
+  await shot('address-assigned.png');
+  step('address-unassigned.png');
+  await panel.getByRole('button', { name: 'Unassign' }).click();
+  await row.getByText('not assigned').waitFor({ timeout: STEP_TIMEOUT_MS })
+    .catch(async () => { throw new Error(`the address never showed unassigned: ${await row.innerText()}`); });
+  await shot('address-unassigned.png');
+  await panel.getByLabel('Yes, release this address').check();
+  await panel.getByRole('button', { name: 'Delete address' }).click();
+  await row.waitFor({ state: 'detached', timeout: STEP_TIMEOUT_MS })
+    .catch(async () => { throw new Error(`the deleted address stayed: ${await row.innerText().catch(() => '')}`); });
 }
 
 const rowsOf = (table, name) => page.locator(`[data-testid="${table}"] tbody tr[data-id]`, {

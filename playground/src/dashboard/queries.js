@@ -9,7 +9,7 @@ export const EVENT_PAGE = 1000;
 const VOLUME = `fragment VolumeFields on ProviderVolume {
   __typename id name region kind sizeGiB observedSizeGiB state message device networkId poolId version
   mount { source type }
-  attachments { id instanceId state instance { id name } }
+  attachments { id instanceId state message instance { id name } }
   snapshots { id }
 }`;
 

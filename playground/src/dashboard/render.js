@@ -68,7 +68,9 @@ function attachmentsCell(state, volume) {
   if (!volume.attachments.length) return dash();
   return h('ul', { class: 'plain' }, volume.attachments.map((a) => h('li', {},
     a.instance?.name ?? state.instances.get(a.instanceId)?.name ?? a.instanceId, ' ',
-    badge(a.state === 'DELETING' ? GOING.attachment : a.state))));
+    badge(a.state === 'DELETING' ? GOING.attachment : a.state, a.message ?? undefined),
+    // A failed attachment says why.
+    a.message ? h('div', { class: 'message' }, a.message) : null)));
 }
 
 export function renderVolumes(state) {
