@@ -79,12 +79,15 @@ impl From<&ServeArgs> for AppConfig {
 /// `name` in the folder of a SQLite database file (none for PostgreSQL or an in-memory one): where
 /// the demo keeps its simulated cloud, so that the cloud and the rows describing it go together.
 fn beside_sqlite(database_url: &str, name: &str) -> Option<std::path::PathBuf> {
-    let rest = database_url.strip_prefix("sqlite://").or_else(|| database_url.strip_prefix("sqlite:"))?;
-    let file = rest.split('?').next().unwrap_or_default();
-    if file.is_empty() || file.contains(":memory:") {
-        return None;
-    }
-    Some(std::path::Path::new(file).parent().unwrap_or(std::path::Path::new("")).join(name))
+    let file = std::path::Path::new(sqlite_file(database_url)?);
+    Some(file.parent().unwrap_or(std::path::Path::new("")).join(name))
+}
+
+/// The file of a SQLite database URL; None for PostgreSQL or an in-memory database.
+fn sqlite_file(url: &str) -> Option<&str> {
+    let rest = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:"))?;
+    let path = rest.split('?').next().unwrap_or("");
+    (!path.is_empty() && !path.starts_with(':')).then_some(path)
 }
 
 pub struct App {
@@ -203,13 +206,7 @@ impl App {
 
 /// A relative SQLite file needs its folder (`./data/` by default) before it can be created.
 fn prepare_sqlite_dir(url: &str) {
-    let Some(rest) = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:")) else {
-        return;
-    };
-    let path = rest.split('?').next().unwrap_or("");
-    if path.is_empty() || path.starts_with(':') {
-        return;
-    }
+    let Some(path) = sqlite_file(url) else { return };
     if let Some(parent) = std::path::Path::new(path).parent().filter(|p| !p.as_os_str().is_empty()) {
         let _ = std::fs::create_dir_all(parent);
     }

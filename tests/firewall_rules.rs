@@ -243,6 +243,8 @@ db_test!(rule_reading_takes_networks_read_and_changing_takes_networks_update, |b
     let other = s.server.token(Some("other"), &[("compute:*", "tenant/other")]).await;
     let foreign = s.server.gql(Some(&other), GET, json!({ "n": s.network, "r": made["id"] })).await;
     assert!(foreign["data"].is_null() || foreign["data"]["firewallRule"].is_null(), "{foreign}");
+    let code = common::first_code(&foreign).unwrap_or_default();
+    assert!(code == "NOT_FOUND" || code == "ACCESS_DENIED", "another tenant is refused: {foreign}");
     // Decided on the network: a grant on this network alone changes its rules.
     let scope = format!("network/{}", s.network);
     let on_network = s.server.token(Some("acme"), &[("compute:networks:update", &scope)]).await;

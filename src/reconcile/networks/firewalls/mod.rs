@@ -331,10 +331,7 @@ impl<'r, 'a> Round<'r, 'a> {
                 egress.blocked = waiting("found");
             }
             EgressStep::Update(id) if self.call() => {
-                let answer = match self.picture.found(&id) {
-                    Some(found) => self.cloud.update(found, Want::Egress, &self.picture).await,
-                    None => Ok(()),
-                };
+                let answer = self.put_back(&id, Want::Egress).await;
                 egress.blocked = self.egress_outcome(after(&answer), "put back");
             }
             EgressStep::Create if self.call() => {
@@ -353,6 +350,15 @@ impl<'r, 'a> Round<'r, 'a> {
             EgressStep::Update(_) | EgressStep::Create => egress.blocked = waiting("next run"),
         }
         Ok(Some(egress))
+    }
+
+    /// Puts the firewall or group `id` back to what `want` says (one gone meanwhile is seen gone
+    /// by the next look).
+    async fn put_back(&self, id: &str, want: Want<'_>) -> Answer<()> {
+        match self.picture.found(id) {
+            Some(found) => self.cloud.update(found, want, &self.picture).await,
+            None => Ok(()),
+        }
     }
 
     fn egress_outcome(&mut self, outcome: After, done: &str) -> Option<String> {
@@ -389,10 +395,7 @@ impl<'r, 'a> Round<'r, 'a> {
                 write_rule(self.run, &marked, observed).await?
             }
             Step::Update(id) if self.call() => {
-                let answer = match self.picture.found(id) {
-                    Some(found) => self.cloud.update(found, Want::Rule(r), &self.picture).await,
-                    None => Ok(()),
-                };
+                let answer = self.put_back(id, Want::Rule(r)).await;
                 let outcome = after(&answer);
                 // Put back: the provider may take a moment to show it (never a tight loop).
                 let applying = outcome == After::Done;
