@@ -1,9 +1,13 @@
 //! The dashboard at `/dashboard`, driven in headless Chromium as a person would use it, against
 //! the binary itself (SQLite, the in-process simulated cloud, the demo tenant): sign in through
 //! the URL fragment, create a volume and watch it go PENDING → READY without reload, see a refused
-//! create's QUOTA_EXCEEDED by its form, then the server is killed and started again while the
-//! page is open: the page says it is offline, comes back, and shows a volume made while it was
-//! away, with nothing shown twice. Screenshots of each step go under `target/dashboard/`.
+//! create's QUOTA_EXCEEDED by its form, snapshot and restore, make a network, an instance, a
+//! firewall rule and a shared volume whose mount line is copied; then the server is killed and
+//! started again while the page is open: the page says it is offline, comes back, and shows a
+//! volume made while it was away, with nothing shown twice; and the hour goes on against the
+//! cloud made before the restart (attach, resize, detach, an address assigned, an NFS filesystem
+//! mounted by a new instance), then a phone's width. The steps are listed in the driver,
+//! `playground/tests/dashboard.mjs`; a screenshot of each goes under `target/dashboard/`.
 //! Skipped, with a message, only where Chromium is absent. And, without a browser: the demo
 //! killed in the middle of a provider action keeps its simulated cloud, READY where it was READY.
 mod common;
@@ -141,7 +145,7 @@ async fn the_dashboard_shows_a_volume_converge_a_refusal_and_resumes_after_a_res
 
     let mut report = Value::Null;
     let mut restarted = false;
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(240);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(420);
     while let Ok(Some(line)) = tokio::time::timeout_at(deadline, received.recv()).await {
         let Ok(message) = serde_json::from_str::<Value>(&line) else { continue };
         if message["await"] == "restart" {
@@ -169,7 +173,32 @@ async fn the_dashboard_shows_a_volume_converge_a_refusal_and_resumes_after_a_res
         shots.display()
     );
     assert!(restarted, "the driver never asked for the restart: {report}");
-    for shot in ["signed-in", "volume-pending", "volume-ready", "quota-exceeded", "offline", "resumed", "narrow"] {
+    let steps = [
+        "signed-in",
+        "volume-pending",
+        "volume-ready",
+        "quota-exceeded",
+        "snapshot-restored",
+        "snapshot-deleted",
+        "network-ready",
+        "rule-ready",
+        "rule-conflict",
+        "rule-deleted",
+        "shared-volume-mount",
+        "offline",
+        "resumed",
+        "volume-attached",
+        "volume-resized",
+        "volume-detached",
+        "address-assigned",
+        "address-unassigned",
+        "filesystem-ready",
+        "instance-mounts",
+        "filesystem-deleted",
+        "narrow",
+        "phone",
+    ];
+    for shot in steps {
         let file = shots.join(format!("{shot}.png"));
         assert!(file.metadata().is_ok_and(|m| m.len() > 0), "no screenshot {}", file.display());
     }

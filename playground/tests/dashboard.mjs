@@ -18,21 +18,30 @@
 //                        the network's Manage panel adds a rule (TCP 22 from one address, on
 //                        `app`) by its labels: READY, shown in the networks table; the same name
 //                        again is CONFLICT in the form; Delete takes it off the list
-//     filesystem-ready.png, filesystem-deleted.png
-//                        a network `train` on the AWS pool, and from its panel an NFS filesystem
-//                        `shared`: READY with its mount line in the table; then deleted
-//     volume-attached.png, volume-resized.png, volume-detached.png
-//                        a block volume `data` attached to `app` from its panel, resized to 20 GiB,
-//                        detached (Detach then disabled), deleted
-//     address-assigned.png, address-unassigned.png
-//                        an address `front` reserved, assigned to `app` (the row names it),
-//                        unassigned ("not assigned"), released
+//     shared-volume-mount.png
+//                        a shared volume `files` on `lan` (Shared: Network required, 50 GiB at
+//                        least): READY; its panel shows the mount lines for /mnt/files and Copy
+//                        puts the fstab line on the clipboard; then it is deleted
 //  6. offline.png, resumed.png
-//                        restart of the server by the harness (protocol below): the Offline
-//                        banner shows; once back it goes away, `made-while-away` (made by the
-//                        harness while the page was offline) appears, `from-the-page` is there
-//                        once, and no event shows twice
-//  7. narrow.png, phone.png         at 420×800 the volumes table shows and nothing is wider than the
+//                        restart of the server by the harness (protocol below), in the middle of
+//                        the hour: the Offline banner shows; once back it goes away,
+//                        `made-while-away` (made by the harness while the page was offline)
+//                        appears, `from-the-page` is there once, no event shows twice, and `lan`
+//                        and `app`, made before the restart, are READY still; an address
+//                        submitted offline said NETWORK, and once back says the connection is
+//                        back; submitted again, it is made once
+//  7. volume-attached.png, volume-resized.png, volume-detached.png
+//                        a block volume `data` attached to `app` (made before the restart) from
+//                        its panel, resized to 20 GiB, detached (Detach then disabled), deleted
+//     address-assigned.png, address-unassigned.png
+//                        an address `front` reserved, assigned to `app` (the row names it, and
+//                        Assign no longer offers `app`), unassigned ("not assigned"), released
+//     filesystem-ready.png, instance-mounts.png, filesystem-deleted.png
+//                        a network `train` on the AWS pool, and from its panel an NFS filesystem
+//                        `shared`: READY with its mount line in the table; an instance `trainer`
+//                        on `train` mounting `shared` at /mnt/shared (READY, the row and its
+//                        panel say so); the instance deleted from its panel, then the filesystem
+//  8. narrow.png, phone.png         at 420×800 the volumes table shows and nothing is wider than the
 //                        window outside a sideways-scrolling box; Tab reaches the create form
 //
 // Restart protocol (stdout/stdin): the script prints one line
@@ -51,7 +60,7 @@ import readline from 'node:readline';
 import { isLoopback, launch } from './chromium.mjs';
 
 // The restart step waits on the harness, so the whole run gets more than GraphiQL's test.
-const TIMEOUT_MS = 180_000;
+const TIMEOUT_MS = 360_000;
 const STEP_TIMEOUT_MS = 30_000;
 const VOLUME = 'from-the-page';
 const TOO_BIG = 'too-big-for-the-quota';
@@ -100,13 +109,26 @@ async function waitForBadge(row, state) {
     });
 }
 
+// The API itself, with the page's token: what the page should be showing.
+async function api(query) {
+  const response = await fetch(new URL('/graphql', baseUrl), {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+    body: JSON.stringify({ query }),
+  });
+  const body = await response.json();
+  if (body.errors) throw new Error(`${query}: ${JSON.stringify(body.errors)}`);
+  return body.data;
+}
+
 async function run() {
   if (!baseUrl || !token || !shotDir) {
     throw new Error('usage: node dashboard.mjs <base-url> <tenant-token> <screenshot-dir>');
   }
   fs.mkdirSync(shotDir, { recursive: true });
   browser = await launch(STEP_TIMEOUT_MS);
-  page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  // Copy buttons write the clipboard; the test reads it back.
+  page = await browser.newPage({ viewport: { width: 1280, height: 800 }, permissions: ['clipboard-read', 'clipboard-write'] });
   const requests = [];
   const pageErrors = [];
   let navigations = 0;
@@ -208,16 +230,10 @@ async function run() {
   // 4. A snapshot of the volume, restored to a new volume, then deleted.
   await snapshotRestored();
 
-  // 5. A network and an instance from their forms, and a firewall rule from the network's panel.
+  // 5. A network and an instance from their forms, and a firewall rule from the network's panel;
+  // a shared volume on that network, its mount line copied.
   const rules = await firewallRule(demoPool, region);
-
-  // 5b. An AWS network with an NFS filesystem, from the network's panel.
-  const filesystem = await nfsOnAws();
-
-  // 5c. A block volume attached to `app`, resized, detached and deleted; an address reserved,
-  // assigned to `app`, unassigned and deleted.
-  await volumeOnInstance(demoPool, region);
-  await addressOnInstance(demoPool, region);
+  const mountLine = await sharedVolumeMounted(demoPool, region);
 
   // 6. The server restarts while the page cannot reconnect; then it resumes.
   step('offline.png');
@@ -237,9 +253,22 @@ async function run() {
   const banner = page.getByTestId('connection-banner');
   await banner.filter({ hasText: 'Offline' }).waitFor({ state: 'visible', timeout: STEP_TIMEOUT_MS })
     .catch(() => { throw new Error('the Offline banner did not show after the server went away'); });
+  // A submit while the network is gone says NETWORK in its form.
+  const addressForm = page.getByTestId('address-create-form');
+  await addressForm.getByLabel('Name').fill('sent-offline');
+  await page.context().setOffline(true);
+  await addressForm.getByRole('button', { name: 'Reserve address' }).click();
+  const addressError = addressForm.locator('.form-error');
+  await addressError.filter({ hasText: 'NETWORK' }).waitFor({ timeout: STEP_TIMEOUT_MS })
+    .catch(async () => { throw new Error(`no NETWORK error offline: ${await addressError.innerText().catch(() => '')}`); });
+  await addressError.scrollIntoViewIfNeeded();
+  // Scrolled down to the form, the Offline banner is still in sight.
+  const bannerBox = await banner.boundingBox();
+  check(bannerBox && bannerBox.y >= 0 && bannerBox.y < 100, `the Offline banner is out of sight (${JSON.stringify(bannerBox)})`);
   await shot('offline.png');
   const answer = await restarted;
   check(answer === 'restarted', `the harness wrote "${answer}", not "restarted"`);
+  await page.context().setOffline(false);
   blockSockets = false;
 
   step('resumed.png');
@@ -264,9 +293,33 @@ async function run() {
   check(replayed === 1, `the events list shows providerVolume.created of ${AWAY} ${replayed} times, not once`);
   check(await page.evaluate(() => window.dashboardTestMarker) === 'still the same document' && navigations === loadsAtStart,
     'the page was reloaded or navigated');
+  // What was made before the restart is still there, as it was.
+  await waitForBadge(rowsOf('networks-table', 'lan'), 'READY');
+  await waitForBadge(rowsOf('instances-table', 'app'), 'READY');
+  await waitForBadge(volumeRows(VOLUME), 'READY');
+  // The NETWORK error is no longer true; the same submit again makes the address once.
+  await addressError.filter({ hasText: 'The connection is back' }).waitFor({ timeout: STEP_TIMEOUT_MS })
+    .catch(async () => { throw new Error(`after reconnecting the form says: ${await addressError.innerText().catch(() => '')}`); });
+  await addressForm.getByRole('button', { name: 'Reserve address' }).click();
+  await waitForBadge(rowsOf('addresses-table', 'sent-offline'), 'READY');
+  check(await rowsOf('addresses-table', 'sent-offline').count() === 1, 'the address submitted again shows twice');
+  // The quota bars agree with the API once the page is back.
+  const { quotas } = await api('{ quotas(tenantId: "demo") { poolId resource used } }');
+  const used = quotas.find((q) => q.poolId === demoPool && q.resource === 'diskGiB').used;
+  const diskBar = page.getByRole('meter', { name: 'diskGiB used' }).first();
+  await page.waitForFunction(([bar, want]) => bar.getAttribute('aria-valuenow') === String(want),
+    [await diskBar.elementHandle(), used], { timeout: 5_000 })
+    .catch(async () => { throw new Error(`the demo pool shows ${await diskBar.getAttribute('aria-valuenow')} GiB used, the API ${used}`); });
   await shot('resumed.png');
 
-  // 7. A narrow window, and the keyboard.
+  // 7. The cloud made before the restart takes new changes: a block volume attached to `app`,
+  // resized, detached and deleted; an address reserved, assigned to `app`, unassigned and
+  // deleted. Then an AWS network with an NFS filesystem, and an instance mounting it.
+  await volumeOnInstance(demoPool, region);
+  await addressOnInstance(demoPool, region);
+  const filesystem = await nfsOnAws();
+
+  // 8. A narrow window, and the keyboard.
   step('narrow.png');
   await page.setViewportSize({ width: 420, height: 800 });
   await page.getByTestId('volumes-table').scrollIntoViewIfNeeded();
@@ -310,7 +363,8 @@ async function run() {
   check(pageErrors.length === 0, `page errors: ${pageErrors.join(' | ')}`);
   check(refusedByPolicy.length === 0, `the page's policy refused: ${refusedByPolicy.join(' | ')}`);
   return {
-    ok: true, volumeId, states, awayId, region, poolId: demoPool, refusal, rules, filesystem, events: eventIds.length, keyboard,
+    ok: true, volumeId, states, awayId, region, poolId: demoPool, refusal, rules, mountLine, filesystem,
+    events: eventIds.length, keyboard,
     requests: requests.length,
   };
 }
@@ -367,7 +421,10 @@ async function nfsOnAws() {
   check(mount.includes('nfs'), `no mount line for the NFS filesystem: ${mount}`);
   await row.scrollIntoViewIfNeeded();
   await shot('filesystem-ready.png');
+  await panel.getByRole('button', { name: 'Close' }).click();
+  const trainer = await instanceMounting();
   step('filesystem-deleted.png');
+  await page.getByRole('button', { name: 'Manage network train' }).click({ timeout: STEP_TIMEOUT_MS });
   const choice = await panel.locator('#fd-filesystem option', { hasText: 'shared' }).getAttribute('value');
   await panel.getByLabel('Filesystem', { exact: true }).selectOption(choice);
   await panel.getByRole('button', { name: 'Delete filesystem' }).click();
@@ -375,7 +432,77 @@ async function nfsOnAws() {
     .catch(async () => { throw new Error(`the deleted filesystem stayed: ${await item.innerText().catch(() => '')}`); });
   await shot('filesystem-deleted.png');
   await panel.getByRole('button', { name: 'Close' }).click();
-  return { mount };
+  return { mount, trainer };
+}
+
+// An instance `trainer` on `train`, mounting `shared` at /mnt/shared, from the create form (the
+// network's READY filesystems are offered as checkboxes with their paths); READY, its row and its
+// panel name the mount; then deleted from its panel (a mounted filesystem cannot be deleted).
+async function instanceMounting() {
+  step('instance-mounts.png');
+  const form = page.getByTestId('instance-create-form');
+  await form.getByLabel('Instance name').fill('trainer');
+  await form.getByLabel('Pool').selectOption({ label: 'demo-aws' });
+  await form.getByLabel('Network').selectOption({ label: 'train' });
+  await form.getByLabel('Mount shared (nfs)').check({ timeout: STEP_TIMEOUT_MS });
+  check(await form.getByLabel('Mount path for shared').inputValue() === '/mnt/shared', 'the mount path is not offered as /mnt/shared');
+  await form.getByRole('button', { name: 'Create instance' }).click();
+  const row = rowsOf('instances-table', 'trainer');
+  await waitForBadge(row, 'READY');
+  check((await row.innerText()).includes('mounts at /mnt/shared'), `the instance row does not show its mount: ${await row.innerText()}`);
+  await page.getByRole('button', { name: 'Manage instance trainer' }).click({ timeout: STEP_TIMEOUT_MS });
+  const panel = page.locator('#instance-manage');
+  const summary = (await panel.locator('.summary').innerText()).trim();
+  check(summary.includes('mounts shared at /mnt/shared'), `the instance's panel reads "${summary}"`);
+  await panel.scrollIntoViewIfNeeded();
+  await shot('instance-mounts.png');
+  await panel.getByLabel('Yes, delete this instance').check();
+  await panel.getByRole('button', { name: 'Delete instance' }).click();
+  await row.waitFor({ state: 'detached', timeout: 60_000 })
+    .catch(async () => { throw new Error(`the deleted instance stayed: ${await row.innerText().catch(() => '')}`); });
+  return { summary };
+}
+
+// A shared volume `files` on `lan`: Shared asks for a network and sets 50 GiB; READY, then its
+// panel shows the mount lines for /mnt/files, and Copy puts the fstab line on the clipboard.
+async function sharedVolumeMounted(poolId, region) {
+  step('shared-volume-mount.png');
+  const form = page.getByTestId('volume-create-form');
+  await form.getByLabel('Pool').selectOption(poolId);
+  await form.getByLabel('Region').selectOption(region);
+  await form.getByLabel('Name').fill('files');
+  await form.getByLabel('Size (GiB)').fill('10');
+  await form.getByLabel('Kind').selectOption('SHARED');
+  check(await form.getByLabel('Network').evaluate((el) => el.required), 'a shared volume\'s network is not required');
+  check(Number(await form.getByLabel('Size (GiB)').inputValue()) === 50, 'Shared left the size under 50 GiB');
+  await form.getByLabel('Network').selectOption({ label: 'lan' });
+  await form.getByRole('button', { name: 'Create volume' }).click();
+  const row = volumeRows('files');
+  await waitForBadge(row, 'READY');
+  await page.getByRole('button', { name: 'Manage volume files' }).click({ timeout: STEP_TIMEOUT_MS });
+  const panel = page.locator('#volume-manage');
+  await panel.getByLabel('Mount path').fill('/mnt/files');
+  await panel.getByRole('button', { name: 'Show mount lines' }).click();
+  const fstab = panel.locator('#vm-fstab');
+  await fstab.filter({ hasText: '/mnt/files' }).waitFor({ timeout: STEP_TIMEOUT_MS })
+    .catch(async () => { throw new Error(`no fstab line for /mnt/files: ${await panel.innerText()}`); });
+  await panel.getByRole('button', { name: 'Copy the fstab line' }).click();
+  await panel.getByText('Copied').waitFor({ timeout: STEP_TIMEOUT_MS })
+    .catch(async () => { throw new Error(`Copy did not say Copied: ${await panel.innerText()}`); });
+  const copied = (await page.evaluate(() => navigator.clipboard.readText())).trim();
+  check(copied === (await fstab.innerText()).trim() && /\snfs4?\s/.test(copied), `the clipboard holds "${copied}"`);
+  await panel.scrollIntoViewIfNeeded();
+  await shot('shared-volume-mount.png');
+  await panel.getByLabel('Yes, delete this volume').check();
+  await panel.getByRole('button', { name: 'Delete volume' }).click();
+  await row.waitFor({ state: 'detached', timeout: STEP_TIMEOUT_MS })
+    .catch(async () => { throw new Error(`the deleted shared volume stayed: ${await row.innerText().catch(() => '')}`); });
+  // Gone from the page, it is still named in its events.
+  await page.locator('[data-testid="events-list"] li[data-id]', { hasText: 'providerVolume.deleted' })
+    .filter({ has: page.locator('.event-name', { hasText: /^files$/ }) }).first()
+    .waitFor({ timeout: STEP_TIMEOUT_MS })
+    .catch(() => { throw new Error('the event of the deleted shared volume does not name it'); });
+  return copied;
 }
 
 async function volumeOnInstance(poolId, region) {
@@ -436,6 +563,8 @@ async function addressOnInstance(poolId, region) {
   await row.locator('td').nth(5).locator('.badge').filter({ hasText: /^READY$/ }).waitFor({ timeout: STEP_TIMEOUT_MS })
     .catch(async () => { throw new Error(`the address never showed assigned: ${await row.innerText()}`); });
   check((await row.innerText()).includes('app'), `the address row does not name app: ${await row.innerText()}`);
+  const offered = await panel.locator('#aa-instance option').allInnerTexts();
+  check(!offered.some((o) => o.startsWith('app ')), `Assign still offers the instance it is on: ${offered.join(', ')}`);
   await shot('address-assigned.png');
   step('address-unassigned.png');
   await panel.getByRole('button', { name: 'Unassign' }).click();

@@ -22,7 +22,7 @@ export function nameIdsWith(state) {
   });
 }
 
-export function wireForm(form, action, { context = () => ({}) } = {}) {
+export function wireForm(form, action, { context = () => ({}), done = 'Sent: the list shows it as it goes.' } = {}) {
   const button = form.querySelector('button[type="submit"]');
   const errorBox = form.querySelector('.form-error');
   let lost = null; // { fingerprint, key } of a submit whose answer never came
@@ -42,12 +42,13 @@ export function wireForm(form, action, { context = () => ({}) } = {}) {
       await action(values, key);
       lost = null;
       resetFields(form);
-      sayDone(form);
+      if (done) sayDone(form, done);
     } catch (err) {
       const error = err instanceof ApiError ? err : new ApiError('ERROR', String(err?.message ?? err));
       lost = error.uncertain ? { fingerprint, key } : null;
       errorBox.textContent = withNames(error.toString());
       errorBox.hidden = false;
+      if (error.code === 'NETWORK') errorBox.dataset.offline = 'true';
     } finally {
       form.removeAttribute('aria-busy');
       button.disabled = false;
@@ -56,8 +57,18 @@ export function wireForm(form, action, { context = () => ({}) } = {}) {
   });
 }
 
+// Once the page is connected again, "could not reach the server" is no longer
+// true: say what is (a retry reuses the idempotency key, so it cannot make two).
+export function sayReconnected() {
+  for (const box of document.querySelectorAll('.form-error[data-offline]')) {
+    delete box.dataset.offline;
+    box.textContent = 'The connection is back; that submit may not have arrived: submit again (it will not be made twice).';
+  }
+}
+
 export function clearError(form) {
   const box = form.querySelector('.form-error');
+  delete box.dataset.offline;
   box.textContent = '';
   box.classList.remove('form-done');
   box.hidden = true;
@@ -66,9 +77,9 @@ export function clearError(form) {
 // A success says so for a moment, in the place a refusal would take.
 const DONE_MS = 4000;
 
-function sayDone(form) {
+function sayDone(form, text) {
   const box = form.querySelector('.form-error');
-  box.textContent = 'Sent: the list shows it as it goes.';
+  box.textContent = text;
   box.classList.add('form-done');
   box.hidden = false;
   setTimeout(() => { if (box.classList.contains('form-done')) clearError(form); }, DONE_MS);
@@ -107,8 +118,9 @@ function fillNetworks(state, form) {
 
 // The instances a volume or address could go on: its pool's, in its region, not
 // being deleted; for a shared volume those on its network; not one it is on.
-function instanceOptions(state, { poolId, region, networkId, kind, attachments = [] }) {
+function instanceOptions(state, { poolId, region, networkId, kind, attachments = [], instanceId, assignmentState }) {
   const on = new Set(attachments.filter((a) => a.state !== 'DELETING').map((a) => a.instanceId));
+  if (instanceId && assignmentState !== 'DELETING') on.add(instanceId); // an address's instance
   return state.instances.list()
     .filter((i) => i.poolId === poolId && i.region === region && i.state !== 'DELETING' && !on.has(i.id))
     .filter((i) => kind !== 'SHARED' || i.networkId === networkId)
@@ -328,7 +340,9 @@ function setUpInstances(ctx, run, mergeAnd) {
     fillSelect(form.elements.place, places);
     fillSelect(form.elements.size, (pool?.sizes ?? []).map((x) => [x, x]));
     fillSelect(form.elements.image, (pool?.images ?? []).map((x) => [x, x]));
+    mounts.show(network);
   };
+  const mounts = mountChoices(state, $('#ic-mounts'));
   for (const field of ['poolId', 'networkId']) form.elements[field].addEventListener('change', refresh);
   wireForm(form, async (v, key) => {
     const where = place(v.place);
@@ -337,17 +351,48 @@ function setUpInstances(ctx, run, mergeAnd) {
       image: v.image, idempotencyKey: key };
     if (where.zone) input.zone = where.zone;
     if (v.networkId) input.networkId = v.networkId;
+    input.filesystems = mounts.chosen(v);
     mergeAnd(await run('instanceCreate', input));
   });
   const panel = managePanel($('#instance-manage'), () => state.instances, {
     describe: (i) => `${i.state} · ${i.size} · ${i.image} · ${i.zone ?? i.region}`
-      + (i.networkId ? ` · on ${state.networks.get(i.networkId)?.name ?? i.networkId}` : ''),
+      + (i.networkId ? ` · on ${state.networks.get(i.networkId)?.name ?? i.networkId}` : '')
+      + i.filesystems.map((m) => ` · mounts ${filesystemName(state, i.networkId, m.filesystemId)} at ${m.path}`).join(''),
     onOpen: () => {},
     onRefresh: () => {},
   });
   wireForm($('#instance-delete'), async () => mergeAnd(await run('instanceDelete', { tenantId: state.tenantId, instanceId: panel.id })),
     { context: () => ({ instanceId: panel.id }) });
   return { panel, refresh: () => { refresh(); panel.refresh(); } };
+}
+
+// The READY filesystems of the chosen network, each a checkbox with its mount
+// path. Redrawn only when that list changes, so what was ticked and typed stays.
+function mountChoices(state, box) {
+  let shown = '';
+  const choice = (f) => h('div', { class: 'mount-choice' },
+    h('input', { type: 'checkbox', id: `ic-mount-${f.id}`, name: `mount:${f.id}` }),
+    h('label', { for: `ic-mount-${f.id}` }, `Mount ${f.name} (${f.kind.toLowerCase()})`),
+    h('label', { for: `ic-path-${f.id}`, class: 'visually-hidden' }, `Mount path for ${f.name}`),
+    h('input', { id: `ic-path-${f.id}`, name: `path:${f.id}`, value: `/mnt/${f.name}`, required: true,
+      title: 'an absolute path, outside /etc, /usr, /var and the like', autocomplete: 'off', spellcheck: 'false' }));
+  return {
+    show(network) {
+      const ready = (state.filesystems.get(network?.id) ?? []).filter((f) => f.state === 'READY');
+      box.closest('fieldset').hidden = ready.length === 0;
+      const key = ready.map((f) => f.id).join();
+      if (key !== shown) box.replaceChildren(...ready.map(choice));
+      shown = key;
+    },
+    // The ticked ones, in the order shown, as the API takes them.
+    chosen: (values) => Object.keys(values).filter((k) => k.startsWith('mount:'))
+      .map((k) => k.slice('mount:'.length))
+      .map((id) => ({ filesystem: id, path: values[`path:${id}`].trim() })),
+  };
+}
+
+function filesystemName(state, networkId, id) {
+  return (state.filesystems.get(networkId) ?? []).find((f) => f.id === id)?.name ?? id;
 }
 
 // A snapshot's Manage panel: restore it to a new volume of a size, or delete it.
@@ -479,5 +524,5 @@ function setUpMountLines(ctx, volume) {
     cloud.textContent = `mounts:\n  - [${lines.cloudConfig.map((s) => JSON.stringify(s)).join(', ')}]`;
     fstab.textContent = lines.fstab;
     form.querySelector('.mount-output').hidden = false;
-  }, { context: () => ({ volumeId: volume.id }) });
+  }, { context: () => ({ volumeId: volume.id }), done: null }); // the lines shown say it
 }

@@ -9,7 +9,7 @@
 import './dashboard.css';
 import { ApiError, gql } from './api.js';
 import { $ } from './dom.js';
-import { setUpForms, wireForm } from './forms.js';
+import { sayReconnected, setUpForms, wireForm } from './forms.js';
 import { follow } from './live.js';
 import { ME } from './queries.js';
 import { renderAll } from './render.js';
@@ -92,6 +92,7 @@ async function start({ token, tenant }) {
         setBanner(null, '');
         // Cheap and safe: anything missed is replayed anyway.
         if (info.reconnected) sync.refetchVisible().catch(() => {});
+        if (info.reconnected) sayReconnected();
       } else {
         setBanner('error', `Live updates stopped: ${info.reason}. Sign out and sign in again.`);
       }

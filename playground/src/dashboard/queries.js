@@ -29,6 +29,7 @@ const NETWORK = `fragment NetworkFields on Network {
 
 const INSTANCE = `fragment InstanceFields on Instance {
   __typename id name poolId region zone size image networkId state message version
+  filesystems { filesystemId path }
 }`;
 
 const FILESYSTEM = `fragment FilesystemFields on Filesystem {

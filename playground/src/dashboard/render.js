@@ -186,19 +186,20 @@ export function renderInstances(state) {
     [i.region, i.zone ? h('span', { class: 'muted' }, ` ${i.zone}`) : null],
     h('code', {}, i.size),
     h('code', {}, i.image),
-    i.networkId ? state.networks.get(i.networkId)?.name ?? h('code', {}, i.networkId) : dash(),
+    i.networkId ? [state.networks.get(i.networkId)?.name ?? h('code', {}, i.networkId),
+      i.filesystems.length ? h('span', { class: 'muted' }, ` · mounts at ${i.filesystems.map((m) => m.path).join(', ')}`) : null] : dash(),
     manageButton('instance', i),
   ]));
   replaceKeepingFocus($('#instances-rows'), rows.length ? rows : [empty(7, 'No instances: create one above.')]);
 }
 
-// What an event is about, by name when the page holds it.
+// What an event is about, by name when the page has seen it (gone or not).
 function subjectName(state, id) {
   for (const list of [state.volumes, state.snapshots, state.addresses, state.networks, state.instances]) {
     const held = list.get(id);
     if (held) return held.name;
   }
-  return null;
+  return state.names.get(id) ?? null;
 }
 
 export function renderEvents(state) {

@@ -91,6 +91,9 @@ export function resetState(state) {
     filesystems: new Map(), // networkId -> filesystems of that network
     firewallRules: new Map(), // networkId -> firewall rules of that network, by name
     events: new EventLog(),
+    // Every name seen, kept after its resource goes: the events of a deleted
+    // resource still name it.
+    names: new Map(),
   });
 }
 
@@ -128,10 +131,13 @@ export function mergeNode(state, node) {
   if (node?.__typename === 'FirewallRule') return mergePart(state.firewallRules, node);
   if (node?.__typename === 'Filesystem') return mergePart(state.filesystems, node);
   const list = BY_TYPENAME[node?.__typename];
+  if (list && node.name) state.names.set(node.id, node.name);
   return list ? state[list].merge(node) : false;
 }
 
 // A subject `nodes` no longer finds: it is gone, from whichever list held it.
 export function forget(state, id) {
+  const name = Object.values(BY_TYPENAME).map((list) => state[list].get(id)?.name).find(Boolean);
+  if (name) state.names.set(id, name);
   return Object.values(BY_TYPENAME).some((list) => state[list].remove(id));
 }
