@@ -130,23 +130,31 @@ function App() {
   );
 }
 
-// A new tab of the same browser asks the open ones for their headers, and
-// starts with them (the token typed once): same origin only, never stored
-// beyond the tabs' sessions.
+// A new tab of the same browser asks the open ones for their headers (the token
+// typed once): same origin only, never stored beyond the tabs' sessions. The
+// page does not wait for an answer; one that comes while this tab has no
+// headers of its own is stored and GraphiQL starts again from it.
 const HEADERS_KEY = 'graphiql:headers';
-const ASK_MS = 150;
 
-function shareHeaders() {
-  if (typeof BroadcastChannel === 'undefined') return Promise.resolve();
+function shareHeaders(received) {
+  if (typeof BroadcastChannel === 'undefined') return;
   const channel = new BroadcastChannel('vps-graph-graphiql');
   channel.onmessage = ({ data }) => {
     const held = sessionStorage.getItem(HEADERS_KEY);
     if (data === 'headers?' && held?.includes('Authorization')) channel.postMessage({ headers: held });
-    else if (data?.headers && !sessionStorage.getItem(HEADERS_KEY)) sessionStorage.setItem(HEADERS_KEY, data.headers);
+    else if (data?.headers && !held?.trim()) {
+      sessionStorage.setItem(HEADERS_KEY, data.headers);
+      received();
+    }
   };
-  if (sessionStorage.getItem(HEADERS_KEY)) return Promise.resolve();
-  channel.postMessage('headers?');
-  return new Promise((resolve) => setTimeout(resolve, ASK_MS));
+  if (!sessionStorage.getItem(HEADERS_KEY)?.trim()) channel.postMessage('headers?');
 }
 
-shareHeaders().finally(() => createRoot(document.getElementById('root')).render(React.createElement(App)));
+const root = createRoot(document.getElementById('root'));
+let generation = 0;
+const render = () => root.render(React.createElement(App, { key: generation }));
+render();
+shareHeaders(() => {
+  generation += 1;
+  render();
+});
