@@ -90,6 +90,11 @@ fn sqlite_file(url: &str) -> Option<&str> {
     (!path.is_empty() && !path.starts_with(':')).then_some(path)
 }
 
+/// `sqlite::memory:`, `sqlite://:memory:` or a `mode=memory` URL.
+fn sqlite_in_memory(url: &str) -> bool {
+    url.starts_with("sqlite:") && (sqlite_file(url).is_none() || url.contains("mode=memory"))
+}
+
 pub struct App {
     pub services: Services,
     pub schema: Schemas,
@@ -110,6 +115,13 @@ impl App {
     pub async fn start(config: AppConfig) -> Result<App> {
         if config.admin_token.as_ref().is_some_and(|t| t.expose().trim().len() < 16) {
             return Err(Error::invalid_input("adminToken", "the admin token must be at least 16 characters"));
+        }
+        if sqlite_in_memory(&config.database_url) {
+            return Err(Error::invalid_input(
+                "databaseUrl",
+                "an in-memory SQLite database lives only as long as its connection: one replaced by the \
+                 pool would start empty; give a file, e.g. sqlite://data/vps-graph.db?mode=rwc",
+            ));
         }
         prepare_sqlite_dir(&config.database_url);
         let db = store::connect(&config.database_url, config.db_max_connections).await?;
@@ -224,5 +236,15 @@ mod tests {
         assert_eq!(at("sqlite://vps-graph.db").as_deref(), Some("sim-cloud.json"));
         assert_eq!(at("sqlite::memory:"), None);
         assert_eq!(at("postgres://postgres@127.0.0.1/test"), None);
+    }
+
+    #[test]
+    fn an_in_memory_sqlite_database_is_told_apart_from_a_file() {
+        for url in ["sqlite::memory:", "sqlite://:memory:", "sqlite://shared.db?mode=memory&cache=shared"] {
+            assert!(super::sqlite_in_memory(url), "{url}");
+        }
+        for url in ["sqlite://data/vps-graph.db?mode=rwc", "sqlite:db.sqlite", "postgres://postgres@127.0.0.1/test"] {
+            assert!(!super::sqlite_in_memory(url), "{url}");
+        }
     }
 }

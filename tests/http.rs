@@ -181,10 +181,19 @@ db_test!(graphql_validation_errors_carry_a_code, |backend: Backend| async move {
 
 #[tokio::test]
 async fn a_short_admin_token_is_refused_at_start() {
-    let mut config = common::config("sqlite::memory:");
+    let dir = std::env::temp_dir().join(format!("vps-graph-short-{}", ulid::Ulid::generate()));
+    let mut config = common::config(&format!("sqlite://{}/db.sqlite?mode=rwc", dir.display()));
     config.admin_token = Some("short".into());
     let err = vps_graph::app::App::start(config).await.err().expect("refused");
     assert_eq!(err.code, vps_graph::error::Code::InvalidInput);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test]
+async fn an_in_memory_sqlite_database_is_refused_at_start() {
+    let err = vps_graph::app::App::start(common::config("sqlite::memory:")).await.err().expect("refused");
+    assert_eq!(err.code, vps_graph::error::Code::InvalidInput);
+    assert!(err.describe().contains("in-memory"), "{}", err.describe());
 }
 
 #[tokio::test]

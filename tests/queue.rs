@@ -1,6 +1,7 @@
 //! The work queue's rules on both backends: earliest due time wins, a wake during a run makes it
-//! run again right after, a run whose lease was taken over changes nothing (the fence), and a
-//! stopping worker gives its leases back.
+//! run again right after, leases are measured on the database's clock and renewed while held, a
+//! run whose lease was taken over changes nothing (the fence), and a stopping worker gives its
+//! leases back.
 mod common;
 
 use common::{Backend, TestDb};
@@ -17,15 +18,36 @@ db_test!(earliest_wake_wins_and_only_due_items_are_claimed, |backend: Backend| a
     assert_eq!(queue::item(&conn, KIND, "r1").await.unwrap().unwrap().0, 500);
     queue::wake(&conn, KIND, "r1", 100).await.unwrap();
     assert_eq!(queue::item(&conn, KIND, "r1").await.unwrap().unwrap().0, 100);
-    assert!(queue::claim(&conn, "w", &[KIND], 99, 1000, 10).await.unwrap().is_empty(), "not due yet");
-    let claimed = queue::claim(&conn, "w", &[KIND], 100, 1000, 10).await.unwrap();
+    assert!(queue::claim(&conn, "w", &[KIND], 99, 60_000, 10).await.unwrap().is_empty(), "not due yet");
+    let claimed = queue::claim(&conn, "w", &[KIND], 100, 60_000, 10).await.unwrap();
     assert_eq!(claimed.len(), 1);
-    assert!(queue::claim(&conn, "w2", &[KIND], 100, 1000, 10).await.unwrap().is_empty(), "leased");
-    assert_eq!(
-        queue::claim(&conn, "w2", &[KIND], 1100, 1000, 10).await.unwrap().len(),
-        1,
-        "an expired lease is claimable"
-    );
+    assert!(queue::claim(&conn, "w2", &[KIND], 100, 60_000, 10).await.unwrap().is_empty(), "leased");
+    // However far the replica's clock runs ahead, the lease is measured on the database's.
+    assert!(queue::claim(&conn, "w2", &[KIND], i64::MAX / 2, 60_000, 10).await.unwrap().is_empty(), "leased still");
+});
+
+db_test!(a_lease_that_ran_out_on_the_databases_clock_is_claimable, |backend: Backend| async move {
+    let db = TestDb::new(backend).await;
+    let conn = vps_graph::store::connect(&db.url, 4).await.unwrap();
+    queue::wake(&conn, KIND, "r1", 0).await.unwrap();
+    // A lease of no time has run out as soon as it is taken.
+    let first = queue::claim(&conn, "w", &[KIND], 0, 0, 10).await.unwrap().remove(0);
+    let second = queue::claim(&conn, "w2", &[KIND], 0, 0, 10).await.unwrap().remove(0);
+    assert_eq!(second.epoch, first.epoch + 1, "an expired lease is claimable");
+});
+
+db_test!(a_run_renews_its_lease_until_it_has_changed_hands, |backend: Backend| async move {
+    let db = TestDb::new(backend).await;
+    let conn = vps_graph::store::connect(&db.url, 4).await.unwrap();
+    queue::wake(&conn, KIND, "r1", 0).await.unwrap();
+    let run = queue::claim(&conn, "w", &[KIND], 0, 0, 1).await.unwrap().remove(0);
+    assert!(queue::renew(&conn, &run, 60_000).await.unwrap(), "renewed while held");
+    assert!(queue::claim(&conn, "w2", &[KIND], 0, 60_000, 1).await.unwrap().is_empty(), "the renewed lease holds");
+    // Let it run out; another worker takes it; the first can no longer renew.
+    assert!(queue::renew(&conn, &run, 0).await.unwrap());
+    let other = queue::claim(&conn, "w2", &[KIND], 0, 60_000, 1).await.unwrap().remove(0);
+    assert!(!queue::renew(&conn, &run, 60_000).await.unwrap(), "a lease that changed hands is not renewed");
+    assert!(queue::renew(&conn, &other, 60_000).await.unwrap());
 });
 
 db_test!(a_wake_during_a_run_makes_it_run_again_right_after, |backend: Backend| async move {
@@ -50,7 +72,8 @@ db_test!(a_run_whose_lease_was_taken_over_changes_nothing, |backend: Backend| as
     let db = TestDb::new(backend).await;
     let conn = vps_graph::store::connect(&db.url, 4).await.unwrap();
     queue::wake(&conn, KIND, "r1", 0).await.unwrap();
-    let stale = queue::claim(&conn, "slow", &[KIND], 0, 1000, 1).await.unwrap().remove(0);
+    // The slow worker's lease (of no time) runs out at once.
+    let stale = queue::claim(&conn, "slow", &[KIND], 0, 0, 1).await.unwrap().remove(0);
     let fresh = queue::claim(&conn, "other", &[KIND], 1500, 1000, 1).await.unwrap().remove(0);
     assert_eq!(fresh.epoch, stale.epoch + 1);
     let txn = conn.begin().await.unwrap();

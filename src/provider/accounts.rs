@@ -69,9 +69,11 @@ pub struct AccountRef<'a> {
     pub sim: bool,
 }
 
-/// One client per account, kept for the process (the rate-limit budget lives in it).
+/// One client per account, kept for the process (the rate-limit budget lives in it), except
+/// one whose credential could not be read: that one is made again, credential read again, the
+/// next time it is asked for, so a secret put in place later is taken without a restart.
 pub struct Providers {
-    clients: Mutex<HashMap<String, Arc<Provider>>>,
+    clients: Mutex<HashMap<String, Client>>,
     /// The in-process simulated DigitalOcean's base URL, for `sim` accounts.
     pub sim_url: Option<String>,
     pub timeout: Duration,
@@ -85,15 +87,16 @@ impl Providers {
 
     pub fn for_account(&self, account: &AccountRef<'_>) -> Arc<Provider> {
         let mut clients = self.clients.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(provider) = clients.get(account.id) {
-            return provider.clone();
+        if let Some(client) = clients.get(account.id).filter(|c| c.credential_read) {
+            return client.provider.clone();
         }
-        let provider = Arc::new(self.build(account));
-        clients.insert(account.id.to_owned(), provider.clone());
+        let client = self.build(account);
+        let provider = client.provider.clone();
+        clients.insert(account.id.to_owned(), client);
         provider
     }
 
-    fn build(&self, account: &AccountRef<'_>) -> Provider {
+    fn build(&self, account: &AccountRef<'_>) -> Client {
         let none = Provider {
             networks: None,
             actions: None,
@@ -110,6 +113,7 @@ impl Providers {
         if account.kind == ProviderKind::Aws {
             let settings = aws::Settings { timeout: self.timeout, ..aws::Settings::default() };
             let metrics = self.metrics.clone();
+            let mut credential_read = true;
             let client = Arc::new(if account.sim {
                 aws::Aws::new(self.sim_url.clone(), Ok(aws::Credentials::sim(account.id)), settings, metrics)
             } else {
@@ -119,29 +123,32 @@ impl Providers {
                     Some(Err(message)) => aws::Aws::new(endpoint, Err(message), settings, metrics),
                     None => {
                         let pair = read_credential(account.credential_ref).and_then(|s| aws::Credentials::parse(&s));
+                        credential_read = pair.is_ok();
                         aws::Aws::new(endpoint, pair, settings, metrics)
                     }
                 }
             });
-            return Provider {
+            let provider = Provider {
                 aws_networks: Some(client.clone()),
                 security_groups: Some(client.clone()),
                 aws_instances: Some(client.clone()),
                 filesystems: Some(client),
                 ..none
             };
+            return Client { provider: Arc::new(provider), credential_read };
         }
         if account.kind != ProviderKind::Digitalocean {
-            return none;
+            return Client { provider: Arc::new(none), credential_read: true };
         }
         let (base, token) = if account.sim {
             (self.sim_url.clone().unwrap_or_default(), Ok(Secret::new(format!("sim-{}", account.id))))
         } else {
             (account.api_url.to_owned(), read_credential(account.credential_ref).map(Secret::new))
         };
+        let credential_read = token.is_ok();
         let client =
             Arc::new(digitalocean::DigitalOcean::new(account.id, &base, token, self.timeout, self.metrics.clone()));
-        Provider {
+        let provider = Provider {
             networks: Some(client.clone()),
             actions: Some(client.clone()),
             instances: Some(client.clone()),
@@ -150,8 +157,15 @@ impl Providers {
             snapshots: Some(client.clone()),
             addresses: Some(client),
             ..none
-        }
+        };
+        Client { provider: Arc::new(provider), credential_read }
     }
+}
+
+/// A made client, and whether its credential could be read.
+struct Client {
+    provider: Arc<Provider>,
+    credential_read: bool,
 }
 
 /// The secret behind `env:NAME` or `file:/path`, read when the client is made.
@@ -165,4 +179,30 @@ fn read_credential(reference: &str) -> Result<String, String> {
             .map_err(|e| format!("the credential file {path}: {e}"));
     }
     Err(format!("unknown credential reference {reference:?}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_client_whose_credential_could_not_be_read_is_made_again_until_it_can_be() {
+        let providers = Providers::new(None, Duration::from_secs(1), Arc::new(Metrics::default()));
+        let file = std::env::temp_dir().join(format!("vps-graph-credential-{}", std::process::id()));
+        let _ = std::fs::remove_file(&file);
+        let reference = format!("file:{}", file.display());
+        let account = AccountRef {
+            id: "acct_1",
+            kind: ProviderKind::Digitalocean,
+            api_url: "http://127.0.0.1:9",
+            credential_ref: &reference,
+            sim: false,
+        };
+        let missing = providers.for_account(&account);
+        assert!(!Arc::ptr_eq(&missing, &providers.for_account(&account)), "no secret yet: made again on each ask");
+        std::fs::write(&file, "dop_v1_secret\n").unwrap();
+        let read = providers.for_account(&account);
+        assert!(Arc::ptr_eq(&read, &providers.for_account(&account)), "once read, the client (and its budget) is kept");
+        let _ = std::fs::remove_file(&file);
+    }
 }

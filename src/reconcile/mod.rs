@@ -280,7 +280,17 @@ async fn run_one(shared: &Shared, claimed: Claimed) {
         id = %claimed.resource_id,
         attempt = claimed.attempts
     );
-    let result = tracing::Instrument::instrument(reconciler.run(&run), span).await;
+    let running = std::panic::AssertUnwindSafe(tracing::Instrument::instrument(reconciler.run(&run), span));
+    let result = tokio::select! {
+        // A panic is this run's error: its item backs off, the worker goes on.
+        ran = futures_util::FutureExt::catch_unwind(running) => ran.unwrap_or_else(|panic| Err(panicked(panic.as_ref()))),
+        () = hold_lease(shared, &claimed) => {
+            // Another worker may have the item now: stop here, before another provider call.
+            // What this run already sent is found by the next one from its attempt marker.
+            tracing::warn!(kind = claimed.kind, resource = claimed.resource_id, "the run's lease was lost; it is stopped");
+            return;
+        }
+    };
     let took = started.elapsed();
     let now = shared.services.clock.now_ms();
     let (next_due, failed, outcome) = match &result {
@@ -314,6 +324,31 @@ async fn run_one(shared: &Shared, claimed: Claimed) {
     if let Err(err) = queue::finish(&shared.services.db, &claimed, now, next_due, failed.as_deref()).await {
         tracing::warn!(error = err.describe(), "could not finish a run; its lease will expire");
     }
+}
+
+/// Renews the run's lease a few times per lease while the run lasts; returns once the lease has
+/// changed hands. A renewal the database could not take is tried again at the next tick: the
+/// lease still holds until it runs out.
+async fn hold_lease(shared: &Shared, claimed: &Claimed) {
+    let lease_ms = shared.config.lease_ms;
+    let every = Duration::from_millis((lease_ms / 3).max(1) as u64);
+    loop {
+        tokio::time::sleep(every).await;
+        match queue::renew(&shared.services.db, claimed, lease_ms).await {
+            Ok(true) => {}
+            Ok(false) => return,
+            Err(err) => tracing::warn!(error = err.describe(), "could not renew a lease"),
+        }
+    }
+}
+
+fn panicked(panic: &(dyn std::any::Any + Send)) -> crate::error::Error {
+    let text = panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "no message".into());
+    crate::error::Error::internal(format!("the run panicked: {text}"))
 }
 
 /// Queue depth and the oldest due item, for /metrics.

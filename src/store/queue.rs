@@ -3,6 +3,8 @@
 //! leased marks it to run again right after. Claiming sets owner, expiry and `epoch + 1` in one
 //! short statement (PostgreSQL: `FOR UPDATE SKIP LOCKED`); the run's write-back checks that epoch
 //! (a fence), so a worker whose lease expired changes nothing. An expired lease is claimable.
+//! Leases are measured on the database's clock, never a replica's: replicas whose clocks
+//! disagree still agree on when a lease ends. A run renews its lease while it lasts (`renew`).
 use sea_orm::sea_query::{Alias, Expr, ExprTrait, LockType, Query, SelectStatement};
 use sea_orm::{ConnectionTrait, DbBackend};
 
@@ -39,7 +41,16 @@ pub async fn wake(conn: &impl ConnectionTrait, kind: &str, resource_id: &str, du
     Ok(())
 }
 
-/// Leases up to `limit` due items of `kinds` to `owner` until `now + lease_ms`.
+/// The database's own clock, in ms since the epoch, as an SQL expression.
+fn database_now(backend: DbBackend) -> &'static str {
+    match backend {
+        DbBackend::Postgres => "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)",
+        _ => "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)",
+    }
+}
+
+/// Leases up to `limit` items of `kinds` due at `now` to `owner`, for `lease_ms` of the
+/// database's clock.
 pub async fn claim(
     conn: &impl ConnectionTrait,
     owner: &str,
@@ -50,28 +61,25 @@ pub async fn claim(
 ) -> Result<Vec<Claimed>> {
     let backend = conn.get_database_backend();
     let kind_list = kinds.iter().map(|k| format!("'{}'", k.replace('\'', ""))).collect::<Vec<_>>().join(", ");
+    let clock = database_now(backend);
     let due = format!(
         "SELECT kind, resource_id FROM work_items WHERE kind IN ({kind_list}) AND due_at <= $3 \
-         AND (lease_until IS NULL OR lease_until <= $3) ORDER BY due_at LIMIT $4"
+         AND (lease_until IS NULL OR lease_until <= {clock}) ORDER BY due_at LIMIT $4"
     );
     let sql = match backend {
         DbBackend::Postgres => format!(
-            "UPDATE work_items w SET lease_owner = $1, lease_until = $2, lease_epoch = w.lease_epoch + 1, \
+            "UPDATE work_items w SET lease_owner = $1, lease_until = {clock} + $2, lease_epoch = w.lease_epoch + 1, \
              attempts = w.attempts + 1, run_again = false FROM ({due} FOR UPDATE SKIP LOCKED) d \
              WHERE w.kind = d.kind AND w.resource_id = d.resource_id RETURNING w.kind, w.resource_id, w.lease_epoch, w.attempts"
         ),
         _ => format!(
-            "UPDATE work_items SET lease_owner = $1, lease_until = $2, lease_epoch = lease_epoch + 1, \
+            "UPDATE work_items SET lease_owner = $1, lease_until = {clock} + $2, lease_epoch = lease_epoch + 1, \
              attempts = attempts + 1, run_again = false WHERE (kind, resource_id) IN ({due}) \
              RETURNING kind, resource_id, lease_epoch, attempts"
         ),
     };
     let rows = conn
-        .query_all_raw(stmt(
-            backend,
-            &sql,
-            vec![owner.into(), (now + lease_ms).into(), now.into(), (limit as i64).into()],
-        ))
+        .query_all_raw(stmt(backend, &sql, vec![owner.into(), lease_ms.into(), now.into(), (limit as i64).into()]))
         .await?;
     rows.iter()
         .map(|row| {
@@ -84,6 +92,25 @@ pub async fn claim(
             })
         })
         .collect()
+}
+
+/// Extends the run's lease to `lease_ms` from the database's now. False once the lease has
+/// changed hands (it ran out and another worker claimed the item): the run must stop.
+pub async fn renew(conn: &impl ConnectionTrait, claimed: &Claimed, lease_ms: i64) -> Result<bool> {
+    let backend = conn.get_database_backend();
+    let sql = format!(
+        "UPDATE work_items SET lease_until = {} + $5 \
+         WHERE kind = $1 AND resource_id = $2 AND lease_epoch = $3 AND lease_owner = $4",
+        database_now(backend)
+    );
+    let values = vec![
+        claimed.kind.clone().into(),
+        claimed.resource_id.clone().into(),
+        claimed.epoch.into(),
+        claimed.owner.clone().into(),
+        lease_ms.into(),
+    ];
+    Ok(conn.execute_raw(stmt(backend, &sql, values)).await?.rows_affected() == 1)
 }
 
 /// In a write-back transaction: whether this run still holds its lease. On PostgreSQL the item

@@ -155,7 +155,8 @@ pub struct TestApp {
 pub struct TestAppBuilder {
     backend: Backend,
     clock: Clock,
-    long_lease: bool,
+    lease_ms: Option<i64>,
+    provider_timeout: Option<Duration>,
     sim: SimConfig,
     workers: Option<usize>,
     aws_zones: Option<Vec<&'static str>>,
@@ -165,11 +166,10 @@ pub struct TestAppBuilder {
 }
 
 impl TestApp {
-    /// A test that drives the clock itself: a manual clock and the quick sim. The clock moves a
-    /// second at a time while provider calls take real time: the lease is long, so that no run
-    /// is taken over under a slow call (and its create sent again).
+    /// A test that drives the clock itself: a manual clock and the quick sim. (Leases are
+    /// measured on the database's clock, so moving the manual one never expires a run's lease.)
     pub fn driven(backend: Backend) -> TestAppBuilder {
-        TestAppBuilder { long_lease: true, ..TestApp::on_clock(backend) }
+        TestApp::on_clock(backend)
     }
 
     /// A manual clock and the quick sim, with the usual lease.
@@ -177,7 +177,8 @@ impl TestApp {
         TestAppBuilder {
             backend,
             clock: Clock::manual(START),
-            long_lease: false,
+            lease_ms: None,
+            provider_timeout: None,
             sim: quick_sim(),
             workers: None,
             aws_zones: None,
@@ -219,6 +220,16 @@ impl TestAppBuilder {
         TestAppBuilder { sim, ..self }
     }
 
+    /// The reconcile workers' lease (5 s unless told).
+    pub fn lease_ms(self, lease_ms: i64) -> Self {
+        TestAppBuilder { lease_ms: Some(lease_ms), ..self }
+    }
+
+    /// How long the provider clients wait for an answer (2 s unless told).
+    pub fn provider_timeout(self, timeout: Duration) -> Self {
+        TestAppBuilder { provider_timeout: Some(timeout), ..self }
+    }
+
     /// Reconciler workers (0: none runs, and only what the calls record is seen).
     pub fn workers(self, workers: usize) -> Self {
         TestAppBuilder { workers: Some(workers), ..self }
@@ -229,8 +240,11 @@ impl TestAppBuilder {
         let mut config = config(&db.url);
         config.clock = self.clock.clone();
         config.sim = Some(self.sim);
-        if self.long_lease {
-            config.runtime.lease_ms = 600_000;
+        if let Some(lease_ms) = self.lease_ms {
+            config.runtime.lease_ms = lease_ms;
+        }
+        if let Some(timeout) = self.provider_timeout {
+            config.provider_timeout = timeout;
         }
         if let Some(workers) = self.workers {
             config.runtime.workers = workers;
