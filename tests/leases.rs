@@ -1,7 +1,8 @@
 //! Leases hold. A run renews its lease while it is alive, so a second replica's worker never
 //! takes the work item of a run that is still waiting on a stalled provider, however short the
-//! lease; the provider is asked once. A run that panics is that run's error: its item backs off
-//! and runs again, and the worker that ran it goes on working.
+//! lease; the provider is asked once. Every state-changing provider call of a run is recorded on
+//! its lease first, and one whose lease changed hands sends nothing. A run that panics is that
+//! run's error: its item backs off and runs again, and the worker that ran it goes on working.
 mod common;
 
 use std::sync::Arc;
@@ -103,3 +104,74 @@ where
     }
     panic!("never happened");
 }
+
+/// Reserves an address at the provider, after taking its own lease away first when `steal`.
+struct Reserves {
+    account: String,
+    steal: bool,
+    answer: tokio::sync::Mutex<Option<Result<String, String>>>,
+}
+
+#[async_trait::async_trait]
+impl Reconciler for Reserves {
+    fn kind(&self) -> &'static str {
+        "test.reserves"
+    }
+
+    async fn run(&self, run: &Run<'_>) -> vps_graph::error::Result<Next> {
+        if self.steal {
+            // Another replica took the item over (its lease ran out under a stalled run, say).
+            let db = &run.services.db;
+            let taken = format!(
+                "UPDATE work_items SET lease_epoch = lease_epoch + 1, lease_owner = 'another-replica' \
+                 WHERE kind = '{}'",
+                self.kind()
+            );
+            sea_orm::ConnectionTrait::execute_unprepared(db, &taken).await.unwrap();
+        }
+        let addresses = run.provider(&self.account).await?.addresses.clone().unwrap();
+        let reserved = addresses.address_reserve(vps_graph::provider::Family::V4, "nyc3").await;
+        *self.answer.lock().await = Some(reserved.map(|a| a.ip).map_err(|e| e.message().to_owned()));
+        Ok(Next::After(3_600_000))
+    }
+}
+
+async fn reserve_in_a_run(s: &TestApp, steal: bool) -> (Result<String, String>, i64) {
+    let services = s.server.app.services.clone();
+    let reconciler = Arc::new(Reserves { account: s.account.clone(), steal, answer: Default::default() });
+    let stop = CancellationToken::new();
+    let config = RuntimeConfig { workers: 1, lease_ms: 5_000, poll: Duration::from_millis(20) };
+    let runtime = reconcile::start(services.clone(), vec![reconciler.clone()], config, Arc::default(), stop.clone());
+    queue::wake(&services.db, reconciler.kind(), "item", s.clock.now_ms()).await.unwrap();
+    let answer = wait_for(|| async { reconciler.answer.lock().await.clone() }).await;
+    let calls = wait_for(|| async {
+        use sea_orm::EntityTrait;
+        let item =
+            vps_graph::store::entity::work_item::Entity::find_by_id((reconciler.kind().to_owned(), "item".to_owned()))
+                .one(&services.db)
+                .await
+                .unwrap()
+                .unwrap();
+        // Once the run has finished (the stolen item stays leased to the other replica).
+        (steal || item.lease_owner.is_none()).then_some(item.provider_calls)
+    })
+    .await;
+    stop.cancel();
+    runtime.await.unwrap();
+    (answer, calls)
+}
+
+db_test!(a_run_whose_lease_changed_hands_sends_no_state_changing_call, |backend: Backend| async move {
+    let s = TestApp::on_clock(backend).workers(0).build().await;
+    let sim = s.server.app.sim.as_ref().unwrap();
+    let (answer, calls) = reserve_in_a_run(&s, true).await;
+    assert!(answer.as_ref().is_err_and(|e| e.contains("lease changed hands")), "{answer:?}");
+    assert_eq!(sim.calls("reserved_ips.create"), 0, "nothing was sent");
+    assert_eq!(calls, 0, "nothing recorded on the lease the run lost");
+
+    // The same run holding its lease sends it, recorded first.
+    let (answer, calls) = reserve_in_a_run(&s, false).await;
+    assert!(answer.is_ok(), "{answer:?}");
+    assert_eq!(sim.calls("reserved_ips.create"), 1);
+    assert_eq!(calls, 1, "the call was recorded on the lease");
+});

@@ -14,6 +14,7 @@ mod m20261202_000007_generations;
 mod m20261204_000008_bytewise_ids;
 mod m20261205_000009_machines;
 mod m20261206_000010_firewall_rules;
+mod m20261207_000011_provider_calls;
 
 pub struct Migrator;
 
@@ -31,6 +32,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261204_000008_bytewise_ids::Migration),
             Box::new(m20261205_000009_machines::Migration),
             Box::new(m20261206_000010_firewall_rules::Migration),
+            Box::new(m20261207_000011_provider_calls::Migration),
         ]
     }
 }

@@ -7,6 +7,7 @@ mod accounts;
 pub mod aws;
 pub mod digitalocean;
 mod error;
+pub mod fence;
 mod phases;
 pub mod sizes;
 

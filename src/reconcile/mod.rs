@@ -280,7 +280,9 @@ async fn run_one(shared: &Shared, claimed: Claimed) {
         id = %claimed.resource_id,
         attempt = claimed.attempts
     );
-    let running = std::panic::AssertUnwindSafe(tracing::Instrument::instrument(reconciler.run(&run), span));
+    let fence = Arc::new(LeaseFence { db: shared.services.db.clone(), claimed: claimed.clone() });
+    let fenced = crate::provider::fence::scope(fence, reconciler.run(&run));
+    let running = std::panic::AssertUnwindSafe(tracing::Instrument::instrument(fenced, span));
     let result = tokio::select! {
         // A panic is this run's error: its item backs off, the worker goes on.
         ran = futures_util::FutureExt::catch_unwind(running) => ran.unwrap_or_else(|panic| Err(panicked(panic.as_ref()))),
@@ -323,6 +325,27 @@ async fn run_one(shared: &Shared, claimed: Claimed) {
     shared.services.metrics.reconcile_seconds.get_or_create(&labels).observe(took.as_secs_f64());
     if let Err(err) = queue::finish(&shared.services.db, &claimed, now, next_due, failed.as_deref()).await {
         tracing::warn!(error = err.describe(), "could not finish a run; its lease will expire");
+    }
+}
+
+/// A run's state-changing provider calls, each recorded on its work item's lease before it is
+/// sent (`queue::mark_call`); none is sent once the lease has changed hands.
+struct LeaseFence {
+    db: sea_orm::DatabaseConnection,
+    claimed: Claimed,
+}
+
+#[async_trait::async_trait]
+impl crate::provider::fence::CallFence for LeaseFence {
+    async fn before_change(&self) -> bool {
+        match queue::mark_call(&self.db, &self.claimed).await {
+            Ok(held) => held,
+            Err(err) => {
+                // Unknown whether the lease holds: do not send.
+                tracing::warn!(error = err.describe(), "could not record a provider call");
+                false
+            }
+        }
     }
 }
 

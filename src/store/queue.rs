@@ -113,6 +113,21 @@ pub async fn renew(conn: &impl ConnectionTrait, claimed: &Claimed, lease_ms: i64
     Ok(conn.execute_raw(stmt(backend, &sql, values)).await?.rows_affected() == 1)
 }
 
+/// Records, on the run's lease, that it is about to send a state-changing provider call. False
+/// once the lease has changed hands: the call must not be sent.
+pub async fn mark_call(conn: &impl ConnectionTrait, claimed: &Claimed) -> Result<bool> {
+    let backend = conn.get_database_backend();
+    let sql = "UPDATE work_items SET provider_calls = provider_calls + 1 \
+               WHERE kind = $1 AND resource_id = $2 AND lease_epoch = $3 AND lease_owner = $4";
+    let values = vec![
+        claimed.kind.clone().into(),
+        claimed.resource_id.clone().into(),
+        claimed.epoch.into(),
+        claimed.owner.clone().into(),
+    ];
+    Ok(conn.execute_raw(stmt(backend, sql, values)).await?.rows_affected() == 1)
+}
+
 /// In a write-back transaction: whether this run still holds its lease. On PostgreSQL the item
 /// stays locked until the transaction ends, so the lease cannot change hands meanwhile.
 pub async fn fence(conn: &impl ConnectionTrait, claimed: &Claimed) -> Result<bool> {

@@ -59,6 +59,7 @@ impl Aws {
         token: &str,
         tags: &[Tag],
     ) -> ProviderResult<EfsFileSystem> {
+        crate::provider::fence::before_change().await?;
         let efs = self.regional(region)?.efs;
         let started = std::time::Instant::now();
         let result = efs
@@ -138,6 +139,7 @@ impl Aws {
     }
 
     pub(super) async fn sdk_efs_delete(&self, region: &str, id: &str) -> ProviderResult<bool> {
+        crate::provider::fence::before_change().await?;
         let efs = self.regional(region)?.efs;
         let started = std::time::Instant::now();
         let result = efs.delete_file_system().file_system_id(id).send().await;
@@ -157,6 +159,7 @@ impl Aws {
         subnet_id: &str,
         security_group_ids: &[String],
     ) -> ProviderResult<MountTarget> {
+        crate::provider::fence::before_change().await?;
         let efs = self.regional(region)?.efs;
         let started = std::time::Instant::now();
         let result = efs
@@ -208,6 +211,7 @@ impl Aws {
     }
 
     pub(super) async fn sdk_mount_target_delete(&self, region: &str, mount_target_id: &str) -> ProviderResult<bool> {
+        crate::provider::fence::before_change().await?;
         let efs = self.regional(region)?.efs;
         let started = std::time::Instant::now();
         let result = efs.delete_mount_target().mount_target_id(mount_target_id).send().await;

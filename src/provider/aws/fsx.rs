@@ -47,6 +47,7 @@ impl Aws {
         region: &str,
         request: &LustreCreate<'_>,
     ) -> ProviderResult<LustreFileSystem> {
+        crate::provider::fence::before_change().await?;
         let fsx = self.regional(region)?.fsx;
         let tags = request.tags.iter().map(|t| aws_sdk_fsx::types::Tag::builder().key(&t.key).value(&t.value).build());
         let started = std::time::Instant::now();
@@ -111,6 +112,7 @@ impl Aws {
     }
 
     pub(super) async fn sdk_lustre_delete(&self, region: &str, id: &str) -> ProviderResult<bool> {
+        crate::provider::fence::before_change().await?;
         let fsx = self.regional(region)?.fsx;
         let started = std::time::Instant::now();
         let result = fsx

@@ -96,6 +96,9 @@ impl DigitalOcean {
         body: Option<Value>,
     ) -> ProviderResult<Answer> {
         let token = self.token.clone().map_err(ProviderError::misconfigured)?;
+        if method != Method::GET {
+            super::fence::before_change().await?;
+        }
         let now_s = chrono::Utc::now().timestamp();
         {
             let mut budget = self.budget.lock().unwrap_or_else(|e| e.into_inner());

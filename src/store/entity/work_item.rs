@@ -1,7 +1,7 @@
 use sea_orm::entity::prelude::*;
 
-/// One slot per `(kind, resource_id)` in the reconcile queue; times are milliseconds on the
-/// service clock so tests can drive them.
+/// One slot per `(kind, resource_id)` in the reconcile queue; due times are milliseconds on the
+/// service clock so tests can drive them, lease times on the database's.
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
 #[sea_orm(table_name = "work_items")]
 pub struct Model {
@@ -16,6 +16,8 @@ pub struct Model {
     pub run_again: bool,
     pub attempts: i32,
     pub last_error: Option<String>,
+    /// State-changing provider calls its runs sent, each recorded before it was sent.
+    pub provider_calls: i64,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

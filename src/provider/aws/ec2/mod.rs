@@ -247,6 +247,9 @@ impl Aws {
         };
         let body = form.encode();
         let acts = effect != Effect::Reads;
+        if acts {
+            crate::provider::fence::before_change().await?;
+        }
         let mut attempt = 0;
         loop {
             attempt += 1;

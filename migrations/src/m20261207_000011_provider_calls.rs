@@ -1,0 +1,27 @@
+//! A work item counts the state-changing provider calls its runs sent: each is recorded, on the
+//! run's lease, before it is sent (a fenced attempt marker for the calls that have no attempt
+//! column of their own), so a run whose lease changed hands sends nothing more.
+use sea_orm_migration::prelude::*;
+
+#[derive(DeriveMigrationName)]
+pub struct Migration;
+
+#[derive(DeriveIden)]
+enum WorkItems {
+    Table,
+    ProviderCalls,
+}
+
+#[async_trait::async_trait]
+impl MigrationTrait for Migration {
+    async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
+        manager
+            .alter_table(
+                Table::alter()
+                    .table(WorkItems::Table)
+                    .add_column(ColumnDef::new(WorkItems::ProviderCalls).big_integer().not_null().default(0))
+                    .to_owned(),
+            )
+            .await
+    }
+}
