@@ -60,6 +60,12 @@ pub struct Account {
     pub account: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct AccountPurpose {
+    pub account: String,
+    pub purpose: String,
+}
+
 pub struct Metrics {
     registry: Registry,
     pub http_requests: Family<HttpRequest, Counter>,
@@ -81,6 +87,8 @@ pub struct Metrics {
     pub provider_calls: Family<ProviderCall, Counter>,
     pub provider_seconds: Latencies<ProviderCall>,
     pub provider_budget_remaining: Family<Account, Gauge>,
+    pub provider_budget_limit: Family<Account, Gauge>,
+    pub provider_calls_last_hour: Family<AccountPurpose, Gauge>,
 }
 
 impl Default for Metrics {
@@ -104,6 +112,8 @@ impl Default for Metrics {
             provider_calls: Family::default(),
             provider_seconds: latencies(),
             provider_budget_remaining: Family::default(),
+            provider_budget_limit: Family::default(),
+            provider_calls_last_hour: Family::default(),
         };
         metrics.register();
         metrics
@@ -175,6 +185,24 @@ impl Metrics {
             "Provider API requests left in the account's budget.",
             self.provider_budget_remaining.clone(),
         );
+        r.register(
+            "vps_graph_provider_budget_limit",
+            "The provider's limit of API requests an hour for the account.",
+            self.provider_budget_limit.clone(),
+        );
+        r.register(
+            "vps_graph_provider_calls_last_hour",
+            "Provider API requests this replica sent for the account in the last hour, by purpose (asked, following, drift).",
+            self.provider_calls_last_hour.clone(),
+        );
+    }
+
+    /// The account's calls of the last hour, by purpose, as its budget counts them.
+    pub fn provider_calls_last_hour(&self, account: &str, view: &crate::provider::budget::BudgetView) {
+        for (purpose, calls) in crate::provider::fence::Purpose::ALL.iter().zip(view.calls_last_hour) {
+            let labels = AccountPurpose { account: account.to_owned(), purpose: purpose.as_str().to_owned() };
+            self.provider_calls_last_hour.get_or_create(&labels).set(calls as i64);
+        }
     }
 
     /// The OpenMetrics text exposition.

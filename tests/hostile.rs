@@ -88,7 +88,8 @@ db_test!(introspection_is_bounded_by_its_own_lists_and_aliases, |backend: Backen
     let repeats = format!("{{ __schema {{ types {{ fields {{ {} }} }} }} }}", "name ".repeat(4_000));
     let started = Instant::now();
     assert_eq!(limit(&server.gql(None, &repeats, json!({})).await), ("LIMIT_EXCEEDED", "introspection breadth"));
-    assert!(started.elapsed() < Duration::from_millis(200), "{:?}", started.elapsed());
+    // Refused before any work: far under a second even on a busy machine (not a speed target).
+    assert!(started.elapsed() < Duration::from_secs(1), "{:?}", started.elapsed());
     let three = "{ __schema { types { fields { args { name } } } } }";
     assert!(server.gql(None, three, json!({})).await.get("errors").is_none());
 });

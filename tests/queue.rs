@@ -6,7 +6,7 @@ mod common;
 
 use common::{Backend, TestDb};
 use sea_orm::TransactionTrait;
-use vps_graph::store::queue;
+use vps_graph::store::queue::{self, Purpose};
 
 const KIND: &str = "test.kind";
 
@@ -57,14 +57,14 @@ db_test!(a_wake_during_a_run_makes_it_run_again_right_after, |backend: Backend| 
     let run = queue::claim(&conn, "w", &[KIND], 0, 1000, 1).await.unwrap().remove(0);
     // Woken while running, even past its lease's expiry.
     queue::wake(&conn, KIND, "r1", 5000).await.unwrap();
-    queue::finish(&conn, &run, 2000, Some(3_600_000), None).await.unwrap();
+    queue::finish(&conn, &run, 2000, Some(3_600_000), Purpose::Following, None).await.unwrap();
     assert_eq!(queue::item(&conn, KIND, "r1").await.unwrap().unwrap().0, 2000, "runs again at once, not in an hour");
     let run = queue::claim(&conn, "w", &[KIND], 2000, 1000, 1).await.unwrap().remove(0);
     queue::wake(&conn, KIND, "r1", 2500).await.unwrap();
-    queue::finish(&conn, &run, 2600, None, None).await.unwrap();
+    queue::finish(&conn, &run, 2600, None, Purpose::Following, None).await.unwrap();
     assert!(queue::item(&conn, KIND, "r1").await.unwrap().is_some(), "not dropped while a wake is pending");
     let run = queue::claim(&conn, "w", &[KIND], 2600, 1000, 1).await.unwrap().remove(0);
-    queue::finish(&conn, &run, 2700, None, None).await.unwrap();
+    queue::finish(&conn, &run, 2700, None, Purpose::Following, None).await.unwrap();
     assert!(queue::item(&conn, KIND, "r1").await.unwrap().is_none(), "done");
 });
 
@@ -80,9 +80,9 @@ db_test!(a_run_whose_lease_was_taken_over_changes_nothing, |backend: Backend| as
     assert!(!queue::fence(&txn, &stale).await.unwrap(), "the fence stops the slow worker");
     assert!(queue::fence(&txn, &fresh).await.unwrap());
     txn.commit().await.unwrap();
-    queue::finish(&conn, &stale, 1600, None, None).await.unwrap();
+    queue::finish(&conn, &stale, 1600, None, Purpose::Following, None).await.unwrap();
     assert!(queue::item(&conn, KIND, "r1").await.unwrap().is_some(), "the stale finish dropped nothing");
-    queue::finish(&conn, &fresh, 1700, Some(9000), None).await.unwrap();
+    queue::finish(&conn, &fresh, 1700, Some(9000), Purpose::Following, None).await.unwrap();
     assert_eq!(queue::item(&conn, KIND, "r1").await.unwrap().unwrap().0, 9000);
 });
 
@@ -95,4 +95,32 @@ db_test!(a_stopping_worker_gives_its_leases_back, |backend: Backend| async move 
     assert_eq!(queue::claim(&conn, "leaving", &[KIND], 0, 60_000, 10).await.unwrap().len(), 2);
     queue::release(&conn, "leaving", 10).await.unwrap();
     assert_eq!(queue::claim(&conn, "next", &[KIND], 10, 60_000, 10).await.unwrap().len(), 2, "claimable at once");
+});
+
+db_test!(an_item_says_what_it_is_due_for, |backend: Backend| async move {
+    let db = TestDb::new(backend).await;
+    let conn = vps_graph::store::connect(&db.url, 4).await.unwrap();
+    let claim = |now: i64| {
+        let conn = conn.clone();
+        async move { queue::claim(&conn, "w", &[KIND], now, 60_000, 1).await.unwrap().remove(0) }
+    };
+    queue::wake(&conn, KIND, "r1", 0).await.unwrap();
+    let run = claim(0).await;
+    assert_eq!(run.purpose, Purpose::Asked, "a change someone made");
+    queue::finish(&conn, &run, 10, Some(1000), Purpose::Drift, None).await.unwrap();
+    let run = claim(1000).await;
+    assert_eq!(run.purpose, Purpose::Drift);
+    // A wake later than the drift read changes nothing of it; an earlier one is a change asked.
+    queue::finish(&conn, &run, 1000, Some(5000), Purpose::Drift, None).await.unwrap();
+    queue::wake(&conn, KIND, "r1", 9000).await.unwrap();
+    let run = claim(5000).await;
+    assert_eq!(run.purpose, Purpose::Drift);
+    queue::finish(&conn, &run, 5000, Some(9000), Purpose::Drift, None).await.unwrap();
+    queue::wake(&conn, KIND, "r1", 2000).await.unwrap();
+    let run = claim(2000).await;
+    assert_eq!(run.purpose, Purpose::Asked);
+    // Woken while it runs: it runs again at once, as asked, whatever the run said.
+    queue::wake(&conn, KIND, "r1", 2100).await.unwrap();
+    queue::finish(&conn, &run, 2200, Some(3_600_000), Purpose::Drift, None).await.unwrap();
+    assert_eq!(claim(2200).await.purpose, Purpose::Asked);
 });

@@ -40,7 +40,8 @@ db_test!(a_write_back_is_refused_only_for_a_stale_lease_never_for_a_user_change,
     let conn = &server.app.services.db;
     let read = || async { volume::Entity::find_by_id(id.clone()).one(conn).await.unwrap().unwrap() };
     let now = clock.now();
-    let claimed = queue::claim(conn, "worker-a", &[KIND], clock.now_ms(), 60_000, 1).await.unwrap().pop().expect("due");
+    // A lease of no time (on the database's clock): the run holds it until another worker claims.
+    let claimed = queue::claim(conn, "worker-a", &[KIND], clock.now_ms(), 0, 1).await.unwrap().pop().expect("due");
     let looked = read().await;
 
     let marked = StatusWrite::of(&id, looked.generation)
@@ -97,8 +98,8 @@ db_test!(a_write_back_is_refused_only_for_a_stale_lease_never_for_a_user_change,
     assert_eq!(ready.state, State::Ready);
     assert_eq!(ready.ready_at, Some(now));
 
-    // The lease runs out and another worker takes the resource: the first run writes nothing.
-    clock.advance(60_001);
+    // Its lease has run out and another worker takes the resource: the first run writes nothing.
+    clock.advance(1_000);
     queue::wake(conn, KIND, &id, clock.now_ms()).await.unwrap();
     let taken = queue::claim(conn, "worker-b", &[KIND], clock.now_ms(), 60_000, 1).await.unwrap();
     assert_eq!(taken.len(), 1, "the expired lease is claimed again");

@@ -41,6 +41,44 @@ impl ProviderAccount {
     async fn created_at(&self) -> DateTime<Utc> {
         self.0.created_at
     }
+    /// Its request budget and the calls sent in the last hour, as this replica sees them: each
+    /// replica counts its own calls; `remaining` is what the provider last said of the account.
+    async fn budget(&self, ctx: &Context<'_>) -> ProviderBudget {
+        let view = services(ctx).providers.budget(&self.0.id, Utc::now().timestamp());
+        let [asked, following, drift] = view.calls_last_hour.map(|n| n as i64);
+        ProviderBudget {
+            limit: view.limit,
+            remaining: view.remaining,
+            reset_at: view.reset_at.and_then(|s| DateTime::from_timestamp(s, 0)),
+            calls_last_hour: ProviderCalls { asked, following, drift },
+        }
+    }
+}
+
+/// A provider account's request budget. It is spent in the order of the calls' purposes: what
+/// someone asked first, following running actions next, the hourly drift reads last (they wait
+/// while a quarter of the budget is left).
+#[derive(SimpleObject)]
+pub struct ProviderBudget {
+    /// The provider's limit of requests an hour: null until an answer said it, and for AWS,
+    /// which throttles instead.
+    limit: Option<i64>,
+    /// Requests left in the hour, as the provider last said.
+    remaining: Option<i64>,
+    /// When the oldest request counted leaves the hour.
+    reset_at: Option<DateTime<Utc>>,
+    calls_last_hour: ProviderCalls,
+}
+
+/// Requests sent in the last hour, by what they were for.
+#[derive(SimpleObject)]
+pub struct ProviderCalls {
+    /// For a change someone made (a create, an action, a delete), or a retry of one.
+    asked: i64,
+    /// Looking at a provider action under way.
+    following: i64,
+    /// The hourly drift reads of settled resources.
+    drift: i64,
 }
 
 pub struct Pool(pub PoolView);

@@ -128,6 +128,7 @@ impl Providers {
                     }
                 }
             });
+            let client_budget = client.budget();
             let provider = Provider {
                 aws_networks: Some(client.clone()),
                 security_groups: Some(client.clone()),
@@ -135,10 +136,10 @@ impl Providers {
                 filesystems: Some(client),
                 ..none
             };
-            return Client { provider: Arc::new(provider), credential_read };
+            return Client { budget: Some(client_budget), provider: Arc::new(provider), credential_read };
         }
         if account.kind != ProviderKind::Digitalocean {
-            return Client { provider: Arc::new(none), credential_read: true };
+            return Client { provider: Arc::new(none), credential_read: true, budget: None };
         }
         let (base, token) = if account.sim {
             (self.sim_url.clone().unwrap_or_default(), Ok(Secret::new(format!("sim-{}", account.id))))
@@ -148,6 +149,7 @@ impl Providers {
         let credential_read = token.is_ok();
         let client =
             Arc::new(digitalocean::DigitalOcean::new(account.id, &base, token, self.timeout, self.metrics.clone()));
+        let budget = Some(client.budget());
         let provider = Provider {
             networks: Some(client.clone()),
             actions: Some(client.clone()),
@@ -158,14 +160,22 @@ impl Providers {
             addresses: Some(client),
             ..none
         };
-        Client { provider: Arc::new(provider), credential_read }
+        Client { provider: Arc::new(provider), credential_read, budget }
+    }
+
+    /// The account's budget as this replica's client of it sees it; nothing sent yet (no client
+    /// made) reads as an empty one.
+    pub fn budget(&self, account_id: &str, now_s: i64) -> super::budget::BudgetView {
+        let clients = self.clients.lock().unwrap_or_else(|e| e.into_inner());
+        clients.get(account_id).and_then(|c| c.budget.as_ref()).map(|b| b.view(now_s)).unwrap_or_default()
     }
 }
 
-/// A made client, and whether its credential could be read.
+/// A made client, whether its credential could be read, and its account's budget.
 struct Client {
     provider: Arc<Provider>,
     credential_read: bool,
+    budget: Option<Arc<super::budget::AccountBudget>>,
 }
 
 /// The secret behind `env:NAME` or `file:/path`, read when the client is made.
@@ -187,6 +197,7 @@ mod tests {
 
     #[test]
     fn a_client_whose_credential_could_not_be_read_is_made_again_until_it_can_be() {
+        crate::init_crypto();
         let providers = Providers::new(None, Duration::from_secs(1), Arc::new(Metrics::default()));
         let file = std::env::temp_dir().join(format!("vps-graph-credential-{}", std::process::id()));
         let _ = std::fs::remove_file(&file);

@@ -1,9 +1,11 @@
 //! The run a provider call is sent for. The reconcile runtime runs each reconcile step inside a
-//! `scope` holding its lease; every call that changes something at the provider asks
-//! `before_change` first, which records the call on that lease and refuses to send it once the
-//! lease has changed hands. One check in the clients, so that no state-changing call of any
-//! reconciler can be sent by a run that another replica may be running too. Outside a run
-//! (tools, tests of a client) there is nothing to fence and calls go out.
+//! `scope` holding its lease and what the run is for; every call that changes something at the
+//! provider asks `before_change` first, which records the call on that lease and refuses to send
+//! it once the lease has changed hands. One check in the clients, so that no state-changing call
+//! of any reconciler can be sent by a run that another replica may be running too. The clients
+//! also read the run's `purpose`: an account's request budget serves what someone asked first and
+//! the hourly drift reads last. Outside a run (tools, tests of a client) there is nothing to fence,
+//! calls go out, and they count as asked.
 use std::sync::Arc;
 
 use super::{ProviderError, ProviderResult};
@@ -15,20 +17,58 @@ pub trait CallFence: Send + Sync {
     async fn before_change(&self) -> bool;
 }
 
-tokio::task_local! {
-    static FENCE: Arc<dyn CallFence>;
+/// What a run is for, in the order an account's budget serves them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Purpose {
+    /// A change someone made (a create, an action, a delete), or a run after a failure.
+    Asked,
+    /// A provider action under way, looked at again.
+    Following,
+    /// The hourly drift read of a settled resource.
+    Drift,
 }
 
-/// Runs `work` with its provider calls fenced on `fence`.
-pub async fn scope<F: std::future::Future>(fence: Arc<dyn CallFence>, work: F) -> F::Output {
-    FENCE.scope(fence, work).await
+impl Purpose {
+    pub const ALL: [Purpose; 3] = [Purpose::Asked, Purpose::Following, Purpose::Drift];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Purpose::Asked => "asked",
+            Purpose::Following => "following",
+            Purpose::Drift => "drift",
+        }
+    }
+
+    /// A stored word back; anything unknown is served as asked.
+    pub fn parse(word: &str) -> Purpose {
+        Purpose::ALL.into_iter().find(|p| p.as_str() == word).unwrap_or(Purpose::Asked)
+    }
+}
+
+struct Sent {
+    fence: Arc<dyn CallFence>,
+    purpose: Purpose,
+}
+
+tokio::task_local! {
+    static RUN: Sent;
+}
+
+/// Runs `work` with its provider calls fenced on `fence` and served as `purpose`.
+pub async fn scope<F: std::future::Future>(fence: Arc<dyn CallFence>, purpose: Purpose, work: F) -> F::Output {
+    RUN.scope(Sent { fence, purpose }, work).await
+}
+
+/// What the current run is for (asked, outside a run).
+pub fn purpose() -> Purpose {
+    RUN.try_with(|run| run.purpose).unwrap_or(Purpose::Asked)
 }
 
 /// Called by the clients before a state-changing request is sent. Nothing was sent when it
 /// refuses, so the refusal is a `RetryLater`: the run that lost its lease writes nothing back,
 /// and the replica that holds the lease now carries on.
 pub(crate) async fn before_change() -> ProviderResult<()> {
-    let Ok(fence) = FENCE.try_with(Arc::clone) else { return Ok(()) };
+    let Ok(fence) = RUN.try_with(|run| run.fence.clone()) else { return Ok(()) };
     if fence.before_change().await {
         Ok(())
     } else {

@@ -5,6 +5,7 @@
 //! nothing of the database.
 mod accounts;
 pub mod aws;
+pub mod budget;
 pub mod digitalocean;
 mod error;
 pub mod fence;

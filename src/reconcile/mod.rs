@@ -29,7 +29,7 @@ use tokio_util::sync::CancellationToken;
 use crate::error::Result;
 use crate::service::Services;
 use crate::store::notify;
-use crate::store::queue::{self, Claimed};
+use crate::store::queue::{self, Claimed, Purpose};
 use crate::store::status::StatusWrite;
 
 pub const ACTION_POLL_MS: i64 = 5_000;
@@ -281,31 +281,37 @@ async fn run_one(shared: &Shared, claimed: Claimed) {
         attempt = claimed.attempts
     );
     let fence = Arc::new(LeaseFence { db: shared.services.db.clone(), claimed: claimed.clone() });
-    let fenced = crate::provider::fence::scope(fence, reconciler.run(&run));
+    let fenced = crate::provider::fence::scope(fence, claimed.purpose, reconciler.run(&run));
     let running = std::panic::AssertUnwindSafe(tracing::Instrument::instrument(fenced, span));
-    let result = tokio::select! {
-        // A panic is this run's error: its item backs off, the worker goes on.
-        ran = futures_util::FutureExt::catch_unwind(running) => ran.unwrap_or_else(|panic| Err(panicked(panic.as_ref()))),
+    let mut running = std::pin::pin!(futures_util::FutureExt::catch_unwind(running));
+    let ran = tokio::select! {
+        ran = &mut running => ran,
         () = hold_lease(shared, &claimed) => {
-            // Another worker may have the item now: stop here, before another provider call.
-            // What this run already sent is found by the next one from its attempt marker.
-            tracing::warn!(kind = claimed.kind, resource = claimed.resource_id, "the run's lease was lost; it is stopped");
-            return;
+            // Another worker may have the item now. The run is not cut short (it could be inside
+            // a transaction), but from here the fence refuses its provider calls and its writes.
+            tracing::warn!(kind = claimed.kind, resource = claimed.resource_id, "the run's lease changed hands");
+            running.await
         }
     };
+    // A panic is this run's error: its item backs off, the worker goes on.
+    let result = ran.unwrap_or_else(|panic| Err(panicked(panic.as_ref())));
     let took = started.elapsed();
     let now = shared.services.clock.now_ms();
-    let (next_due, failed, outcome) = match &result {
-        Ok(Next::Now) => (Some(now), None, "more"),
-        Ok(Next::After(ms)) => (Some(now + ms), None, "requeued"),
+    // More of the same work keeps its purpose; a look at a running action follows it; a settled
+    // resource waits for its drift read.
+    let same = claimed.purpose;
+    let (next_due, next_for, failed, outcome) = match &result {
+        Ok(Next::Now) => (Some(now), same, None, "more"),
+        Ok(Next::After(ms)) => (Some(now + ms), Purpose::Following, None, "requeued"),
         // The streak of such runs is the item's attempts, kept while they last.
         Ok(Next::Backoff(ms)) => (
             Some(now + backoff_ms(*ms, claimed.attempts)),
+            same,
             Some("the provider is unavailable or rate-limited".into()),
             "backoff",
         ),
-        Ok(Next::Drift) => (Some(drift_due(now, &claimed.resource_id)), None, "settled"),
-        Ok(Next::Done) => (None, None, "done"),
+        Ok(Next::Drift) => (Some(drift_due(now, &claimed.resource_id)), Purpose::Drift, None, "settled"),
+        Ok(Next::Done) => (None, same, None, "done"),
         Err(err) => {
             tracing::warn!(
                 kind = claimed.kind,
@@ -313,7 +319,7 @@ async fn run_one(shared: &Shared, claimed: Claimed) {
                 error = err.describe(),
                 "reconcile failed"
             );
-            (Some(now + RETRY_LATER_MS), Some(err.describe()), "failed")
+            (Some(now + RETRY_LATER_MS), same, Some(err.describe()), "failed")
         }
     };
     let labels = crate::metrics::ReconcileRun {
@@ -323,7 +329,7 @@ async fn run_one(shared: &Shared, claimed: Claimed) {
     };
     shared.services.metrics.reconcile_runs.get_or_create(&labels).inc();
     shared.services.metrics.reconcile_seconds.get_or_create(&labels).observe(took.as_secs_f64());
-    if let Err(err) = queue::finish(&shared.services.db, &claimed, now, next_due, failed.as_deref()).await {
+    if let Err(err) = queue::finish(&shared.services.db, &claimed, now, next_due, next_for, failed.as_deref()).await {
         tracing::warn!(error = err.describe(), "could not finish a run; its lease will expire");
     }
 }

@@ -10,6 +10,7 @@ use sea_orm::{ConnectionTrait, DbBackend};
 
 use super::stmt;
 use crate::error::Result;
+pub use crate::provider::fence::Purpose;
 
 pub const WAKE_CHANNEL: &str = "vps_graph_work";
 
@@ -21,17 +22,20 @@ pub struct Claimed {
     pub owner: String,
     /// Runs in a row that ended in error, this one included.
     pub attempts: i32,
+    /// What the run is for: the account's budget serves asked, then following, then drift.
+    pub purpose: Purpose,
 }
 
-/// Asks for `(kind, resource_id)` to be reconciled at `due_at` (or earlier if already asked).
-/// Call it in the transaction of the change that needs it.
+/// Asks for `(kind, resource_id)` to be reconciled at `due_at` (or earlier if already asked),
+/// for a change someone made (`asked`). Call it in the transaction of the change that needs it.
 pub async fn wake(conn: &impl ConnectionTrait, kind: &str, resource_id: &str, due_at: i64) -> Result<()> {
     let backend = conn.get_database_backend();
     let least = if backend == DbBackend::Postgres { "LEAST" } else { "MIN" };
     let sql = format!(
         "INSERT INTO work_items (kind, resource_id, due_at) VALUES ($1, $2, $3) \
          ON CONFLICT (kind, resource_id) DO UPDATE SET due_at = {least}(work_items.due_at, excluded.due_at), \
-         run_again = work_items.run_again OR work_items.lease_owner IS NOT NULL"
+         run_again = work_items.run_again OR work_items.lease_owner IS NOT NULL, \
+         due_for = CASE WHEN excluded.due_at <= work_items.due_at THEN 'asked' ELSE work_items.due_for END"
     );
     conn.execute_raw(stmt(backend, &sql, vec![kind.into(), resource_id.into(), due_at.into()])).await?;
     if backend == DbBackend::Postgres {
@@ -70,12 +74,13 @@ pub async fn claim(
         DbBackend::Postgres => format!(
             "UPDATE work_items w SET lease_owner = $1, lease_until = {clock} + $2, lease_epoch = w.lease_epoch + 1, \
              attempts = w.attempts + 1, run_again = false FROM ({due} FOR UPDATE SKIP LOCKED) d \
-             WHERE w.kind = d.kind AND w.resource_id = d.resource_id RETURNING w.kind, w.resource_id, w.lease_epoch, w.attempts"
+             WHERE w.kind = d.kind AND w.resource_id = d.resource_id \
+             RETURNING w.kind, w.resource_id, w.lease_epoch, w.attempts, w.due_for"
         ),
         _ => format!(
             "UPDATE work_items SET lease_owner = $1, lease_until = {clock} + $2, lease_epoch = lease_epoch + 1, \
              attempts = attempts + 1, run_again = false WHERE (kind, resource_id) IN ({due}) \
-             RETURNING kind, resource_id, lease_epoch, attempts"
+             RETURNING kind, resource_id, lease_epoch, attempts, due_for"
         ),
     };
     let rows = conn
@@ -89,6 +94,7 @@ pub async fn claim(
                 epoch: row.try_get("", "lease_epoch")?,
                 owner: owner.to_owned(),
                 attempts: row.try_get("", "attempts")?,
+                purpose: Purpose::parse(&row.try_get::<String>("", "due_for")?),
             })
         })
         .collect()
@@ -151,13 +157,15 @@ pub fn lease_held(claimed: &Claimed) -> SelectStatement {
     select
 }
 
-/// Ends a run: look again at `next_due` (or right away when woken meanwhile), or with None drop
-/// the item (unless woken meanwhile). `failed` keeps the attempt count and the error.
+/// Ends a run: look again at `next_due` for `next_for` (or right away, as asked, when woken
+/// meanwhile), or with None drop the item (unless woken meanwhile). `failed` keeps the attempt
+/// count and the error.
 pub async fn finish(
     conn: &impl ConnectionTrait,
     claimed: &Claimed,
     now: i64,
     next_due: Option<i64>,
+    next_for: Purpose,
     failed: Option<&str>,
 ) -> Result<()> {
     let backend = conn.get_database_backend();
@@ -181,12 +189,18 @@ pub async fn finish(
         }
     }
     let mut values = key;
-    values.extend([now.into(), next_due.unwrap_or(now).into(), failed.map(str::to_owned).into()]);
+    values.extend([
+        now.into(),
+        next_due.unwrap_or(now).into(),
+        failed.map(str::to_owned).into(),
+        next_for.as_str().into(),
+    ]);
     conn.execute_raw(stmt(
         backend,
         &format!(
             "UPDATE work_items SET lease_owner = NULL, lease_until = NULL, \
-             due_at = CASE WHEN run_again THEN $5 ELSE $6 END, run_again = false, last_error = $7, \
+             due_at = CASE WHEN run_again THEN $5 ELSE $6 END, \
+             due_for = CASE WHEN run_again THEN 'asked' ELSE $8 END, run_again = false, last_error = $7, \
              attempts = CASE WHEN $7 IS NULL THEN 0 ELSE attempts END WHERE {fenced}"
         ),
         values,

@@ -108,6 +108,8 @@ pub struct Aws {
     sdk_http: aws_sdk_efs::config::SharedHttpClient,
     regions: Mutex<HashMap<String, Regional>>,
     metrics: Arc<Metrics>,
+    /// The calls sent, by purpose (AWS throttles rather than keep an hourly budget).
+    budget: Arc<crate::provider::budget::AccountBudget>,
 }
 
 /// An SDK client with what every one of ours gets: the region, the credentials, our HTTP client,
@@ -183,6 +185,7 @@ impl Aws {
             sdk_http,
             regions: Mutex::new(HashMap::new()),
             metrics,
+            budget: Arc::default(),
         }
     }
 
@@ -228,6 +231,12 @@ impl Aws {
 
     fn count(&self, service: &str, operation: &str, status: &str, started: std::time::Instant) {
         self.metrics.provider_call("aws", &format!("{service}.{operation}"), status, started.elapsed());
+        self.budget.count(chrono::Utc::now().timestamp(), crate::provider::fence::purpose());
+    }
+
+    /// The account's calls by purpose, shared with the registry that shows them to operators.
+    pub fn budget(&self) -> Arc<crate::provider::budget::AccountBudget> {
+        self.budget.clone()
     }
 }
 

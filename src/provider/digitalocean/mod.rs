@@ -1,5 +1,6 @@
 //! The DigitalOcean API v2 client (reqwest). It keeps the account's rate-limit budget from the
-//! `ratelimit-*` headers and backs off before the budget is spent; 429, 5xx and timeouts become
+//! `ratelimit-*` headers and backs off before the budget is spent, drift reads first
+//! (`provider::budget`); 429, 5xx and timeouts become
 //! retry-later (or unknown-outcome for a create); error bodies are kept as the message.
 //! Droplets and tags live in `droplets`, cloud firewalls in `firewalls`, volumes, shares and snapshots in `volumes`, reserved
 //! addresses in `addresses`.
@@ -8,19 +9,17 @@ mod droplets;
 mod firewalls;
 mod volumes;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
+use super::budget::AccountBudget;
 use super::{ActionStatus, Actions, Networks, ProviderError, ProviderResult, Vpc, VpcCreate};
 use crate::metrics::Metrics;
 use crate::secret::Secret;
 
-/// Requests kept back from the hourly budget (at least this many, or 5 % of the limit), so the
-/// budget is never spent to a 429.
-const RESERVE_MIN: i64 = 1;
 const RETRY_AFTER: Duration = Duration::from_secs(30);
 const PER_PAGE: u32 = 200;
 
@@ -29,33 +28,8 @@ pub struct DigitalOcean {
     base: String,
     token: Result<Secret, String>,
     http: reqwest::Client,
-    budget: Mutex<Budget>,
+    budget: Arc<AccountBudget>,
     metrics: Arc<Metrics>,
-}
-
-#[derive(Clone, Copy, Debug, Default)]
-struct Budget {
-    limit: Option<i64>,
-    remaining: Option<i64>,
-    /// Unix seconds when the oldest counted request leaves the window.
-    reset_at: Option<i64>,
-}
-
-impl Budget {
-    fn exhausted(&self, now_s: i64) -> Option<Duration> {
-        let (Some(limit), Some(remaining)) = (self.limit, self.remaining) else { return None };
-        let reserve = RESERVE_MIN.max(limit / 20);
-        if remaining > reserve {
-            return None;
-        }
-        match self.reset_at {
-            Some(reset) if reset > now_s => {
-                Some(Duration::from_secs((reset - now_s) as u64).min(RETRY_AFTER).max(Duration::from_secs(1)))
-            }
-            // A reset already past says nothing: let the request through and learn again.
-            _ => None,
-        }
-    }
 }
 
 pub(super) struct Answer {
@@ -81,7 +55,7 @@ impl DigitalOcean {
             base: base.trim_end_matches('/').to_owned(),
             token,
             http,
-            budget: Mutex::new(Budget::default()),
+            budget: Arc::default(),
             metrics,
         }
     }
@@ -100,18 +74,15 @@ impl DigitalOcean {
             super::fence::before_change().await?;
         }
         let now_s = chrono::Utc::now().timestamp();
-        {
-            let mut budget = self.budget.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(after) = budget.exhausted(now_s) {
-                self.count(endpoint, "budget", Duration::ZERO);
-                return Err(ProviderError::RetryLater {
-                    message: "waiting for the account's API budget".into(),
-                    after,
-                });
-            }
-            // Counted now, so concurrent workers see it before the answer's headers say so.
-            budget.remaining = budget.remaining.map(|r| r - 1);
+        let purpose = super::fence::purpose();
+        if let Some(after) = self.budget.take(now_s, purpose) {
+            self.count(endpoint, "budget", Duration::ZERO);
+            return Err(ProviderError::RetryLater {
+                message: format!("waiting for the account's API budget ({} calls wait first)", purpose.as_str()),
+                after,
+            });
         }
+        self.metrics.provider_calls_last_hour(&self.account_id, &self.budget.view(now_s));
         let acts = method == Method::POST;
         let mut request = self.http.request(method, format!("{}{path}", self.base)).bearer_auth(token.expose());
         if let Some(body) = body {
@@ -163,18 +134,21 @@ impl DigitalOcean {
     }
 
     fn learn_budget(&self, headers: &reqwest::header::HeaderMap) {
-        let mut budget = self.budget.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(limit) = header_seconds(headers, "ratelimit-limit") {
-            budget.limit = Some(limit as i64);
+        let number = |name| header_seconds(headers, name).map(|n| n as i64);
+        let (limit, remaining) = (number("ratelimit-limit"), number("ratelimit-remaining"));
+        self.budget.learn(limit, remaining, number("ratelimit-reset"));
+        let account = crate::metrics::Account { account: self.account_id.clone() };
+        if let Some(remaining) = remaining {
+            self.metrics.provider_budget_remaining.get_or_create(&account).set(remaining);
         }
-        if let Some(remaining) = header_seconds(headers, "ratelimit-remaining") {
-            budget.remaining = Some(remaining as i64);
-            let account = crate::metrics::Account { account: self.account_id.clone() };
-            self.metrics.provider_budget_remaining.get_or_create(&account).set(remaining as i64);
+        if let Some(limit) = limit {
+            self.metrics.provider_budget_limit.get_or_create(&account).set(limit);
         }
-        if let Some(reset) = header_seconds(headers, "ratelimit-reset") {
-            budget.reset_at = Some(reset as i64);
-        }
+    }
+
+    /// The account's budget, shared with the registry that shows it to operators.
+    pub fn budget(&self) -> Arc<AccountBudget> {
+        self.budget.clone()
     }
 
     fn count(&self, endpoint: &str, status: &str, took: Duration) {
@@ -305,23 +279,5 @@ impl Actions for DigitalOcean {
             Some("errored") => ActionStatus::Errored,
             _ => ActionStatus::InProgress,
         }))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn budget_backs_off_before_it_is_spent() {
-        let budget = Budget { limit: Some(5000), remaining: Some(250), reset_at: Some(1_000_100) };
-        assert_eq!(budget.exhausted(1_000_000), Some(RETRY_AFTER));
-        let room = Budget { remaining: Some(251), ..budget };
-        assert_eq!(room.exhausted(1_000_000), None);
-        let stale = Budget { reset_at: Some(999_000), ..budget };
-        assert_eq!(stale.exhausted(1_000_000), None, "a reset in the past is not trusted");
-        let soon = Budget { reset_at: Some(1_000_004), ..budget };
-        assert_eq!(soon.exhausted(1_000_000), Some(Duration::from_secs(4)));
-        assert_eq!(Budget::default().exhausted(1_000_000), None);
     }
 }

@@ -18,6 +18,8 @@ pub struct Model {
     pub last_error: Option<String>,
     /// State-changing provider calls its runs sent, each recorded before it was sent.
     pub provider_calls: i64,
+    /// What it is due for: `asked`, `following` or `drift` (`provider::fence::Purpose`).
+    pub due_for: String,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
