@@ -197,11 +197,11 @@ impl Metrics {
         );
     }
 
-    /// The account's calls of the last hour, by purpose, as its budget counts them.
-    pub fn provider_calls_last_hour(&self, account: &str, view: &crate::provider::budget::BudgetView) {
-        for (purpose, calls) in crate::provider::fence::Purpose::ALL.iter().zip(view.calls_last_hour) {
-            let labels = AccountPurpose { account: account.to_owned(), purpose: purpose.as_str().to_owned() };
-            self.provider_calls_last_hour.get_or_create(&labels).set(calls as i64);
+    /// The account's calls of the last hour, by purpose (`asked`, `following`, `drift`).
+    pub fn provider_calls_last_hour(&self, account: &str, by_purpose: &[(&str, u64)]) {
+        for (purpose, calls) in by_purpose {
+            let labels = AccountPurpose { account: account.to_owned(), purpose: (*purpose).to_owned() };
+            self.provider_calls_last_hour.get_or_create(&labels).set(*calls as i64);
         }
     }
 

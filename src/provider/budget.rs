@@ -38,6 +38,14 @@ pub struct BudgetView {
     pub calls_last_hour: [u64; 3],
 }
 
+impl BudgetView {
+    /// The calls of the last hour with their purpose's word.
+    pub fn by_purpose(&self) -> [(&'static str, u64); 3] {
+        let [asked, following, drift] = self.calls_last_hour;
+        [(Purpose::Asked.as_str(), asked), (Purpose::Following.as_str(), following), (Purpose::Drift.as_str(), drift)]
+    }
+}
+
 impl AccountBudget {
     /// Whether a call for `purpose` may be sent at `now_s`: None, and the call is counted (before
     /// its answer, so concurrent runs see it); or how long to wait, and nothing is counted.

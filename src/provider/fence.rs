@@ -17,33 +17,7 @@ pub trait CallFence: Send + Sync {
     async fn before_change(&self) -> bool;
 }
 
-/// What a run is for, in the order an account's budget serves them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Purpose {
-    /// A change someone made (a create, an action, a delete), or a run after a failure.
-    Asked,
-    /// A provider action under way, looked at again.
-    Following,
-    /// The hourly drift read of a settled resource.
-    Drift,
-}
-
-impl Purpose {
-    pub const ALL: [Purpose; 3] = [Purpose::Asked, Purpose::Following, Purpose::Drift];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Purpose::Asked => "asked",
-            Purpose::Following => "following",
-            Purpose::Drift => "drift",
-        }
-    }
-
-    /// A stored word back; anything unknown is served as asked.
-    pub fn parse(word: &str) -> Purpose {
-        Purpose::ALL.into_iter().find(|p| p.as_str() == word).unwrap_or(Purpose::Asked)
-    }
-}
+pub use crate::store::queue::Purpose;
 
 struct Sent {
     fence: Arc<dyn CallFence>,

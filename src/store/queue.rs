@@ -10,9 +10,36 @@ use sea_orm::{ConnectionTrait, DbBackend};
 
 use super::stmt;
 use crate::error::Result;
-pub use crate::provider::fence::Purpose;
 
 pub const WAKE_CHANNEL: &str = "vps_graph_work";
+
+/// What a run is for, in the order an account's budget serves them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Purpose {
+    /// A change someone made (a create, an action, a delete), or a run after a failure.
+    Asked,
+    /// A provider action under way, looked at again.
+    Following,
+    /// The hourly drift read of a settled resource.
+    Drift,
+}
+
+impl Purpose {
+    pub const ALL: [Purpose; 3] = [Purpose::Asked, Purpose::Following, Purpose::Drift];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Purpose::Asked => "asked",
+            Purpose::Following => "following",
+            Purpose::Drift => "drift",
+        }
+    }
+
+    /// A stored word back; anything unknown is served as asked.
+    pub fn parse(word: &str) -> Purpose {
+        Purpose::ALL.into_iter().find(|p| p.as_str() == word).unwrap_or(Purpose::Asked)
+    }
+}
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Claimed {

@@ -82,7 +82,7 @@ impl DigitalOcean {
                 after,
             });
         }
-        self.metrics.provider_calls_last_hour(&self.account_id, &self.budget.view(now_s));
+        self.metrics.provider_calls_last_hour(&self.account_id, &self.budget.view(now_s).by_purpose());
         let acts = method == Method::POST;
         let mut request = self.http.request(method, format!("{}{path}", self.base)).bearer_auth(token.expose());
         if let Some(body) = body {
