@@ -127,22 +127,27 @@ pub async fn claim(
         .collect()
 }
 
-/// Extends the run's lease to `lease_ms` from the database's now. False once the lease has
-/// changed hands (it ran out and another worker claimed the item): the run must stop.
-pub async fn renew(conn: &impl ConnectionTrait, claimed: &Claimed, lease_ms: i64) -> Result<bool> {
-    let backend = conn.get_database_backend();
-    let sql = format!(
-        "UPDATE work_items SET lease_until = {} + $5 \
-         WHERE kind = $1 AND resource_id = $2 AND lease_epoch = $3 AND lease_owner = $4",
-        database_now(backend)
-    );
-    let values = vec![
+/// The condition that picks a run's work item while the run holds its lease ($1 … $4), and its
+/// values; a statement adds its own values from $5.
+const FENCED: &str = "kind = $1 AND resource_id = $2 AND lease_epoch = $3 AND lease_owner = $4";
+
+fn fenced_key(claimed: &Claimed) -> Vec<sea_orm::Value> {
+    vec![
         claimed.kind.clone().into(),
         claimed.resource_id.clone().into(),
         claimed.epoch.into(),
         claimed.owner.clone().into(),
-        lease_ms.into(),
-    ];
+    ]
+}
+
+/// Extends the run's lease to `lease_ms` from the database's now. False once the lease has
+/// changed hands (it ran out and another worker claimed the item): from then on the run's
+/// provider calls and write-back are refused.
+pub async fn renew(conn: &impl ConnectionTrait, claimed: &Claimed, lease_ms: i64) -> Result<bool> {
+    let backend = conn.get_database_backend();
+    let sql = format!("UPDATE work_items SET lease_until = {} + $5 WHERE {FENCED}", database_now(backend));
+    let mut values = fenced_key(claimed);
+    values.push(lease_ms.into());
     Ok(conn.execute_raw(stmt(backend, &sql, values)).await?.rows_affected() == 1)
 }
 
@@ -150,15 +155,8 @@ pub async fn renew(conn: &impl ConnectionTrait, claimed: &Claimed, lease_ms: i64
 /// once the lease has changed hands: the call must not be sent.
 pub async fn mark_call(conn: &impl ConnectionTrait, claimed: &Claimed) -> Result<bool> {
     let backend = conn.get_database_backend();
-    let sql = "UPDATE work_items SET provider_calls = provider_calls + 1 \
-               WHERE kind = $1 AND resource_id = $2 AND lease_epoch = $3 AND lease_owner = $4";
-    let values = vec![
-        claimed.kind.clone().into(),
-        claimed.resource_id.clone().into(),
-        claimed.epoch.into(),
-        claimed.owner.clone().into(),
-    ];
-    Ok(conn.execute_raw(stmt(backend, sql, values)).await?.rows_affected() == 1)
+    let sql = format!("UPDATE work_items SET provider_calls = provider_calls + 1 WHERE {FENCED}");
+    Ok(conn.execute_raw(stmt(backend, &sql, fenced_key(claimed))).await?.rows_affected() == 1)
 }
 
 /// In a write-back transaction: whether this run still holds its lease. On PostgreSQL the item
@@ -196,18 +194,12 @@ pub async fn finish(
     failed: Option<&str>,
 ) -> Result<()> {
     let backend = conn.get_database_backend();
-    let key = vec![
-        claimed.kind.clone().into(),
-        claimed.resource_id.clone().into(),
-        claimed.epoch.into(),
-        claimed.owner.clone().into(),
-    ];
-    let fenced = "kind = $1 AND resource_id = $2 AND lease_epoch = $3 AND lease_owner = $4";
+    let key = fenced_key(claimed);
     if next_due.is_none() {
         let deleted = conn
             .execute_raw(stmt(
                 backend,
-                &format!("DELETE FROM work_items WHERE {fenced} AND NOT run_again"),
+                &format!("DELETE FROM work_items WHERE {FENCED} AND NOT run_again"),
                 key.clone(),
             ))
             .await?;
@@ -228,7 +220,7 @@ pub async fn finish(
             "UPDATE work_items SET lease_owner = NULL, lease_until = NULL, \
              due_at = CASE WHEN run_again THEN $5 ELSE $6 END, \
              due_for = CASE WHEN run_again THEN 'asked' ELSE $8 END, run_again = false, last_error = $7, \
-             attempts = CASE WHEN $7 IS NULL THEN 0 ELSE attempts END WHERE {fenced}"
+             attempts = CASE WHEN $7 IS NULL THEN 0 ELSE attempts END WHERE {FENCED}"
         ),
         values,
     ))
