@@ -49,6 +49,8 @@ pub trait Networks: Send + Sync {
     async fn vpc_find_by_name(&self, name: &str) -> ProviderResult<Option<Vpc>>;
     /// False when it was already gone.
     async fn vpc_delete(&self, id: &str) -> ProviderResult<bool>;
+    /// Every VPC of the account, in pages of the API's largest size.
+    async fn vpcs_list(&self) -> ProviderResult<Vec<Vpc>>;
 }
 
 /// A machine as the provider shows it (a DigitalOcean Droplet). `status` is the provider's word:
@@ -223,6 +225,10 @@ pub trait Volumes: Send + Sync {
     /// Starts a share action; its effect shows on the share (there is no action to poll). A
     /// snapshot answers the new snapshot's id.
     async fn share_action(&self, share_id: &str, action: &ShareAction) -> ProviderResult<Option<String>>;
+    /// Every block volume of the account, in pages of the API's largest size.
+    async fn volumes_list(&self) -> ProviderResult<Vec<BlockVolume>>;
+    /// Every share of the account in `region`, in pages of the API's largest size.
+    async fn shares_list(&self, region: &str) -> ProviderResult<Vec<Share>>;
 }
 
 /// A volume or share snapshot as the provider shows it.
@@ -254,10 +260,14 @@ pub trait Snapshots: Send + Sync {
     async fn share_snapshot_get(&self, id: &str, region: &str) -> ProviderResult<Option<Snapshot>>;
     async fn share_snapshot_find(&self, share_id: &str, name: &str, region: &str) -> ProviderResult<Option<Snapshot>>;
     async fn share_snapshot_delete(&self, id: &str, region: &str) -> ProviderResult<bool>;
+    /// Every volume snapshot of the account, in pages of the API's largest size.
+    async fn volume_snapshots_list(&self) -> ProviderResult<Vec<Snapshot>>;
+    /// Every share snapshot of the account in `region`, in pages of the API's largest size.
+    async fn share_snapshots_list(&self, region: &str) -> ProviderResult<Vec<Snapshot>>;
 }
 
 /// The two families of reserved address.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Family {
     V4,
     V6,
@@ -290,6 +300,8 @@ pub trait Addresses: Send + Sync {
     async fn address_assign(&self, family: Family, ip: &str, droplet_id: &str) -> ProviderResult<u64>;
     /// Starts unassigning it; returns the action's id.
     async fn address_unassign(&self, family: Family, ip: &str) -> ProviderResult<u64>;
+    /// Every reserved address of `family` of the account, in pages of the API's largest size.
+    async fn addresses_list(&self, family: Family) -> ProviderResult<Vec<ReservedAddress>>;
 }
 
 /// Where an asynchronous provider action is.

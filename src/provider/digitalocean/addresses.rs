@@ -11,6 +11,9 @@ use crate::provider::{Addresses, Family, ProviderError, ProviderResult, Reserved
 struct Face {
     path: &'static str,
     key: &'static str,
+    /// The list answer's key.
+    many: &'static str,
+    list: &'static str,
     create: &'static str,
     get: &'static str,
     delete: &'static str,
@@ -22,6 +25,8 @@ fn face(family: Family) -> Face {
         Family::V4 => Face {
             path: "/v2/reserved_ips",
             key: "reserved_ip",
+            many: "reserved_ips",
+            list: "reserved_ips.list",
             create: "reserved_ips.create",
             get: "reserved_ips.get",
             delete: "reserved_ips.delete",
@@ -30,6 +35,8 @@ fn face(family: Family) -> Face {
         Family::V6 => Face {
             path: "/v2/reserved_ipv6",
             key: "reserved_ipv6",
+            many: "reserved_ipv6s",
+            list: "reserved_ipv6.list",
             create: "reserved_ipv6.create",
             get: "reserved_ipv6.get",
             delete: "reserved_ipv6.delete",
@@ -107,5 +114,10 @@ impl Addresses for DigitalOcean {
 
     async fn address_unassign(&self, family: Family, ip: &str) -> ProviderResult<u64> {
         self.address_action(family, ip, json!({ "type": "unassign" })).await
+    }
+
+    async fn addresses_list(&self, family: Family) -> ProviderResult<Vec<ReservedAddress>> {
+        let face = face(family);
+        self.list_all(face.list, face.path, face.many).await?.iter().map(address_from).collect()
     }
 }

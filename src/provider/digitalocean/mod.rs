@@ -265,6 +265,10 @@ impl Networks for DigitalOcean {
         let answer = self.call("vpcs.delete", Method::DELETE, &format!("/v2/vpcs/{id}"), None).await?;
         Ok(answer.status != StatusCode::NOT_FOUND)
     }
+
+    async fn vpcs_list(&self) -> ProviderResult<Vec<Vpc>> {
+        self.list_all("vpcs.list", "/v2/vpcs", "vpcs").await?.iter().map(vpc_from).collect()
+    }
 }
 
 #[async_trait::async_trait]

@@ -184,6 +184,15 @@ impl Volumes for DigitalOcean {
         let snapshot = matches!(action, ShareAction::Snapshot { .. });
         Ok(snapshot.then(|| id_text(&answer.body["action"]["resource_id"])))
     }
+
+    async fn volumes_list(&self) -> ProviderResult<Vec<BlockVolume>> {
+        self.list_all("volumes.list", "/v2/volumes", "volumes").await?.iter().map(volume_from).collect()
+    }
+
+    async fn shares_list(&self, region: &str) -> ProviderResult<Vec<Share>> {
+        let shares = self.list_all("nfs.list", &format!("/v2/nfs?region={region}"), "shares").await?;
+        shares.iter().map(share_from).collect()
+    }
 }
 
 #[async_trait::async_trait]
@@ -230,6 +239,16 @@ impl Snapshots for DigitalOcean {
 
     async fn share_snapshot_delete(&self, id: &str, region: &str) -> ProviderResult<bool> {
         self.delete_one("nfs.snapshots.delete", &format!("/v2/nfs/snapshots/{id}?region={region}")).await
+    }
+
+    async fn volume_snapshots_list(&self) -> ProviderResult<Vec<Snapshot>> {
+        let found = self.list_all("snapshots.list", "/v2/snapshots?resource_type=volume", "snapshots").await?;
+        found.iter().map(snapshot_from).collect()
+    }
+
+    async fn share_snapshots_list(&self, region: &str) -> ProviderResult<Vec<Snapshot>> {
+        let path = format!("/v2/nfs/snapshots?region={region}");
+        self.list_all("nfs.snapshots.list", &path, "snapshots").await?.iter().map(snapshot_from).collect()
     }
 }
 

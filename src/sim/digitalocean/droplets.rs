@@ -13,7 +13,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::actions::Change;
-use super::{API, Model, Page, REGIONS, Refusal, conflict, given, no_content, not_found, now_text, paginate, parse};
+use super::{API, Model, Page, REGIONS, Refusal, conflict, given, no_content, not_found, now_text, paged, parse};
 use super::{region_json, unprocessable};
 use crate::sim::Sim;
 
@@ -381,18 +381,16 @@ struct DropletFilter {
 }
 
 async fn list(State(sim): State<Sim>, page: Page, Query(filter): Query<DropletFilter>) -> Response {
-    let items = sim.with_digitalocean(|model| {
-        let tag = given(filter.tag_name);
-        let name = given(filter.name);
-        model
+    let (tag, name) = (given(filter.tag_name), given(filter.name));
+    sim.with_digitalocean(|model| {
+        let matching: Vec<&DropletRecord> = model
             .droplets
             .iter()
             .filter(|d| tag.as_ref().is_none_or(|t| d.tags.contains(t)))
             .filter(|d| name.as_ref().is_none_or(|n| &d.name == n))
-            .map(DropletRecord::json)
-            .collect()
-    });
-    paginate("droplets", "/v2/droplets", items, &page)
+            .collect();
+        paged("droplets", "/v2/droplets", matching.into_iter(), &page, DropletRecord::json)
+    })
 }
 
 /// Droplet ids are integers; anything else names no droplet.

@@ -13,6 +13,7 @@ mod droplets;
 mod firewalls;
 mod nfs;
 mod reserved_ips;
+mod seed;
 mod tags;
 mod volumes;
 mod vpcs;
@@ -29,6 +30,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use super::{Fault, Sim, SimConfig};
+pub use seed::{Plan, Seeded};
 
 pub const REGIONS: &[&str] =
     &["nyc1", "nyc2", "nyc3", "sfo2", "sfo3", "ams3", "sgp1", "lon1", "fra1", "tor1", "blr1", "syd1", "atl1"];
@@ -302,10 +304,23 @@ impl axum::extract::FromRequestParts<Sim> for Page {
 
 /// A page of `items` under `key`, with `links` and `meta` as the API writes them.
 fn paginate(key: &str, base: &str, items: Vec<Value>, page: &Page) -> Response {
+    paged(key, base, items.into_iter(), page, |item| item)
+}
+
+/// A page of what `matching` yields, each shown by `json`: only the page's items are written
+/// out, so reading every page of a long list costs the length of the list, not its square.
+fn paged<T>(
+    key: &str,
+    base: &str,
+    matching: impl ExactSizeIterator<Item = T>,
+    page: &Page,
+    json: impl Fn(T) -> Value,
+) -> Response {
     let per_page = page.per_page;
-    let pages = items.len().div_ceil(per_page).max(1);
+    let total = matching.len();
+    let pages = total.div_ceil(per_page).max(1);
     let current = page.page.unwrap_or(1).max(1);
-    let chunk: Vec<Value> = items.iter().skip((current - 1) * per_page).take(per_page).cloned().collect();
+    let chunk: Vec<Value> = matching.skip((current - 1).saturating_mul(per_page)).take(per_page).map(json).collect();
     let link = |n: usize| format!("{API}{base}?page={n}&per_page={per_page}");
     let mut links = serde_json::Map::new();
     if current > 1 {
@@ -317,7 +332,7 @@ fn paginate(key: &str, base: &str, items: Vec<Value>, page: &Page) -> Response {
         links.insert("last".into(), json!(link(pages)));
     }
     let links = if links.is_empty() { json!({}) } else { json!({ "pages": links }) };
-    Json(json!({ key: chunk, "links": links, "meta": { "total": items.len() } })).into_response()
+    Json(json!({ key: chunk, "links": links, "meta": { "total": total } })).into_response()
 }
 
 /// The full region object droplets, volumes and actions carry.

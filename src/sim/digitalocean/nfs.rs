@@ -13,9 +13,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::actions::Change;
-use super::{
-    Model, Page, REGIONS, Refusal, bad_request, given, no_content, not_found, now_text, paginate, parse, uuid,
-};
+use super::{Model, Page, REGIONS, Refusal, bad_request, given, no_content, not_found, now_text, paged, parse, uuid};
 use crate::sim::Sim;
 
 /// The account's number, as NFS mount paths start with it.
@@ -27,18 +25,18 @@ const MAX_GIB: u64 = 32_768;
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct ShareRecord {
     pub(super) id: String,
-    name: String,
-    size_gib: u64,
-    region: String,
+    pub(super) name: String,
+    pub(super) size_gib: u64,
+    pub(super) region: String,
     /// `CREATING`, `ACTIVE`, `INACTIVE`.
     #[serde(deserialize_with = "crate::sim::word")]
-    status: crate::sim::Word,
-    vpc_ids: Vec<String>,
-    performance_tier: String,
+    pub(super) status: crate::sim::Word,
+    pub(super) vpc_ids: Vec<String>,
+    pub(super) performance_tier: String,
     /// Set when the share becomes active: `.2` of its first VPC's range.
-    host: String,
-    mount_path: String,
-    created_at: String,
+    pub(super) host: String,
+    pub(super) mount_path: String,
+    pub(super) created_at: String,
 }
 
 impl ShareRecord {
@@ -54,14 +52,14 @@ impl ShareRecord {
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct ShareSnapshotRecord {
     pub(super) id: String,
-    name: String,
-    size_gib: u64,
-    region: String,
+    pub(super) name: String,
+    pub(super) size_gib: u64,
+    pub(super) region: String,
     /// `CREATING`, then `ACTIVE`.
     #[serde(deserialize_with = "crate::sim::word")]
-    status: crate::sim::Word,
-    share_id: String,
-    created_at: String,
+    pub(super) status: crate::sim::Word,
+    pub(super) share_id: String,
+    pub(super) created_at: String,
 }
 
 impl ShareSnapshotRecord {
@@ -330,11 +328,11 @@ struct RegionFilter {
 /// `links` when present), so that a client that follows them is tested.
 async fn list(State(sim): State<Sim>, page: Page, Query(filter): Query<RegionFilter>) -> Response {
     let region = given(filter.region);
-    let shares: Vec<Value> = sim.with_digitalocean(|model| {
-        let shares = model.shares.iter().filter(|s| region.as_ref().is_none_or(|r| &s.region == r));
-        shares.map(ShareRecord::json).collect()
-    });
-    paginate("shares", "/v2/nfs", shares, &page)
+    sim.with_digitalocean(|model| {
+        let shares: Vec<&ShareRecord> =
+            model.shares.iter().filter(|s| region.as_ref().is_none_or(|r| &s.region == r)).collect();
+        paged("shares", "/v2/nfs", shares.into_iter(), &page, ShareRecord::json)
+    })
 }
 
 async fn one(State(sim): State<Sim>, Path(id): Path<String>) -> Result<Response, Refusal> {
@@ -374,11 +372,12 @@ async fn action(State(sim): State<Sim>, Path(id): Path<String>, body: Bytes) -> 
 
 async fn snapshot_list(State(sim): State<Sim>, page: Page, Query(filter): Query<RegionFilter>) -> Response {
     let (region, share) = (given(filter.region), given(filter.share_id));
-    let snapshots: Vec<Value> = sim.with_digitalocean(|model| {
+    sim.with_digitalocean(|model| {
         let snapshots = model.share_snapshots.iter().filter(|s| region.as_ref().is_none_or(|r| &s.region == r));
-        snapshots.filter(|s| share.as_ref().is_none_or(|id| &s.share_id == id)).map(ShareSnapshotRecord::json).collect()
-    });
-    paginate("snapshots", "/v2/nfs/snapshots", snapshots, &page)
+        let snapshots: Vec<&ShareSnapshotRecord> =
+            snapshots.filter(|s| share.as_ref().is_none_or(|id| &s.share_id == id)).collect();
+        paged("snapshots", "/v2/nfs/snapshots", snapshots.into_iter(), &page, ShareSnapshotRecord::json)
+    })
 }
 
 async fn snapshot_one(State(sim): State<Sim>, Path(id): Path<String>) -> Result<Response, Refusal> {

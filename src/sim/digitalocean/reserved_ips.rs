@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 use super::actions::{ActionRecord, Change};
 use super::droplets::DropletRecord;
 use super::unprocessable;
-use super::{API, Model, Page, REGIONS, Refusal, given, no_content, not_found, paginate, parse, region_json};
+use super::{API, Model, Page, REGIONS, Refusal, given, no_content, not_found, paged, paginate, parse, region_json};
 use crate::sim::Sim;
 
 /// 45.55.0.0/16: reserved IPv4s are handed out from 45.55.0.1 up.
@@ -363,10 +363,10 @@ async fn v6_create(State(sim): State<Sim>, body: Bytes) -> Result<Response, Refu
 }
 
 fn list(sim: &Sim, family: Family, page: &Page) -> Response {
-    let items = sim.with_digitalocean(|model| {
-        model.addresses.iter().filter(|a| a.family == family).map(|a| model.address_json(a)).collect()
-    });
-    paginate(family.plural(), family.path(), items, page)
+    sim.with_digitalocean(|model| {
+        let matching: Vec<_> = model.addresses.iter().filter(|a| a.family == family).collect();
+        paged(family.plural(), family.path(), matching.into_iter(), page, |a| model.address_json(a))
+    })
 }
 
 async fn v4_list(State(sim): State<Sim>, page: Page) -> Response {

@@ -15,7 +15,8 @@ use serde_json::{Value, json};
 
 use super::actions::Change;
 use super::{
-    Model, Page, REGIONS, Refusal, bad_request, conflict, given, no_content, not_found, now_text, paginate, parse,
+    Model, Page, REGIONS, Refusal, bad_request, conflict, given, no_content, not_found, now_text, paged, paginate,
+    parse,
 };
 use super::{region_json, unprocessable, uuid};
 use crate::sim::Sim;
@@ -401,16 +402,15 @@ struct VolumeFilter {
 
 async fn list(State(sim): State<Sim>, page: Page, Query(filter): Query<VolumeFilter>) -> Response {
     let (name, region) = (given(filter.name), given(filter.region));
-    let items = sim.with_digitalocean(|model| {
-        model
+    sim.with_digitalocean(|model| {
+        let matching: Vec<&VolumeRecord> = model
             .volumes
             .iter()
             .filter(|v| name.as_ref().is_none_or(|n| &v.name == n))
             .filter(|v| region.as_ref().is_none_or(|r| &v.region == r))
-            .map(VolumeRecord::json)
-            .collect()
-    });
-    paginate("volumes", "/v2/volumes", items, &page)
+            .collect();
+        paged("volumes", "/v2/volumes", matching.into_iter(), &page, VolumeRecord::json)
+    })
 }
 
 async fn one(State(sim): State<Sim>, Path(id): Path<String>) -> Result<Response, Refusal> {
@@ -526,13 +526,12 @@ struct SnapshotFilter {
 
 /// `GET /v2/snapshots`: the volume snapshots (the sim has no droplet snapshots).
 async fn snapshots_all(State(sim): State<Sim>, page: Page, Query(filter): Query<SnapshotFilter>) -> Response {
-    let items = match given(filter.resource_type).as_deref() {
-        None | Some("volume") => {
-            sim.with_digitalocean(|model| model.snapshots.iter().map(SnapshotRecord::json).collect())
-        }
-        Some(_) => Vec::new(),
-    };
-    paginate("snapshots", "/v2/snapshots", items, &page)
+    match given(filter.resource_type).as_deref() {
+        None | Some("volume") => sim.with_digitalocean(|model| {
+            paged("snapshots", "/v2/snapshots", model.snapshots.iter(), &page, SnapshotRecord::json)
+        }),
+        Some(_) => paginate("snapshots", "/v2/snapshots", Vec::new(), &page),
+    }
 }
 
 async fn any_snapshot_one(State(sim): State<Sim>, Path(id): Path<String>) -> Result<Response, Refusal> {

@@ -9,7 +9,7 @@ use axum::routing::get;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Model, Page, REGIONS, Refusal, no_content, not_found, now_text, paginate, parse, unprocessable, uuid};
+use super::{Model, Page, REGIONS, Refusal, no_content, not_found, now_text, paged, parse, unprocessable, uuid};
 use crate::sim::Sim;
 
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
@@ -119,8 +119,7 @@ impl Model {
 }
 
 async fn list(State(sim): State<Sim>, page: Page) -> Response {
-    let items = sim.with_digitalocean(|model| model.vpcs.iter().map(VpcRecord::json).collect());
-    paginate("vpcs", "/v2/vpcs", items, &page)
+    sim.with_digitalocean(|model| paged("vpcs", "/v2/vpcs", model.vpcs.iter(), &page, VpcRecord::json))
 }
 
 async fn one(State(sim): State<Sim>, Path(id): Path<String>) -> Response {
