@@ -17,6 +17,7 @@ use crate::provider::Providers;
 use crate::reconcile::events::{self, EventRetentionReconciler};
 use crate::reconcile::filesystems::FilesystemReconciler;
 use crate::reconcile::instances::InstanceReconciler;
+use crate::reconcile::inventory::{self, InventoryReconciler};
 use crate::reconcile::networks::NetworkReconciler;
 use crate::reconcile::resources::ProviderResourceReconciler;
 use crate::reconcile::usage::{self, UsageReconciler};
@@ -155,6 +156,7 @@ impl App {
             Arc::new(InstanceReconciler),
             Arc::new(ProviderResourceReconciler),
             Arc::new(FilesystemReconciler),
+            Arc::new(InventoryReconciler),
             Arc::new(UsageReconciler),
             Arc::new(EventRetentionReconciler { retention: config.limits.event_retention }),
         ];
@@ -162,6 +164,11 @@ impl App {
         // so a pass catches up on the hours that closed while no process ran.
         queue::wake(&services.db, usage::KIND, usage::ITEM, services.clock.now_ms()).await?;
         queue::wake(&services.db, events::KIND, events::ITEM, services.clock.now_ms()).await?;
+        for account in store::pools::all_accounts(&services.db).await? {
+            if account.kind == crate::provider::ProviderKind::Digitalocean {
+                queue::ensure(&services.db, inventory::KIND, &account.id, services.clock.now_ms()).await?;
+            }
+        }
         let runtime = reconcile::start(services.clone(), reconcilers, config.runtime.clone(), work, stop.clone());
         let first_start = if config.demo { bootstrap::demo(&services).await? } else { None };
         let health = store::health::Health::up();

@@ -89,6 +89,19 @@ pub struct Metrics {
     pub provider_budget_remaining: Family<Account, Gauge>,
     pub provider_budget_limit: Family<Account, Gauge>,
     pub provider_calls_last_hour: Family<AccountPurpose, Gauge>,
+    pub inventory_listed: Family<Account, Gauge>,
+    pub inventory_bytes: Family<Account, Gauge>,
+    pub inventory_listed_at: Family<Account, Gauge>,
+}
+
+/// What an account's last inventory pass listed.
+pub struct Inventory {
+    /// Resources listed, of every kind.
+    pub listed: usize,
+    /// About what the listing held in memory.
+    pub bytes: usize,
+    /// When it began, in ms on the service clock.
+    pub listed_at: i64,
 }
 
 impl Default for Metrics {
@@ -114,6 +127,9 @@ impl Default for Metrics {
             provider_budget_remaining: Family::default(),
             provider_budget_limit: Family::default(),
             provider_calls_last_hour: Family::default(),
+            inventory_listed: Family::default(),
+            inventory_bytes: Family::default(),
+            inventory_listed_at: Family::default(),
         };
         metrics.register();
         metrics
@@ -195,6 +211,31 @@ impl Metrics {
             "Provider API requests this replica sent for the account in the last hour, by purpose (asked, following, drift).",
             self.provider_calls_last_hour.clone(),
         );
+        r.register(
+            "vps_graph_inventory_listed",
+            "Resources the account's last inventory pass listed, of every kind.",
+            self.inventory_listed.clone(),
+        );
+        r.register(
+            "vps_graph_inventory_bytes",
+            "About the memory the account's last inventory pass held for its listings.",
+            self.inventory_bytes.clone(),
+        );
+        r.register(
+            "vps_graph_inventory_listed_at_seconds",
+            "When the account's last whole inventory pass began (every settled resource read for drift), in seconds since the epoch.",
+            self.inventory_listed_at.clone(),
+        );
+    }
+
+    /// An inventory pass of `account`; `whole` when it took every listing it needed.
+    pub fn inventory(&self, account: &str, figures: &Inventory, whole: bool) {
+        let labels = Account { account: account.to_owned() };
+        self.inventory_listed.get_or_create(&labels).set(figures.listed as i64);
+        self.inventory_bytes.get_or_create(&labels).set(figures.bytes as i64);
+        if whole {
+            self.inventory_listed_at.get_or_create(&labels).set(figures.listed_at / 1000);
+        }
     }
 
     /// The account's calls of the last hour, by purpose (`asked`, `following`, `drift`).

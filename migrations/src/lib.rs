@@ -15,6 +15,7 @@ mod m20261204_000008_bytewise_ids;
 mod m20261205_000009_machines;
 mod m20261206_000010_firewall_rules;
 mod m20261207_000011_provider_calls;
+mod m20261208_000012_inventory;
 
 pub struct Migrator;
 
@@ -33,6 +34,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261205_000009_machines::Migration),
             Box::new(m20261206_000010_firewall_rules::Migration),
             Box::new(m20261207_000011_provider_calls::Migration),
+            Box::new(m20261208_000012_inventory::Migration),
         ]
     }
 }

@@ -44,13 +44,17 @@ impl ProviderAccount {
     /// Its request budget and the calls sent in the last hour, as this replica sees them: each
     /// replica counts its own calls; `remaining` is what the provider last said of the account.
     async fn budget(&self, ctx: &Context<'_>) -> ProviderBudget {
-        let view = services(ctx).providers.budget(&self.0.id, Utc::now().timestamp());
+        let services = services(ctx);
+        let view = services.providers.budget(&self.0.id, Utc::now().timestamp());
         let [asked, following, drift] = view.calls_last_hour.map(|n| n as i64);
+        let read_at = self.0.listed_at;
         ProviderBudget {
             limit: view.limit,
             remaining: view.remaining,
             reset_at: view.reset_at.and_then(|s| DateTime::from_timestamp(s, 0)),
             calls_last_hour: ProviderCalls { asked, following, drift },
+            oldest_drift_read_at: read_at,
+            oldest_drift_read_seconds: read_at.map(|at| (services.clock.now() - at).num_seconds().max(0)),
         }
     }
 }
@@ -68,6 +72,12 @@ pub struct ProviderBudget {
     /// When the oldest request counted leaves the hour.
     reset_at: Option<DateTime<Utc>>,
     calls_last_hour: ProviderCalls,
+    /// When the account's settled resources were last all read for drift: its last whole
+    /// inventory pass, which lists each kind it holds (a DigitalOcean account; null before its
+    /// first pass, and for AWS, whose resources are read one by one).
+    oldest_drift_read_at: Option<DateTime<Utc>>,
+    /// How long ago that was, in seconds.
+    oldest_drift_read_seconds: Option<i64>,
 }
 
 /// Requests sent in the last hour, by what they were for.

@@ -12,6 +12,7 @@ mod answers;
 pub mod events;
 pub mod filesystems;
 pub mod instances;
+pub mod inventory;
 pub mod networks;
 #[cfg(test)]
 mod outcomes;

@@ -13,6 +13,7 @@ pub mod firewall_rules;
 pub mod health;
 pub mod idempotency;
 pub mod instances;
+pub mod inventory;
 pub mod list;
 pub mod meta;
 pub mod networks;

@@ -61,9 +61,20 @@ pub async fn insert_account(
         version: Set(1),
         created_at: Set(now),
         updated_at: Set(now),
+        listed_at: Set(None),
     }
     .insert(conn)
     .await
+}
+
+/// Records that a whole inventory pass of the account began at `at`.
+pub async fn mark_listed(conn: &impl ConnectionTrait, account_id: &str, at: DateTime<Utc>) -> Result<()> {
+    provider_account::Entity::update_many()
+        .col_expr(provider_account::Column::ListedAt, Expr::value(at))
+        .filter(provider_account::Column::Id.eq(account_id))
+        .exec(conn)
+        .await?;
+    Ok(())
 }
 
 /// The pool by id.

@@ -72,6 +72,59 @@ pub async fn wake(conn: &impl ConnectionTrait, kind: &str, resource_id: &str, du
     Ok(())
 }
 
+/// Makes the item of `(kind, resource_id)` due at `due_at` for drift if there is none; one that
+/// exists is left as it is (a restart does not move it).
+pub async fn ensure(conn: &impl ConnectionTrait, kind: &str, resource_id: &str, due_at: i64) -> Result<()> {
+    let sql = "INSERT INTO work_items (kind, resource_id, due_at, due_for) VALUES ($1, $2, $3, 'drift') \
+               ON CONFLICT (kind, resource_id) DO NOTHING";
+    let values = vec![kind.into(), resource_id.into(), due_at.into()];
+    conn.execute_raw(stmt(conn.get_database_backend(), sql, values)).await?;
+    Ok(())
+}
+
+/// Ids per statement: well under SQLite's and PostgreSQL's parameter limits.
+const IDS_PER_STATEMENT: usize = 500;
+
+/// Puts off the drift reads of items of `kind`, each `(resource id, due time)` to that later
+/// time: those a listing showed as recorded. Only an item waiting for its drift read moves: not
+/// one asked for, following an action, running, or already due at `now` (a change may have been
+/// asked of it since it came due, which a wake does not relabel). How many moved.
+pub async fn put_off_drift(conn: &impl ConnectionTrait, kind: &str, moves: &[(String, i64)], now: i64) -> Result<u64> {
+    move_drift(conn, kind, moves, &format!("due_at > {now} AND due_at < $2")).await
+}
+
+/// Brings the drift reads of items of `kind` forward to `now`: those a listing did not show as
+/// recorded, for their own read to confirm. How many moved.
+pub async fn bring_drift_forward(conn: &impl ConnectionTrait, kind: &str, ids: &[String], now: i64) -> Result<u64> {
+    let moves: Vec<(String, i64)> = ids.iter().map(|id| (id.clone(), now)).collect();
+    move_drift(conn, kind, &moves, "due_at > $2").await
+}
+
+/// Moves items of `kind` waiting for their drift read (and matching `when`, which may name the
+/// new due time as $2) to their new due times, a statement per due time and chunk of ids.
+async fn move_drift(conn: &impl ConnectionTrait, kind: &str, moves: &[(String, i64)], when: &str) -> Result<u64> {
+    let backend = conn.get_database_backend();
+    let mut by_due: std::collections::BTreeMap<i64, Vec<&str>> = std::collections::BTreeMap::new();
+    for (id, due) in moves {
+        by_due.entry(*due).or_default().push(id);
+    }
+    let mut moved = 0;
+    for (due, ids) in by_due {
+        for chunk in ids.chunks(IDS_PER_STATEMENT) {
+            let marks: Vec<String> = (0..chunk.len()).map(|i| format!("${}", i + 3)).collect();
+            let sql = format!(
+                "UPDATE work_items SET due_at = $2 WHERE kind = $1 AND due_for = 'drift' AND lease_owner IS NULL \
+                 AND {when} AND resource_id IN ({})",
+                marks.join(", ")
+            );
+            let mut values: Vec<sea_orm::Value> = vec![kind.into(), due.into()];
+            values.extend(chunk.iter().map(|id| (*id).into()));
+            moved += conn.execute_raw(stmt(backend, &sql, values)).await?.rows_affected();
+        }
+    }
+    Ok(moved)
+}
+
 /// The database's own clock, in ms since the epoch, as an SQL expression.
 fn database_now(backend: DbBackend) -> &'static str {
     match backend {

@@ -20,6 +20,8 @@ pub struct Model {
     pub version: i64,
     pub created_at: DateTimeUtc,
     pub updated_at: DateTimeUtc,
+    /// When its last whole inventory pass began (`reconcile::inventory`).
+    pub listed_at: Option<DateTimeUtc>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

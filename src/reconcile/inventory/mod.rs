@@ -1,0 +1,196 @@
+//! `vps.inventory`: drift is read by listing, not one resource at a time. One work item per
+//! DigitalOcean account lists, once an hour, each kind the account has settled resources of
+//! (volumes, shares and their snapshots, reserved IPv4 and IPv6, this deployment's Droplets,
+//! VPCs), in pages of 200, and sorts every settled resource by what the listings show:
+//!
+//! - as recorded: its own drift read is put off past the next pass, so a settled resource costs
+//!   no call of its own while the passes run;
+//! - absent or changed: its own drift read is due now, and that read (one call) decides, as it
+//!   always did (a resource gone outside goes to ERROR and is never made again; a share's missing
+//!   VPC is put back). A listing is never taken as proof of absence on its own.
+//!
+//! A pass that meets a provider in trouble concludes nothing from the listings it could not take:
+//! those resources keep their own hourly reads. So does a network with firewall rules (its run
+//! reads its cloud firewalls, which no VPC listing stands in for). The pass spends the account's
+//! budget as drift, after what users asked and what is being followed.
+mod compare;
+
+use compare::{Expect, Expected, Listing, Need, Sorted};
+
+use super::{DRIFT_MS, Next, Reconciler, Run, drift_due, retry_after};
+use crate::error::Result;
+use crate::provider::{Family, Provider, ProviderError, ProviderKind, ownership_tag};
+use crate::store::{instances, inventory as settled, networks, pools, queue, volumes};
+
+pub use crate::store::inventory::RECONCILER as KIND;
+/// How long after the next pass was due a resource found as recorded waits before it is read on
+/// its own: the passes have this long to be late before any own read is spent.
+const GRACE_MS: i64 = 15 * 60_000;
+
+pub struct InventoryReconciler;
+
+#[async_trait::async_trait]
+impl Reconciler for InventoryReconciler {
+    fn kind(&self) -> &'static str {
+        KIND
+    }
+
+    async fn run(&self, run: &Run<'_>) -> Result<Next> {
+        let db = &run.services.db;
+        let Some(account) = pools::find_account(db, run.resource_id()).await? else { return Ok(Next::Done) };
+        if account.kind != ProviderKind::Digitalocean {
+            return Ok(Next::Done);
+        }
+        let expected = expected(db, &account.id).await?;
+        if expected.is_empty() {
+            return Ok(Next::Drift);
+        }
+        let provider = run.provider(&account.id).await?;
+        let listed_at = run.services.clock.now_ms();
+        let (listing, trouble) = take(&provider, &ownership_tag(&run.services.deployment), &expected).await;
+        let sorted = compare::sort(&expected, &listing);
+        apply(db, &sorted, listed_at, run.services.clock.now_ms()).await?;
+        if trouble.is_none()
+            && let Some(at) = chrono::DateTime::from_timestamp_millis(listed_at)
+        {
+            pools::mark_listed(db, &account.id, at).await?;
+        }
+        let figures = crate::metrics::Inventory { listed: listing.len(), bytes: listing.bytes(), listed_at };
+        run.services.metrics.inventory(&account.id, &figures, trouble.is_none());
+        tracing::info!(
+            account = account.id,
+            listed = listing.len(),
+            as_recorded = sorted.as_recorded.len(),
+            to_confirm = sorted.to_confirm.len(),
+            trouble = trouble.as_ref().map(ProviderError::message),
+            "inventory pass"
+        );
+        Ok(trouble.map_or(Next::Drift, |err| retry_after(&err)))
+    }
+}
+
+/// Every settled resource of the account, as the listings should show it.
+async fn expected(db: &sea_orm::DatabaseConnection, account_id: &str) -> Result<Vec<Expected>> {
+    let resources = volumes::RECONCILER;
+    let mut expected = Vec::new();
+    let mut machines: std::collections::HashMap<String, Vec<String>> = std::collections::HashMap::new();
+    for (volume_id, machine) in settled::share_machines(db, account_id).await? {
+        machines.entry(volume_id).or_default().push(machine);
+    }
+    for v in settled::volumes(db, account_id).await? {
+        let expect = match v.shared {
+            false => Expect::Volume { id: v.provider_id, size_gib: v.observed_size_gib },
+            true => Expect::Share {
+                id: v.provider_id,
+                region: v.region,
+                size_gib: v.observed_size_gib,
+                machines: machines.remove(&v.id).unwrap_or_default(),
+            },
+        };
+        expected.push(Expected { work_kind: resources, resource_id: v.id, expect });
+    }
+    for s in settled::snapshots(db, account_id).await? {
+        let expect = match s.shared {
+            false => Expect::VolumeSnapshot { id: s.provider_id, size_gib: s.size_gib },
+            true => Expect::ShareSnapshot { id: s.provider_id, region: s.region, size_gib: s.size_gib },
+        };
+        expected.push(Expected { work_kind: resources, resource_id: s.id, expect });
+    }
+    for a in settled::addresses(db, account_id).await? {
+        let family = if a.ipv6 { Family::V6 } else { Family::V4 };
+        let expect = Expect::Address {
+            family,
+            ip: a.ip,
+            region: a.region,
+            fingerprint: a.fingerprint,
+            on_machine: a.on_machine,
+        };
+        expected.push(Expected { work_kind: resources, resource_id: a.id, expect });
+    }
+    for i in settled::instances(db, account_id).await? {
+        let expect = Expect::Machine { id: i.provider_id };
+        expected.push(Expected { work_kind: instances::RECONCILER, resource_id: i.id, expect });
+    }
+    for s in settled::subnets(db, account_id).await? {
+        let expect = Expect::Vpc { id: s.provider_id };
+        expected.push(Expected { work_kind: networks::RECONCILER, resource_id: s.id, expect });
+    }
+    Ok(expected)
+}
+
+/// Takes each listing the expectations need, once. The first provider error ends the pass's
+/// listing (a provider in trouble is not asked for more): what it took is compared.
+async fn take(provider: &Provider, tag: &str, expected: &[Expected]) -> (Listing, Option<ProviderError>) {
+    let mut needs: Vec<Need> = Vec::new();
+    for need in expected.iter().flat_map(|e| e.expect.needs()) {
+        if !needs.contains(&need) {
+            needs.push(need);
+        }
+    }
+    let mut listing = Listing::default();
+    for need in needs {
+        if let Err(err) = list(provider, tag, &need, &mut listing).await {
+            return (listing, Some(err));
+        }
+    }
+    (listing, None)
+}
+
+async fn list(
+    provider: &Provider,
+    tag: &str,
+    need: &Need,
+    listing: &mut Listing,
+) -> crate::provider::ProviderResult<()> {
+    let offered = || ProviderError::Misconfigured { message: "the account offers no such listing".into() };
+    match need {
+        Need::Volumes => listing.volumes(provider.volumes.as_ref().ok_or_else(offered)?.volumes_list().await?),
+        Need::Shares(region) => {
+            let shares = provider.volumes.as_ref().ok_or_else(offered)?.shares_list(region).await?;
+            listing.shares(region, shares)
+        }
+        Need::VolumeSnapshots => {
+            listing.snapshots(None, provider.snapshots.as_ref().ok_or_else(offered)?.volume_snapshots_list().await?)
+        }
+        Need::ShareSnapshots(region) => {
+            let snapshots = provider.snapshots.as_ref().ok_or_else(offered)?.share_snapshots_list(region).await?;
+            listing.snapshots(Some(region), snapshots)
+        }
+        Need::Addresses(family) => {
+            listing.addresses(*family, provider.addresses.as_ref().ok_or_else(offered)?.addresses_list(*family).await?)
+        }
+        Need::Machines => {
+            listing.machines(provider.instances.as_ref().ok_or_else(offered)?.droplets_tagged(tag).await?)
+        }
+        Need::Vpcs => listing.vpcs(provider.networks.as_ref().ok_or_else(offered)?.vpcs_list().await?),
+    }
+    Ok(())
+}
+
+/// Puts off the own drift read of what the listings showed as recorded, past the next pass
+/// (spread by id over an hour, should the passes stop); brings forward that of the rest.
+async fn apply(db: &sea_orm::DatabaseConnection, sorted: &Sorted, listed_at: i64, now: i64) -> Result<()> {
+    for kind in [volumes::RECONCILER, instances::RECONCILER, networks::RECONCILER] {
+        let of_kind = |items: &[(&'static str, String)]| -> Vec<String> {
+            items.iter().filter(|(k, _)| *k == kind).map(|(_, id)| id.clone()).collect()
+        };
+        let later: Vec<(String, i64)> = of_kind(&sorted.as_recorded)
+            .into_iter()
+            .map(|id| {
+                let due = put_off_until(listed_at, &id);
+                (id, due)
+            })
+            .collect();
+        queue::put_off_drift(db, kind, &later, now).await?;
+        queue::bring_drift_forward(db, kind, &of_kind(&sorted.to_confirm), now).await?;
+    }
+    Ok(())
+}
+
+/// When a resource a listing at `listed_at` showed as recorded is read on its own if no pass
+/// comes meanwhile: after the next pass's hour and its grace, at the resource's minute of the
+/// hour after (rounded up to the minute, so that a pass moves items in a few statements).
+pub fn put_off_until(listed_at: i64, resource_id: &str) -> i64 {
+    let due = drift_due(listed_at + DRIFT_MS + GRACE_MS, resource_id);
+    due + (60_000 - due.rem_euclid(60_000)) % 60_000
+}
