@@ -4,6 +4,7 @@
 //! append-to-delivery latency, and resident memory per idle subscriber; networks and volumes
 //! converging against the simulated cloud; reading pages of volumes (`volumes`); and the usage
 //! pass metering many volumes (`usage`).
+mod drift;
 mod feed;
 mod hostile;
 mod list;
@@ -76,6 +77,16 @@ pub struct BenchArgs {
     /// `/healthz` under them, and the rate a tenant's token is throttled at.
     #[arg(long)]
     pub only_hostile: bool,
+    /// Only the drift figures (`bench::drift`): the provider calls one account spends on an hour
+    /// of drift reads, at each size of `--drift-resources`.
+    #[arg(long)]
+    pub only_drift: bool,
+    /// Settled resources of one account, for the drift figures.
+    #[arg(long, value_delimiter = ',', default_values_t = [1000, 10000, 100000])]
+    pub drift_resources: Vec<usize>,
+    /// The largest size the per-resource design (no inventory pass) is measured at too.
+    #[arg(long, default_value_t = 10_000)]
+    pub drift_peer_max: usize,
     /// Volumes to converge from create to READY against the simulated cloud (0 skips it).
     #[arg(long, default_value_t = 1000)]
     pub volumes: usize,
@@ -141,6 +152,11 @@ pub async fn run(args: BenchArgs) -> BenchResult<()> {
         backends.push(("postgres", url, Some((base.clone(), name))));
     }
     println!("vps-graph bench: server = this binary as a child process; clients in this process; loopback only");
+    if args.only_drift {
+        let result = drift::figures(&dir, &args.drift_resources, args.drift_peer_max).await;
+        cleanup(backends, &dir).await?;
+        return result;
+    }
     if args.only_hostile {
         let result = hostile::figures(&backends[0].1).await;
         cleanup(backends, &dir).await?;
