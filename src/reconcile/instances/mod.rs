@@ -7,8 +7,9 @@
 //! instance's attachments are no longer wanted, its deleteWithInstance volumes go to deleting,
 //! and every volume it had is woken to settle.
 mod aws;
+mod decide;
 
-use super::{ACTION_POLL_MS, Next, Reconciler, Run, again_if_changed, is_failure, retry_after};
+use super::{ACTION_POLL_MS, Next, Reconciler, Run, again_if_changed};
 use crate::error::{Error, Result};
 use crate::provider::{Droplet, DropletCreate, Instances, ProviderError, Volumes, ownership_tag};
 use crate::service::{addresses, instances as svc, volumes};
@@ -17,6 +18,7 @@ use crate::store::instances::{self as store, RECONCILER};
 use crate::store::state::{Assignment, Desired, OnDelete, State};
 use crate::store::status::StatusWrite;
 use crate::store::{addresses as store_addresses, attachments, lock, queue, volumes as store_volumes};
+use decide::{DeleteStep, waiting};
 
 pub struct InstanceReconciler;
 
@@ -91,59 +93,18 @@ impl Reconciler for InstanceReconciler {
         }
         let (observed, next) = match &current.provider_id {
             None => return create(run, api.as_ref(), &current, &tag).await,
-            Some(id) => match api.droplet_get(id).await {
-                Err(err) => waiting(&current, err),
-                // Gone before it was ever active: the provider's create failed (it removes the
-                // Droplet). An error, made again by the periodic pass: nothing of it lived.
-                Ok(None) if current.ready_at.is_none() => {
-                    let message = format!("the provider failed to make Droplet {id}; it is made again");
-                    (
-                        Observed { provider_id: None, ..Observed::of(&current).state(State::Error, Some(message)) },
-                        Next::After(super::ERROR_RETRY_MS),
-                    )
-                }
-                Ok(None) => {
-                    let message = format!("Droplet {id} was deleted outside vps-graph; it is not made again");
-                    (Observed { lost: true, ..Observed::of(&current).state(State::Error, Some(message)) }, Next::Drift)
-                }
-                Ok(Some(droplet)) if droplet.status == crate::provider::DropletStatus::Active => {
-                    (Observed::of(&current).state(State::Ready, None), Next::Drift)
-                }
-                Ok(Some(_)) => (Observed::of(&current), Next::After(ACTION_POLL_MS)),
-            },
+            Some(id) => decide::looked(&current, api.droplet_get(id).await),
         };
         write(run, &current, observed, next).await
     }
 }
 
-/// A provider error while looking: wait, or show it as an error.
-pub(super) fn waiting(current: &instance::Model, err: ProviderError) -> (Observed, Next) {
-    let now = Observed::of(current);
-    if err.refusal() == Some(crate::provider::Refusal::PendingEvent) {
-        // The machine runs another action: look again shortly.
-        return (Observed { message: Some(err.message().to_owned()), ..now }, Next::After(ACTION_POLL_MS));
-    }
-    if is_failure(&err) {
-        return (now.state(State::Error, Some(err.message().to_owned())), retry_after(&err));
-    }
-    (Observed { message: Some(err.message().to_owned()), ..now }, retry_after(&err))
-}
-
 async fn create(run: &Run<'_>, api: &dyn Instances, current: &instance::Model, tag: &str) -> Result<Next> {
     if current.create_attempts > 0 {
-        let (observed, next) = match api.droplet_find_by_name(&current.provider_name).await {
-            Err(err) => waiting(current, err),
-            Ok(Some(found)) if found.tags.iter().any(|t| t == tag) => {
-                (Observed { provider_id: Some(found.id), ..Observed::of(current) }, Next::Now)
-            }
-            Ok(Some(_)) => {
-                let message =
-                    format!("a Droplet named {} exists that this deployment did not make", current.provider_name);
-                (Observed::of(current).state(State::Error, Some(message)), Next::After(super::ERROR_RETRY_MS))
-            }
-            Ok(None) => return make(run, api, current, tag).await,
-        };
-        return write(run, current, observed, next).await;
+        let found = api.droplet_find_by_name(&current.provider_name).await;
+        if let Some((observed, next)) = decide::found_by_name(current, found, tag) {
+            return write(run, current, observed, next).await;
+        }
     }
     make(run, api, current, tag).await
 }
@@ -175,19 +136,7 @@ async fn make(run: &Run<'_>, api: &dyn Instances, current: &instance::Model, tag
         tags: &tags,
         user_data: marked.user_data.as_deref(),
     };
-    let now = Observed::of(&marked);
-    let (observed, next) = match api.droplet_create(&request).await {
-        Ok(Droplet { id, .. }) => {
-            (Observed { provider_id: Some(id), message: None, ..now }, Next::After(ACTION_POLL_MS))
-        }
-        Err(ProviderError::Refused { message, .. }) => {
-            // Refused: nothing was made by this attempt.
-            let attempts = marked.create_attempts - 1;
-            let failed = Observed { create_attempts: attempts, ..now.state(State::Error, Some(message)) };
-            (failed, Next::After(super::ERROR_RETRY_MS))
-        }
-        Err(err) => (Observed { message: Some(err.message().to_owned()), ..now }, retry_after(&err)),
-    };
+    let (observed, next) = decide::created(&marked, api.droplet_create(&request).await);
     write(run, &marked, observed, next).await
 }
 
@@ -215,41 +164,27 @@ async fn delete(
         },
     };
     if let Some(id) = droplet_id {
-        match api.droplet_get(&id).await {
-            Ok(None) => {}
-            // Asked once; the Droplet answers for a while before it is gone.
-            Ok(Some(_)) if current.message.as_deref() == Some(DELETE_ASKED) => return Ok(Next::After(ACTION_POLL_MS)),
-            Ok(Some(droplet)) if !droplet.tags.iter().any(|t| t == tag) => {
-                return finish_delete(run, current, Finish::AsDetach).await;
-            }
-            Ok(Some(droplet)) => {
-                let named = match going_with(run, volumes_api, current, &droplet, tag).await? {
-                    Ok(named) => named,
-                    Err(err) => {
-                        return write(run, current, waiting(current, err).0, Next::After(super::RETRY_LATER_MS)).await;
-                    }
-                };
-                let asked = match named.is_empty() {
-                    true => api.droplet_delete(&id).await,
-                    false => api.droplet_destroy_with_volumes(&id, &named).await,
-                };
-                let (observed, next) = match asked {
-                    Ok(_) => (
-                        Observed { message: Some(DELETE_ASKED.into()), ..Observed::of(current) },
-                        Next::After(ACTION_POLL_MS),
-                    ),
-                    Err(err) => waiting(current, err),
-                };
-                return write(run, current, observed, next).await;
-            }
+        let droplet = match decide::before_delete(current, api.droplet_get(&id).await, tag) {
+            DeleteStep::Finish(finish) => return finish_delete(run, current, finish).await,
+            DeleteStep::Write((observed, next)) => return write(run, current, observed, next).await,
+            DeleteStep::Send(droplet) => droplet,
+        };
+        let named = match going_with(run, volumes_api, current, &droplet, tag).await? {
+            Ok(named) => named,
             Err(err) => return write(run, current, waiting(current, err).0, Next::After(super::RETRY_LATER_MS)).await,
-        }
+        };
+        let asked = match named.is_empty() {
+            true => api.droplet_delete(&id).await,
+            false => api.droplet_destroy_with_volumes(&id, &named).await,
+        };
+        let (observed, next) = decide::delete_sent(current, asked);
+        return write(run, current, observed, next).await;
     }
     finish_delete(run, current, Finish::Deleted).await
 }
 
 /// How an instance's delete ends.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Finish {
     /// The machine is gone: deleteWithInstance volumes go with it.
     Deleted,

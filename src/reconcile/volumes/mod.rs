@@ -6,6 +6,7 @@
 mod attachments;
 mod create;
 mod decide;
+mod phase;
 mod resize;
 #[cfg(test)]
 pub(super) mod tests;
@@ -27,6 +28,7 @@ use attachments::decide::AttachmentObserved;
 use attachments::*;
 use create::*;
 use decide::{DeleteTarget, Made, Observed, Pending};
+use phase::{Phase, Seen};
 use resize::*;
 
 /// The device path the guest sees a DigitalOcean block volume at.
@@ -70,57 +72,36 @@ pub async fn run(run: &Run<'_>) -> Result<Next> {
     else {
         return Err(Error::internal(format!("account {} offers no volumes", v.provider_account_id)));
     };
+    let attached = live_attachments(db, &v.id).await?;
+    let ready_instances = ready_instances(db, &attached).await?;
+    let seen = Seen {
+        attached: &attached,
+        machine_going: machine_going(db, &attached).await?,
+        ready_instances: &ready_instances,
+    };
     let ctx = Ctx {
         run,
         volumes: volumes.as_ref(),
         actions: actions.as_ref(),
         instances: instances.as_ref(),
         tag: ownership_tag(&run.services.deployment),
-        once_ready: Next::Drift,
+        once_ready: phase::once_ready(&v, &attached),
     };
-    let attached = live_attachments(db, &v.id).await?;
-    if v.delete_with_instance && v.desired_state == Desired::Present && machine_going(db, &attached).await? {
-        // It goes with its machine: no provider call meanwhile (an ensure by name could make
-        // again a volume the machine's delete already took). The instance wakes it when done.
-        return Ok(Next::After(RETRY_LATER_MS));
+    match phase::phase(&v, &seen) {
+        Phase::WaitForMachine => Ok(Next::After(RETRY_LATER_MS)),
+        Phase::Lost => Ok(Next::Drift),
+        Phase::FinishUnwanted(a) => {
+            let detached = AttachmentObserved::of(a).state(State::Deleted, None);
+            write_attachment(run, &v, a, detached, Next::Now).await
+        }
+        Phase::Delete => delete(&ctx, &v).await,
+        Phase::Create => create(&ctx, &v).await,
+        Phase::FollowAction => follow_action(&ctx, &v).await,
+        Phase::Settle => settle_created(&ctx, &v).await,
+        Phase::Converge(a) => converge_attachment(&ctx, &v, a).await,
+        Phase::Resize => resize(&ctx, &v).await,
+        Phase::Drift => drift(&ctx, &v, &attached).await,
     }
-    let restoring = v.source_snapshot_id.is_some() && v.provider_id.is_none();
-    let ctx =
-        Ctx { once_ready: if restoring || attached.iter().any(needs_work) { Next::Now } else { Next::Drift }, ..ctx };
-    let unwanted = attached.iter().find(|a| a.desired_state == Desired::Absent);
-    if let Some(a) = unwanted.filter(|_| v.lost || v.provider_id.is_none()) {
-        // Nothing at the provider to act on (lost, or never made, so never attached there):
-        // an unwanted attachment finishes without a call.
-        let detached = AttachmentObserved::of(a).state(State::Deleted, None);
-        return write_attachment(run, &v, a, detached, Next::Now).await;
-    }
-    if v.desired_state == Desired::Absent && attached.is_empty() {
-        return delete(&ctx, &v).await;
-    }
-    if v.lost {
-        return Ok(Next::Drift);
-    }
-    if v.provider_id.is_none() {
-        return create(&ctx, &v).await;
-    }
-    if v.action_id.is_some() {
-        return follow_action(&ctx, &v).await;
-    }
-    if v.state == State::Pending || v.state == State::Error {
-        return settle_created(&ctx, &v).await;
-    }
-    // Detaches before a resize, so a resize the provider keeps refusing never keeps a volume
-    // from being detached (and deleted).
-    if let Some(a) = unwanted {
-        return converge_attachment(&ctx, &v, a).await;
-    }
-    if v.observed_size_gib.is_some_and(|seen| seen < v.size_gib) && v.desired_state == Desired::Present {
-        return resize(&ctx, &v).await;
-    }
-    if let Some(a) = next_attach(db, &attached).await? {
-        return converge_attachment(&ctx, &v, a).await;
-    }
-    drift(&ctx, &v, &attached).await
 }
 
 /// Whether an instance the volume is wanted on is being deleted.
@@ -129,27 +110,18 @@ async fn machine_going(db: &sea_orm::DatabaseConnection, attached: &[attachment:
     instances::any_going(db, on.collect()).await
 }
 
-/// The attach to work on: one whose instance is ready before one still waiting for its
-/// instance, so one instance that never becomes ready does not hold back the others.
-async fn next_attach<'a>(
+/// The ready instances among those more than one waiting attach is for (with one, there is
+/// nothing to choose).
+async fn ready_instances(
     db: &sea_orm::DatabaseConnection,
-    attached: &'a [attachment::Model],
-) -> Result<Option<&'a attachment::Model>> {
-    let waiting: Vec<&attachment::Model> =
-        attached.iter().filter(|a| a.desired_state == Desired::Present && needs_work(a)).collect();
+    attached: &[attachment::Model],
+) -> Result<std::collections::HashSet<String>> {
+    let waiting = phase::waiting(attached);
     if waiting.len() <= 1 {
-        return Ok(waiting.first().copied());
+        return Ok(Default::default());
     }
     let ids: Vec<String> = waiting.iter().map(|a| a.instance_id.clone()).collect();
-    let ready = instances::ready_of(db, ids).await?;
-    Ok(waiting.iter().find(|a| ready.contains(&a.instance_id)).or(waiting.first()).copied())
-}
-
-fn needs_work(a: &attachment::Model) -> bool {
-    match a.desired_state {
-        Desired::Absent => a.state != State::Deleted,
-        _ => a.state != State::Ready,
-    }
+    Ok(instances::ready_of(db, ids).await?.into_iter().collect())
 }
 
 async fn delete(ctx: &Ctx<'_>, v: &volume::Model) -> Result<Next> {
@@ -173,32 +145,37 @@ async fn delete(ctx: &Ctx<'_>, v: &volume::Model) -> Result<Next> {
     write(ctx.run, v, observed, next).await
 }
 
-/// A settled volume, read once an hour: one gone outside is lost for good; a share's ready
-/// attachments are asked again (an attach is idempotent), which puts back a VPC a racing detach
-/// took off.
+/// A settled volume's own drift read (when the account's listing did not show it as recorded,
+/// or no listing came): one gone outside is lost for good; a share's ready attachments whose
+/// Droplet's VPC is off the share are attached again, by their own runs.
 async fn drift(ctx: &Ctx<'_>, v: &volume::Model, attached: &[attachment::Model]) -> Result<Next> {
     let id = v.provider_id.clone().unwrap_or_default();
-    let seen = match v.kind {
-        VolumeKind::Block => ctx.volumes.volume_get(&id).await.map(|b| b.map(|b| b.size_gib)),
-        _ => ctx.volumes.share_get(&id, &v.region).await.map(|s| s.map(|s| s.size_gib)),
+    let (size, vpcs) = match v.kind {
+        VolumeKind::Block => (ctx.volumes.volume_get(&id).await.map(|b| b.map(|b| b.size_gib)), None),
+        _ => match ctx.volumes.share_get(&id, &v.region).await {
+            Ok(share) => {
+                let vpcs = share.as_ref().map(|s| s.vpc_ids.clone());
+                (Ok(share.map(|s| s.size_gib)), vpcs)
+            }
+            Err(err) => (Err(err), None),
+        },
     };
-    let observed = match decide::drifted(v, seen) {
+    let observed = match decide::drifted(v, size) {
         Ok(observed) => observed,
         Err(next) => return Ok(next),
     };
     if observed != Observed::of(v) {
         return write(ctx.run, v, observed, Next::Drift).await;
     }
-    if v.kind != VolumeKind::Block {
-        for a in attached.iter().filter(|a| a.state == State::Ready && a.desired_state == Desired::Present) {
-            let Some(on) = instances::find(&ctx.run.services.db, &a.instance_id).await? else {
-                continue;
-            };
-            let Some(droplet) = on.provider_id.clone() else { continue };
-            let (observed, _) = attach_share(ctx, v, a, &droplet).await;
-            if observed != AttachmentObserved::of(a) {
-                return write_attachment(ctx.run, v, a, observed, Next::Now).await;
-            }
+    let Some(vpcs) = vpcs else { return Ok(Next::Drift) };
+    for a in attached.iter().filter(|a| a.state == State::Ready && a.desired_state == Desired::Present) {
+        let Some(droplet) = instances::find(&ctx.run.services.db, &a.instance_id).await?.and_then(|i| i.provider_id)
+        else {
+            continue;
+        };
+        let seen = ctx.instances.droplet_get(&droplet).await;
+        if let Some((observed, next)) = attachments::decide::vpc_taken_off(&AttachmentObserved::of(a), &vpcs, seen) {
+            return write_attachment(ctx.run, v, a, observed, next).await;
         }
     }
     Ok(Next::Drift)

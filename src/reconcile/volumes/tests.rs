@@ -374,3 +374,26 @@ fn a_stored_action_reads_back_as_the_action_that_was_written() {
     assert_eq!(Pending::parse("share-resize:60"), None);
     assert_eq!(Pending::parse("resize"), None);
 }
+
+#[test]
+fn a_drift_read_that_finds_a_droplets_vpc_off_the_share_attaches_it_again_by_its_own_runs() {
+    let now = AttachmentObserved::of(&attachment(State::Ready, Desired::Present, None, None));
+    let on = |vpc: &str| {
+        Ok(Some(crate::provider::Droplet {
+            id: "d1".into(),
+            name: "web".into(),
+            status: crate::provider::DropletStatus::Active,
+            region: "nyc3".into(),
+            vpc_id: Some(vpc.into()),
+            volume_ids: vec![],
+            tags: vec![],
+        }))
+    };
+    let vpcs = ids(&["vpc-1"]);
+    assert_eq!(attach::vpc_taken_off(&now, &vpcs, on("vpc-1")), None, "on the share: nothing to do");
+    let (again, next) = attach::vpc_taken_off(&now, &vpcs, on("vpc-2")).expect("off the share");
+    assert_eq!((again.state, again.message.as_deref(), next), (State::Pending, Some(attach::VPC_TAKEN_OFF), Next::Now));
+    assert_eq!(attach::vpc_taken_off(&now, &vpcs, Ok(None)), None, "a Droplet gone is its instance's to find");
+    let busy = Err(ProviderError::RetryLater { message: "slow".into(), after: std::time::Duration::from_secs(1) });
+    assert_eq!(attach::vpc_taken_off(&now, &vpcs, busy), None, "an unread Droplet concludes nothing");
+}

@@ -258,6 +258,24 @@ pub fn share_to_detach(now: &AttachmentObserved, found: ProviderResult<Option<Sh
     seen(now, found, (now.clone().state(State::Deleted, None), Next::Now))
 }
 
+/// Said of a ready attachment whose Droplet's VPC a drift read found off the share.
+pub const VPC_TAKEN_OFF: &str = "the Droplet's VPC was taken off the share outside vps-graph; it is put back";
+
+/// A ready share attachment, as a drift read of the share (its `vpcs`) and of its Droplet shows
+/// it: one whose VPC is off the share is attached again (by the attach's own runs, one call
+/// each). A Droplet that could not be read, or is gone, says nothing of the share here.
+pub fn vpc_taken_off(
+    now: &AttachmentObserved,
+    vpcs: &[String],
+    droplet: ProviderResult<Option<Droplet>>,
+) -> Option<Step> {
+    let vpc = droplet.ok().flatten()?.vpc_id?;
+    if vpcs.contains(&vpc) {
+        return None;
+    }
+    Some((now.clone().state(State::Pending, Some(VPC_TAKEN_OFF.into())), Next::Now))
+}
+
 /// Whether a share action asked at `asked_ms` has had its time to show.
 fn stale(asked_ms: i64, now_ms: i64) -> bool {
     now_ms - asked_ms > SHARE_ACTION_PATIENCE_MS

@@ -95,15 +95,17 @@ async fn detach_block(
     decide::detach_sent(now, ctx.volumes.volume_action(&volume_id, &v.region, &detach).await)
 }
 
-/// A share attach: tag the Droplet with the share's tag, then put the Droplet's VPC on the share.
-pub(super) async fn attach_share(ctx: &Ctx<'_>, v: &volume::Model, a: &attachment::Model, droplet_id: &str) -> Step {
+/// A share attach, one state-changing call per run: tag the Droplet with the share's tag; in a
+/// later run, put the Droplet's VPC on the share.
+async fn attach_share(ctx: &Ctx<'_>, v: &volume::Model, a: &attachment::Model, droplet_id: &str) -> Step {
     let now = AttachmentObserved::of(a);
     let tag = share_tag(&v.id);
     let droplet = step!(decide::share_droplet(&now, ctx.instances.droplet_get(droplet_id).await, droplet_id));
-    if !droplet.tags.contains(&tag)
-        && let Err(err) = ctx.instances.tag_droplets(&tag, &[droplet_id.to_owned()], true).await
-    {
-        return decide::waits(now, &err);
+    if !droplet.tags.contains(&tag) {
+        return match ctx.instances.tag_droplets(&tag, &[droplet_id.to_owned()], true).await {
+            Ok(()) => (now, Next::Now),
+            Err(err) => decide::waits(now, &err),
+        };
     }
     let share_id = v.provider_id.clone().unwrap_or_default();
     let share = step!(decide::share_to_attach(&now, ctx.volumes.share_get(&share_id, &v.region).await));
@@ -113,17 +115,18 @@ pub(super) async fn attach_share(ctx: &Ctx<'_>, v: &volume::Model, a: &attachmen
     decide::share_attach_sent(now, vpc, answer)
 }
 
-/// A share detach: untag the Droplet, then take off the share every VPC no tagged Droplet is left
-/// in, one at a time, keeping the share's last VPC.
+/// A share detach, one state-changing call per run: untag the Droplet; in later runs, take off
+/// the share every VPC no tagged Droplet is left in, one at a time, keeping the share's last VPC.
 async fn detach_share(ctx: &Ctx<'_>, v: &volume::Model, a: &attachment::Model, droplet_id: Option<String>) -> Step {
     let now = AttachmentObserved::of(a);
     let tag = share_tag(&v.id);
     if let Some(droplet_id) = &droplet_id {
         match ctx.instances.droplet_get(droplet_id).await {
             Ok(Some(d)) if d.tags.contains(&tag) => {
-                if let Err(err) = ctx.instances.tag_droplets(&tag, std::slice::from_ref(droplet_id), false).await {
-                    return decide::waits(now, &err);
-                }
+                return match ctx.instances.tag_droplets(&tag, std::slice::from_ref(droplet_id), false).await {
+                    Ok(()) => (now, Next::Now),
+                    Err(err) => decide::waits(now, &err),
+                };
             }
             Ok(_) => {}
             Err(err) => return decide::waits(now, &err),
