@@ -2,8 +2,10 @@
 //! For each size, that many settled resources of every kind the inventory lists (block volumes,
 //! shares, the snapshots of both, reserved IPv4 and IPv6, Droplets) are put in the simulated
 //! account and in the database, each with its drift read due somewhere in the hour as a settled
-//! resource's is; then one hour passes on a manual clock, a minute at a time, every due run done
-//! before the next minute. The figures: the calls the account sent in the hour, the same hour
+//! resource's is; then two hours pass on a manual clock, a minute at a time, every due run done
+//! before the next minute. The first hour holds the first pass and the own reads that came due
+//! before it; the second is the steady state. The figures, of the second hour: the calls the
+//! account sent, the same hour
 //! with the inventory pass taken away (the per-resource design: each resource read on its own,
 //! measured up to `--drift-peer-max` resources), the oldest drift read at the hour's end, the
 //! inventory's memory, and how long a volume create asked at minute 30 took to reach the provider.
@@ -33,6 +35,10 @@ const TOKEN_PER_HOUR: usize = 5_000;
 /// One simulated hour's figures.
 struct Hour {
     calls: u64,
+    /// The calls of the hour before (the first after seeding).
+    first_calls: u64,
+    /// The calls by endpoint, most first.
+    by_endpoint: Vec<(String, u64)>,
     /// Own reads (`*.get`) among them.
     reads: u64,
     /// Minutes since the last whole inventory pass began, at the hour's end.
@@ -44,7 +50,7 @@ struct Hour {
 
 pub async fn figures(dir: &std::path::Path, sizes: &[usize], peer_max: usize) -> BenchResult<()> {
     println!(
-        "drift: one DigitalOcean account, one hour on a manual clock; resources of every kind listed (block volumes, shares, snapshots, reserved IPv4 and IPv6, Droplets)"
+        "drift: one DigitalOcean account, two hours on a manual clock, the figures of the second (the steady state); resources of every kind listed (block volumes, shares, snapshots, reserved IPv4 and IPv6, Droplets)"
     );
     for &n in sizes {
         let ours = hour(dir, n, true).await?;
@@ -69,13 +75,16 @@ pub async fn figures(dir: &std::path::Path, sizes: &[usize], peer_max: usize) ->
             None => String::new(),
         };
         println!(
-            "drift: {n} resources: {} provider calls in one hour{verdict}, {per_thousand:.1} per 1,000 resources; {peer_text}; oldest drift read {}; inventory {}; a create asked at minute 30 reached the provider after {}; hour simulated in {:.1} s",
+            "drift: {n} resources: {} provider calls in one hour{verdict}, {per_thousand:.1} per 1,000 resources; {peer_text}; oldest drift read {}; inventory {}; a create asked at minute 30 reached the provider after {}; hour simulated in {:.1} s (the first hour after seeding: {} calls)",
             ours.calls,
             ours.oldest_read_min.map_or("unknown".into(), |m| format!("{m:.0} min")),
             ours.inventory_bytes.map_or("unknown".into(), |b| format!("{:.1} MB", b / 1e6)),
             ours.create_ms.map_or("more than 10 s".into(), |ms| format!("{ms:.0} ms")),
             ours.wall_secs,
+            ours.first_calls,
         );
+        let endpoints: Vec<String> = ours.by_endpoint.iter().map(|(e, n)| format!("{e} {n}")).collect();
+        println!("drift: {n} resources: the hour's calls by endpoint: {}", endpoints.join(", "));
     }
     Ok(())
 }
@@ -133,7 +142,10 @@ async fn hour(dir: &std::path::Path, n: usize, with_inventory: bool) -> BenchRes
     let addr = listener.local_addr().map_err(|e| e.to_string())?.to_string();
     tokio::spawn(crate::http::serve(listener, app.router(), crate::config::LoadArgs::default(), app.stop.clone()));
     let client = Client { addr, http: reqwest::Client::new() };
-    let (tenant, pool_id) = tenant_with_pool(&client, &sim_url, &token_file).await?;
+    let credential_ref = format!("file:{}", token_file.display());
+    // The tenant's own account: nothing is metered, so the usage pass stays out of the hours.
+    let at = super::volumes::PoolAt { api_url: &sim_url, credential_ref: &credential_ref, own: true };
+    let (tenant, pool_id) = super::volumes::tenant_with_pool_at(&client, &at, "drift").await?;
     let db = &app.services.db;
     let account = pool::Entity::find_by_id(pool_id.clone())
         .one(db)
@@ -148,64 +160,63 @@ async fn hour(dir: &std::path::Path, n: usize, with_inventory: bool) -> BenchRes
         let sql = format!("DELETE FROM work_items WHERE kind = '{}'", inventory::RECONCILER);
         db.execute_unprepared(&sql).await.map_err(|e| e.to_string())?;
     }
-    let before = total_calls(&sim);
-    let reads_before = own_reads(&sim);
-    let began = Instant::now();
-    let mut create_ms = None;
-    for minute in 1..=60 {
-        clock.advance(60_000);
-        until_idle(db, &clock).await?;
-        if minute == 30 {
-            create_ms = create_wait(&client, &sim, &owner).await?;
-        }
-    }
-    let wall_secs = began.elapsed().as_secs_f64();
-    let calls = total_calls(&sim) - before;
-    let reads = own_reads(&sim) - reads_before;
+    // The first hour begins with the first pass, and the own reads that come due before it ends;
+    // the second is the steady state the figures are of.
+    let first = one_hour(db, &clock, &sim, None).await?;
+    let second = one_hour(db, &clock, &sim, Some((&client, &owner))).await?;
     let listed_at = gauge(&app, "vps_graph_inventory_listed_at_seconds", &account);
     let oldest_read_min = listed_at.map(|at| (clock.now_ms() as f64 / 1000.0 - at) / 60.0);
     let inventory_bytes = gauge(&app, "vps_graph_inventory_bytes", &account);
     app.shutdown(Duration::from_secs(5)).await;
-    Ok(Hour { calls, reads, oldest_read_min, inventory_bytes, create_ms, wall_secs })
+    Ok(Hour { first_calls: first.calls, oldest_read_min, inventory_bytes, ..second })
+}
+
+/// One hour, a minute at a time, each minute's due runs done before the next; with `asker`, a
+/// volume create is asked at minute 30 and timed.
+async fn one_hour(
+    db: &sea_orm::DatabaseConnection,
+    clock: &Clock,
+    sim: &Sim,
+    asker: Option<(&Client, &Owner)>,
+) -> BenchResult<Hour> {
+    let before = sim.all_calls().0;
+    let reads_before = own_reads(sim);
+    let began = Instant::now();
+    let mut create_ms = None;
+    for minute in 1..=60 {
+        clock.advance(60_000);
+        until_idle(db, clock).await?;
+        if let (30, Some((client, owner))) = (minute, asker) {
+            create_ms = create_wait(client, sim, owner).await?;
+        }
+    }
+    let wall_secs = began.elapsed().as_secs_f64();
+    let mut by_endpoint: Vec<(String, u64)> = sim
+        .all_calls()
+        .0
+        .into_iter()
+        .map(|(endpoint, n)| (endpoint.clone(), n - before.get(&endpoint).copied().unwrap_or(0)))
+        .filter(|(_, n)| *n > 0)
+        .collect();
+    by_endpoint.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let calls = by_endpoint.iter().map(|(_, n)| n).sum();
+    let reads = own_reads(sim) - reads_before;
+    Ok(Hour {
+        calls,
+        first_calls: 0,
+        by_endpoint,
+        reads,
+        oldest_read_min: None,
+        inventory_bytes: None,
+        create_ms,
+        wall_secs,
+    })
 }
 
 struct Owner {
     tenant: String,
     pool: String,
     account: String,
-}
-
-/// A tenant offered a pool on its own account (nothing metered: the usage pass stays out of the
-/// hour) at the sim, whose token is in `token_file`.
-async fn tenant_with_pool(
-    client: &Client,
-    sim_url: &str,
-    token_file: &std::path::Path,
-) -> BenchResult<(String, String)> {
-    let tenant = format!("drift-{}", ulid::Ulid::generate().to_string().to_lowercase());
-    client.ensure_tenant(&tenant).await?;
-    let account = client
-        .gql(
-            "mutation($n: String!, $u: String!, $c: String!, $t: String!) { providerAccountCreate(input: { name: $n, tenantId: $t, kind: DIGITALOCEAN, apiUrl: $u, credentialRef: $c, regions: [\"nyc3\"] }) { id } }",
-            json!({ "n": format!("a-{tenant}"), "u": sim_url, "c": format!("file:{}", token_file.display()), "t": tenant }),
-        )
-        .await?;
-    let pool = client
-        .gql(
-            "mutation($n: String!, $a: String!) { poolCreate(input: { name: $n, providerAccountId: $a, billing: BYO }) { id } }",
-            json!({ "n": format!("p-{tenant}"), "a": account["providerAccountCreate"]["id"] }),
-        )
-        .await?["poolCreate"]["id"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
-    client
-        .gql(
-            "mutation($p: String!, $t: String!) { poolOffer(input: { poolId: $p, tenantId: $t, quotas: [{ resource: \"diskGiB\", max: 100000000 }] }) { tenantId } }",
-            json!({ "p": pool, "t": tenant }),
-        )
-        .await?;
-    Ok((tenant, pool))
 }
 
 /// The rows of what the sim was seeded with, settled, and each one's drift read due in the hour.
@@ -424,10 +435,6 @@ async fn create_wait(client: &Client, sim: &Sim, owner: &Owner) -> BenchResult<O
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
     Ok(None)
-}
-
-fn total_calls(sim: &Sim) -> u64 {
-    sim.all_calls().0.values().sum()
 }
 
 fn own_reads(sim: &Sim) -> u64 {

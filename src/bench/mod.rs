@@ -543,29 +543,7 @@ async fn converge_networks(database_url: &str, args: &BenchArgs) -> BenchResult<
     let workers = args.reconcile_workers.to_string();
     let server = Server::start_with(database_url, &["--no-sim", "--reconcile-workers", &workers]).await?;
     let client = &server.client;
-    let tenant = format!("bench-net-{}", ulid::Ulid::generate().to_string().to_lowercase());
-    client.ensure_tenant(&tenant).await?;
-    let account = client
-        .gql(
-            "mutation($n: String!, $u: String!) { providerAccountCreate(input: { name: $n, kind: DIGITALOCEAN, apiUrl: $u, credentialRef: \"env:VPS_GRAPH_BENCH_SIM_TOKEN\", regions: [\"nyc3\"] }) { id } }",
-            json!({ "n": format!("a{}", &tenant[10..]), "u": format!("http://{sim_addr}") }),
-        )
-        .await?;
-    let pool = client
-        .gql(
-            "mutation($n: String!, $a: String!) { poolCreate(input: { name: $n, providerAccountId: $a, billing: METERED }) { id } }",
-            json!({ "n": format!("p{}", &tenant[10..]), "a": account["providerAccountCreate"]["id"] }),
-        )
-        .await?["poolCreate"]["id"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
-    client
-        .gql(
-            "mutation($p: String!, $t: String!) { poolOffer(input: { poolId: $p, tenantId: $t, quotas: [{ resource: \"networks\", max: 100000 }] }) { tenantId } }",
-            json!({ "p": pool, "t": tenant }),
-        )
-        .await?;
+    let (tenant, pool) = volumes::tenant_with_pool(client, &format!("http://{sim_addr}"), "bench-net").await?;
     let started = Instant::now();
     let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let senders: Vec<_> = (0..8)

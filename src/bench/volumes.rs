@@ -70,21 +70,42 @@ async fn sql_statements(client: &Client) -> BenchResult<u64> {
     Ok(client.metric("vps_graph_sql_statements_total").await? as u64)
 }
 
-/// A fresh tenant with a pool on an account at `api_url`, offered with room for everything.
+/// Where a bench tenant's pool is: an account at `api_url` whose token `credential_ref` names,
+/// the platform's (metered) or, `own`, the tenant's (BYO: nothing metered).
+pub(super) struct PoolAt<'a> {
+    pub api_url: &'a str,
+    pub credential_ref: &'a str,
+    pub own: bool,
+}
+
+/// The token of the sims the bench's server processes reach.
+pub(super) const SIM_TOKEN: &str = "env:VPS_GRAPH_BENCH_SIM_TOKEN";
+
+/// A fresh tenant with a pool on the platform's account at `api_url`, offered with room for
+/// everything.
 pub(super) async fn tenant_with_pool(client: &Client, api_url: &str, prefix: &str) -> BenchResult<(String, String)> {
+    tenant_with_pool_at(client, &PoolAt { api_url, credential_ref: SIM_TOKEN, own: false }, prefix).await
+}
+
+/// A fresh tenant (`prefix`-…) with a pool `at`, offered with room for everything.
+pub(super) async fn tenant_with_pool_at(
+    client: &Client,
+    at: &PoolAt<'_>,
+    prefix: &str,
+) -> BenchResult<(String, String)> {
     let tenant = format!("{prefix}-{}", ulid::Ulid::generate().to_string().to_lowercase());
     client.ensure_tenant(&tenant).await?;
     let suffix = &tenant[tenant.len() - 10..];
     let account = client
         .gql(
-            "mutation($n: String!, $u: String!) { providerAccountCreate(input: { name: $n, kind: DIGITALOCEAN, apiUrl: $u, credentialRef: \"env:VPS_GRAPH_BENCH_SIM_TOKEN\", regions: [\"nyc3\"] }) { id } }",
-            json!({ "n": format!("a-{suffix}"), "u": api_url }),
+            "mutation($n: String!, $u: String!, $c: String!, $t: String) { providerAccountCreate(input: { name: $n, tenantId: $t, kind: DIGITALOCEAN, apiUrl: $u, credentialRef: $c, regions: [\"nyc3\"] }) { id } }",
+            json!({ "n": format!("a-{suffix}"), "u": at.api_url, "c": at.credential_ref, "t": at.own.then_some(&tenant) }),
         )
         .await?;
     let pool = client
         .gql(
-            "mutation($n: String!, $a: String!) { poolCreate(input: { name: $n, providerAccountId: $a, billing: METERED }) { id } }",
-            json!({ "n": format!("p-{suffix}"), "a": account["providerAccountCreate"]["id"] }),
+            "mutation($n: String!, $a: String!, $b: Billing!) { poolCreate(input: { name: $n, providerAccountId: $a, billing: $b }) { id } }",
+            json!({ "n": format!("p-{suffix}"), "a": account["providerAccountCreate"]["id"], "b": if at.own { "BYO" } else { "METERED" } }),
         )
         .await?["poolCreate"]["id"]
         .as_str()
@@ -92,7 +113,7 @@ pub(super) async fn tenant_with_pool(client: &Client, api_url: &str, prefix: &st
         .to_owned();
     client
         .gql(
-            "mutation($p: String!, $t: String!) { poolOffer(input: { poolId: $p, tenantId: $t, quotas: [{ resource: \"diskGiB\", max: 100000000 }, { resource: \"instances\", max: 100000 }] }) { tenantId } }",
+            "mutation($p: String!, $t: String!) { poolOffer(input: { poolId: $p, tenantId: $t, quotas: [{ resource: \"diskGiB\", max: 100000000 }, { resource: \"instances\", max: 100000 }, { resource: \"networks\", max: 100000 }] }) { tenantId } }",
             json!({ "p": pool, "t": tenant }),
         )
         .await?;

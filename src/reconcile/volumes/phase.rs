@@ -105,22 +105,8 @@ mod tests {
     use super::*;
 
     fn attachment(id: &str, instance: &str, state: State, desired: Desired) -> attachment::Model {
-        let t = chrono::Utc::now();
-        attachment::Model {
-            id: id.into(),
-            volume_id: "pvol_1".into(),
-            instance_id: instance.into(),
-            state,
-            desired_state: desired,
-            action_id: None,
-            message: None,
-            version: 1,
-            generation: 1,
-            created_at: t,
-            updated_at: t,
-            ready_at: None,
-            deleted_at: None,
-        }
+        let one = super::super::tests::attachment(state, desired, None, None);
+        attachment::Model { id: id.into(), instance_id: instance.into(), ..one }
     }
 
     /// A case: its name, the row, its attachments, whether a machine goes, the ready instances,

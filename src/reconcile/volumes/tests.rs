@@ -253,7 +253,12 @@ fn a_delete_is_decided_for_every_answer_and_a_lost_create_is_looked_up_not_made(
     }
 }
 
-fn attachment(state: State, desired: Desired, action: Option<&str>, message: Option<&str>) -> attachment::Model {
+pub(super) fn attachment(
+    state: State,
+    desired: Desired,
+    action: Option<&str>,
+    message: Option<&str>,
+) -> attachment::Model {
     let t = chrono::Utc::now();
     attachment::Model {
         id: "patt_1".into(),
