@@ -493,6 +493,9 @@ db_test!(a_404_that_is_not_the_apis_own_is_not_taken_for_gone, |backend: Backend
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     s.sim().inject("vpcs.get", Fault::Status { status: 500 }, 1);
+    // The account's listing fails too, so the network's own hourly read is what runs (a listing
+    // that shows the VPC would put that read off).
+    s.sim().inject("vpcs.list", Fault::Status { status: 500 }, 1_000);
     clock.advance(3_600_000);
     // The drift read fails, and its run sets the next look before the clock moves on.
     for _ in 0..200 {
