@@ -44,6 +44,8 @@ struct Hour {
     /// Minutes since the last whole inventory pass began, at the hour's end.
     oldest_read_min: Option<f64>,
     inventory_bytes: Option<f64>,
+    /// Calls the account's budget held back, over both hours.
+    held_back: u64,
     create_ms: Option<f64>,
     wall_secs: f64,
 }
@@ -75,10 +77,11 @@ pub async fn figures(dir: &std::path::Path, sizes: &[usize], peer_max: usize) ->
             None => String::new(),
         };
         println!(
-            "drift: {n} resources: {} provider calls in one hour{verdict}, {per_thousand:.1} per 1,000 resources; {peer_text}; oldest drift read {}; inventory {}; a create asked at minute 30 reached the provider after {}; hour simulated in {:.1} s (the first hour after seeding: {} calls)",
+            "drift: {n} resources: {} provider calls in one hour{verdict}, {per_thousand:.1} per 1,000 resources; {peer_text}; oldest drift read {}; inventory {}; {} calls held back by the budget; a create asked at minute 30 reached the provider after {}; hour simulated in {:.1} s (the first hour after seeding: {} calls)",
             ours.calls,
             ours.oldest_read_min.map_or("unknown".into(), |m| format!("{m:.0} min")),
             ours.inventory_bytes.map_or("unknown".into(), |b| format!("{:.1} MB", b / 1e6)),
+            ours.held_back,
             ours.create_ms.map_or("more than 10 s".into(), |ms| format!("{ms:.0} ms")),
             ours.wall_secs,
             ours.first_calls,
@@ -167,8 +170,9 @@ async fn hour(dir: &std::path::Path, n: usize, with_inventory: bool) -> BenchRes
     let listed_at = gauge(&app, "vps_graph_inventory_listed_at_seconds", &account);
     let oldest_read_min = listed_at.map(|at| (clock.now_ms() as f64 / 1000.0 - at) / 60.0);
     let inventory_bytes = gauge(&app, "vps_graph_inventory_bytes", &account);
+    let held_back = held_back(&app);
     app.shutdown(Duration::from_secs(5)).await;
-    Ok(Hour { first_calls: first.calls, oldest_read_min, inventory_bytes, ..second })
+    Ok(Hour { first_calls: first.calls, oldest_read_min, inventory_bytes, held_back, ..second })
 }
 
 /// One hour, a minute at a time, each minute's due runs done before the next; with `asker`, a
@@ -208,6 +212,7 @@ async fn one_hour(
         reads,
         oldest_read_min: None,
         inventory_bytes: None,
+        held_back: 0,
         create_ms,
         wall_secs,
     })
@@ -439,6 +444,14 @@ async fn create_wait(client: &Client, sim: &Sim, owner: &Owner) -> BenchResult<O
 
 fn own_reads(sim: &Sim) -> u64 {
     sim.all_calls().0.iter().filter(|(endpoint, _)| endpoint.ends_with(".get")).map(|(_, n)| n).sum()
+}
+
+/// The calls the accounts' budgets held back (counted under the status `budget`).
+fn held_back(app: &App) -> u64 {
+    let text = app.services.metrics.render();
+    let counts =
+        text.lines().filter(|l| l.starts_with("vps_graph_provider_calls_total{") && l.contains("status=\"budget\""));
+    counts.filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok()).sum()
 }
 
 /// An account's gauge in the app's metrics.
