@@ -41,19 +41,19 @@ impl Reconciler for InventoryReconciler {
         if account.kind != ProviderKind::Digitalocean {
             return Ok(Next::Done);
         }
+        let listed_at = run.services.clock.now_ms();
         let expected = expected(db, &account.id).await?;
         if expected.is_empty() {
+            // Nothing settled, nothing to list: no drift read is behind.
+            mark_listed(db, &account.id, listed_at).await?;
             return Ok(Next::Drift);
         }
         let provider = run.provider(&account.id).await?;
-        let listed_at = run.services.clock.now_ms();
         let (listing, trouble) = take(&provider, &ownership_tag(&run.services.deployment), &expected).await;
         let sorted = compare::sort(&expected, &listing);
         apply(db, &sorted, listed_at, run.services.clock.now_ms()).await?;
-        if trouble.is_none()
-            && let Some(at) = chrono::DateTime::from_timestamp_millis(listed_at)
-        {
-            pools::mark_listed(db, &account.id, at).await?;
+        if trouble.is_none() {
+            mark_listed(db, &account.id, listed_at).await?;
         }
         let figures = crate::metrics::Inventory { listed: listing.len(), bytes: listing.bytes(), listed_at };
         run.services.metrics.inventory(&account.id, &figures, trouble.is_none());
@@ -66,6 +66,14 @@ impl Reconciler for InventoryReconciler {
             "inventory pass"
         );
         Ok(trouble.map_or(Next::Drift, |err| retry_after(&err)))
+    }
+}
+
+/// Records that every settled resource of the account was read for drift at `listed_at`.
+async fn mark_listed(db: &sea_orm::DatabaseConnection, account_id: &str, listed_at: i64) -> Result<()> {
+    match chrono::DateTime::from_timestamp_millis(listed_at) {
+        Some(at) => pools::mark_listed(db, account_id, at).await,
+        None => Ok(()),
     }
 }
 
