@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use sea_orm::{ConnectionTrait, EntityTrait, Set, TransactionTrait};
 use serde_json::json;
 
+use super::usage::Owner;
 use super::{ADMIN, BenchResult, Client};
 use crate::app::{App, AppConfig};
 use crate::clock::Clock;
@@ -218,12 +219,6 @@ async fn one_hour(
     })
 }
 
-struct Owner {
-    tenant: String,
-    pool: String,
-    account: String,
-}
-
 /// The rows of what the sim was seeded with, settled, and each one's drift read due in the hour.
 async fn settle_rows(db: &sea_orm::DatabaseConnection, owner: &Owner, seeded: &Seeded, now_ms: i64) -> BenchResult<()> {
     let at = chrono::DateTime::from_timestamp_millis(now_ms).unwrap_or_default() - chrono::Duration::days(1);
@@ -236,46 +231,15 @@ async fn settle_rows(db: &sea_orm::DatabaseConnection, owner: &Owner, seeded: &S
     let volume_rows: Vec<volume::ActiveModel> = volumes
         .chain(shares)
         .map(|((provider_id, name, size), kind)| {
-            let id = crate::ids::new_id(crate::ids::VOLUME);
+            let row = owner.ready_volume(name, kind, *size, Some(provider_id.clone()), at);
+            let id = row.id.clone().unwrap();
             if kind == VolumeKind::Block {
                 volume_ids.push(id.clone())
             } else {
                 share_ids.push(id.clone())
             }
-            items.push((crate::store::volumes::RECONCILER, id.clone()));
-            volume::ActiveModel {
-                provider_name: Set(crate::service::volumes::provider_name(&id)),
-                id: Set(id),
-                tenant_id: Set(owner.tenant.clone()),
-                project_id: Set(None),
-                pool_id: Set(owner.pool.clone()),
-                provider_account_id: Set(owner.account.clone()),
-                name: Set(name.clone()),
-                description: Set(None),
-                region: Set("nyc3".into()),
-                kind: Set(kind),
-                network_id: Set(None),
-                filesystem: Set(None),
-                delete_with_instance: Set(false),
-                source_snapshot_id: Set(None),
-                size_gib: Set(*size),
-                observed_size_gib: Set(Some(*size)),
-                state: Set(State::Ready),
-                desired_state: Set(Desired::Present),
-                provider_id: Set(Some(provider_id.clone())),
-                device: Set(None),
-                mount_source: Set(None),
-                create_attempts: Set(1),
-                lost: Set(false),
-                action_id: Set(None),
-                message: Set(None),
-                version: Set(1),
-                generation: Set(1),
-                created_at: Set(at),
-                updated_at: Set(at),
-                ready_at: Set(Some(at)),
-                deleted_at: Set(None),
-            }
+            items.push((crate::store::volumes::RECONCILER, id));
+            row
         })
         .collect();
     insert_chunks::<volume::Entity>(&txn, volume_rows).await?;

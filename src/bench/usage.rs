@@ -28,6 +28,61 @@ pub struct UsageFigures {
 /// Hours each seeded volume has been ready.
 pub const HOURS: i64 = 24;
 
+/// Who a bench's seeded rows belong to.
+pub(super) struct Owner {
+    pub tenant: String,
+    pub pool: String,
+    pub account: String,
+}
+
+impl Owner {
+    /// A volume of `kind`, ready since `at` at `size_gib` (the size the provider showed too),
+    /// with `provider_id` if it is known at the provider.
+    pub(super) fn ready_volume(
+        &self,
+        name: &str,
+        kind: VolumeKind,
+        size_gib: i64,
+        provider_id: Option<String>,
+        at: chrono::DateTime<chrono::Utc>,
+    ) -> volume::ActiveModel {
+        let id = crate::ids::new_id(crate::ids::VOLUME);
+        volume::ActiveModel {
+            provider_name: Set(crate::service::volumes::provider_name(&id)),
+            id: Set(id),
+            tenant_id: Set(self.tenant.clone()),
+            project_id: Set(None),
+            pool_id: Set(self.pool.clone()),
+            provider_account_id: Set(self.account.clone()),
+            name: Set(name.to_owned()),
+            description: Set(None),
+            region: Set("nyc3".into()),
+            kind: Set(kind),
+            network_id: Set(None),
+            filesystem: Set(None),
+            delete_with_instance: Set(false),
+            source_snapshot_id: Set(None),
+            size_gib: Set(size_gib),
+            observed_size_gib: Set(Some(size_gib)),
+            state: Set(State::Ready),
+            desired_state: Set(Desired::Present),
+            provider_id: Set(provider_id),
+            device: Set(None),
+            mount_source: Set(None),
+            create_attempts: Set(1),
+            lost: Set(false),
+            action_id: Set(None),
+            message: Set(None),
+            version: Set(1),
+            generation: Set(1),
+            created_at: Set(at),
+            updated_at: Set(at),
+            ready_at: Set(Some(at)),
+            deleted_at: Set(None),
+        }
+    }
+}
+
 /// Seeds `args.usage_volumes` volumes ready `HOURS` hours ago in a metered pool, then runs the
 /// pass twice in this process (reconcile workers off, so nothing else writes).
 pub async fn pass_figures(database_url: &str, args: &BenchArgs) -> BenchResult<UsageFigures> {
@@ -60,43 +115,9 @@ pub async fn pass_figures(database_url: &str, args: &BenchArgs) -> BenchResult<U
         .ok_or("the pool vanished")?
         .provider_account_id;
     let seeding = Instant::now();
+    let owner = Owner { tenant: tenant.clone(), pool: pool.clone(), account: account.clone() };
     for chunk in (0..args.usage_volumes).collect::<Vec<_>>().chunks(500) {
-        let rows = chunk.iter().map(|i| {
-            let id = crate::ids::new_id(crate::ids::VOLUME);
-            volume::ActiveModel {
-                provider_name: Set(crate::service::volumes::provider_name(&id)),
-                id: Set(id),
-                tenant_id: Set(tenant.clone()),
-                project_id: Set(None),
-                pool_id: Set(pool.clone()),
-                provider_account_id: Set(account.clone()),
-                name: Set(format!("v-{i}")),
-                description: Set(None),
-                region: Set("nyc3".into()),
-                kind: Set(VolumeKind::Block),
-                network_id: Set(None),
-                filesystem: Set(None),
-                delete_with_instance: Set(false),
-                source_snapshot_id: Set(None),
-                size_gib: Set(10),
-                observed_size_gib: Set(Some(10)),
-                state: Set(State::Ready),
-                desired_state: Set(Desired::Present),
-                provider_id: Set(None),
-                device: Set(None),
-                mount_source: Set(None),
-                create_attempts: Set(1),
-                lost: Set(false),
-                action_id: Set(None),
-                message: Set(None),
-                version: Set(1),
-                generation: Set(1),
-                created_at: Set(ready),
-                updated_at: Set(ready),
-                ready_at: Set(Some(ready)),
-                deleted_at: Set(None),
-            }
-        });
+        let rows = chunk.iter().map(|i| owner.ready_volume(&format!("v-{i}"), VolumeKind::Block, 10, None, ready));
         volume::Entity::insert_many(rows).exec(&services.db).await.map_err(|e| e.to_string())?;
     }
     let seed_secs = seeding.elapsed().as_secs_f64();
