@@ -165,9 +165,7 @@ impl App {
         queue::wake(&services.db, usage::KIND, usage::ITEM, services.clock.now_ms()).await?;
         queue::wake(&services.db, events::KIND, events::ITEM, services.clock.now_ms()).await?;
         for account in store::pools::all_accounts(&services.db).await? {
-            if account.kind == crate::provider::ProviderKind::Digitalocean {
-                queue::ensure(&services.db, inventory::KIND, &account.id, services.clock.now_ms()).await?;
-            }
+            queue::ensure(&services.db, inventory::KIND, &account.id, services.clock.now_ms()).await?;
         }
         let runtime = reconcile::start(services.clone(), reconcilers, config.runtime.clone(), work, stop.clone());
         let first_start = if config.demo { bootstrap::demo(&services).await? } else { None };

@@ -385,6 +385,10 @@ pub trait AwsNetworks: Send + Sync {
     async fn subnets_of_vpc(&self, region: &str, vpc_id: &str) -> ProviderResult<Vec<AwsSubnet>>;
     /// False when it was already gone.
     async fn subnet_delete(&self, region: &str, subnet_id: &str) -> ProviderResult<bool>;
+    /// Every VPC of the region (an adopted one carries no tag of ours), in pages of 1,000.
+    async fn vpcs_in(&self, region: &str) -> ProviderResult<Vec<AwsVpc>>;
+    /// Every subnet of the region, in pages of 1,000.
+    async fn subnets_in(&self, region: &str) -> ProviderResult<Vec<AwsSubnet>>;
 }
 
 /// Where a security group rule admits traffic from (inbound) or lets it go to (outbound).
@@ -496,6 +500,8 @@ pub trait SecurityGroups: Send + Sync {
     ) -> ProviderResult<Option<SecurityGroup>>;
     /// False when it was already gone; `DependencyViolation` while an interface uses it.
     async fn security_group_delete(&self, region: &str, group_id: &str) -> ProviderResult<bool>;
+    /// Every group of the region carrying `deployment`'s ownership tag, in pages of 1,000.
+    async fn security_groups_owned(&self, region: &str, deployment: &str) -> ProviderResult<Vec<SecurityGroup>>;
 }
 
 /// An EC2 machine.
@@ -540,6 +546,9 @@ pub trait AwsInstances: Send + Sync {
     async fn instances_in_vpc(&self, region: &str, vpc_id: &str) -> ProviderResult<Vec<AwsInstance>>;
     /// Replaces the machine's security groups with `group_ids` (at least one).
     async fn instance_set_groups(&self, region: &str, instance_id: &str, group_ids: &[String]) -> ProviderResult<()>;
+    /// Every machine of the region carrying `deployment`'s ownership tag (terminated ones too,
+    /// while EC2 still shows them), in pages of 1,000.
+    async fn instances_owned(&self, region: &str, deployment: &str) -> ProviderResult<Vec<AwsInstance>>;
 }
 
 /// An EFS file system. `dns_name` is built from the id and region (the API does not return it).
@@ -635,6 +644,10 @@ pub trait Filesystems: Send + Sync {
     async fn lustre_find_by_name(&self, region: &str, name: &str) -> ProviderResult<Vec<LustreFileSystem>>;
     /// Without a final backup; false when it was already gone.
     async fn lustre_delete(&self, region: &str, file_system_id: &str) -> ProviderResult<bool>;
+    /// Every EFS file system of the region (not yet deleted), in pages of 100, EFS's largest.
+    async fn efs_list(&self, region: &str) -> ProviderResult<Vec<EfsFileSystem>>;
+    /// Every Lustre file system of the region, in the pages FSx gives.
+    async fn lustre_list(&self, region: &str) -> ProviderResult<Vec<LustreFileSystem>>;
 }
 
 /// The tag that marks what this deployment made at DigitalOcean (Droplets, volumes, snapshots).

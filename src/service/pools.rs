@@ -159,11 +159,9 @@ impl Services {
         let created = store::insert_account(&txn, new, now)
             .await
             .map_err(taken("name", || format!("a provider account named {} exists", input.name)))?;
-        if created.kind == ProviderKind::Digitalocean {
-            // Its inventory pass: nothing settled yet, so its first pass lists nothing.
-            let due = now.timestamp_millis();
-            crate::store::queue::ensure(&txn, crate::store::inventory::RECONCILER, &created.id, due).await?;
-        }
+        // Its inventory pass: nothing settled yet, so its first pass lists nothing.
+        let due = now.timestamp_millis();
+        crate::store::queue::ensure(&txn, crate::store::inventory::RECONCILER, &created.id, due).await?;
         let event = NewEvent {
             event_type: "providerAccount.created".into(),
             subject_kind: "provider-account",

@@ -7,7 +7,7 @@ use sea_orm::{ConnectionTrait, QueryResult, Value};
 use super::stmt;
 use crate::error::Result;
 
-/// The work kind of the inventory pass: one item per DigitalOcean account, by its id.
+/// The work kind of the inventory pass: one item per provider account, by its id.
 pub const RECONCILER: &str = "vps.inventory";
 
 /// A settled volume or share: its provider id and the size the provider last showed.
@@ -38,6 +38,27 @@ pub struct SettledAddress {
     /// The reservation's time, where the provider shows one (a reserved IPv6's).
     pub fingerprint: Option<String>,
     pub on_machine: Option<String>,
+}
+
+/// A settled AWS filesystem: its provider id, the security group that admits the network to
+/// it, the network's block, and how many mount targets it should have (one per zone with a
+/// ready subnet; none for Lustre, whose interfaces are its own).
+pub struct SettledFilesystem {
+    pub id: String,
+    pub lustre: bool,
+    pub provider_id: String,
+    pub region: String,
+    pub security_group_id: Option<String>,
+    pub network_block: Option<String>,
+    pub zones: i64,
+}
+
+/// A settled AWS network: its VPC and its subnets (one per zone).
+pub struct SettledAwsNetwork {
+    pub id: String,
+    pub region: String,
+    pub vpc_id: String,
+    pub subnet_ids: Vec<String>,
 }
 
 /// A settled row known at the provider by one id: an instance's machine, a subnet's VPC (the
@@ -147,6 +168,85 @@ pub async fn instances(conn: &impl ConnectionTrait, account_id: &str) -> Result<
         settled("")
     );
     ones(conn, &sql, account_id).await
+}
+
+/// An AWS account's settled instances, with their regions: (row, provider id, region).
+pub async fn aws_instances(conn: &impl ConnectionTrait, account_id: &str) -> Result<Vec<(SettledOne, String)>> {
+    let sql = format!(
+        "SELECT id, provider_id, region FROM instances WHERE provider_account_id = $1 AND {} \
+         AND provider_id IS NOT NULL",
+        settled("")
+    );
+    rows(conn, &sql, account_id)
+        .await?
+        .iter()
+        .map(|r| {
+            let one = SettledOne { id: r.try_get("", "id")?, provider_id: r.try_get("", "provider_id")? };
+            Ok((one, r.try_get("", "region")?))
+        })
+        .collect()
+}
+
+/// An AWS account's settled filesystems.
+pub async fn filesystems(conn: &impl ConnectionTrait, account_id: &str) -> Result<Vec<SettledFilesystem>> {
+    let sql = format!(
+        "SELECT f.id, f.kind, f.provider_id, f.region, f.security_group_id, n.ip_range, \
+         (SELECT COUNT(DISTINCT s.zone) FROM network_subnets s WHERE s.network_id = f.network_id \
+          AND {} AND s.provider_id IS NOT NULL AND s.zone IS NOT NULL) AS zones \
+         FROM filesystems f JOIN networks n ON n.id = f.network_id \
+         WHERE f.provider_account_id = $1 AND {} AND f.provider_id IS NOT NULL",
+        settled("s."),
+        settled("f.")
+    );
+    rows(conn, &sql, account_id)
+        .await?
+        .iter()
+        .map(|r| {
+            Ok(SettledFilesystem {
+                id: r.try_get("", "id")?,
+                lustre: r.try_get::<String>("", "kind")? == "lustre",
+                provider_id: r.try_get("", "provider_id")?,
+                region: r.try_get("", "region")?,
+                security_group_id: r.try_get("", "security_group_id")?,
+                network_block: r.try_get("", "ip_range")?,
+                zones: r.try_get("", "zones")?,
+            })
+        })
+        .collect()
+}
+
+/// An AWS account's settled networks with no firewall (as for `subnets`), each with the
+/// subnets it should have.
+pub async fn aws_networks(conn: &impl ConnectionTrait, account_id: &str) -> Result<Vec<SettledAwsNetwork>> {
+    let sql = format!(
+        "SELECT n.id, n.region, n.provider_id, s.provider_id AS subnet_id FROM networks n \
+         LEFT JOIN network_subnets s ON s.network_id = n.id AND s.desired_state = 'present' \
+         WHERE n.provider_account_id = $1 AND {} AND n.provider_id IS NOT NULL AND n.region IS NOT NULL \
+         AND n.egress_provider_id IS NULL \
+         AND NOT EXISTS (SELECT 1 FROM firewall_rules r WHERE r.network_id = n.id AND r.state <> 'deleted') \
+         AND NOT EXISTS (SELECT 1 FROM network_subnets u WHERE u.network_id = n.id \
+          AND u.desired_state = 'present' AND NOT ({})) \
+         ORDER BY n.id",
+        settled("n."),
+        settled("u.")
+    );
+    let mut networks: Vec<SettledAwsNetwork> = Vec::new();
+    for r in rows(conn, &sql, account_id).await? {
+        let id: String = r.try_get("", "id")?;
+        let subnet: Option<String> = r.try_get("", "subnet_id")?;
+        if networks.last().is_none_or(|n| n.id != id) {
+            networks.push(SettledAwsNetwork {
+                id,
+                region: r.try_get("", "region")?,
+                vpc_id: r.try_get("", "provider_id")?,
+                subnet_ids: Vec::new(),
+            });
+        }
+        if let Some(last) = networks.last_mut() {
+            last.subnet_ids.extend(subnet);
+        }
+    }
+    Ok(networks)
 }
 
 /// Every ready subnet's VPC, by the network it belongs to: of networks with no firewall (a

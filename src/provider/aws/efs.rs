@@ -117,6 +117,24 @@ impl Aws {
         }
     }
 
+    /// Every page, asked 100 at a time (EFS pages at 100 whatever more is asked).
+    pub(super) async fn sdk_efs_list(&self, region: &str) -> ProviderResult<Vec<EfsFileSystem>> {
+        let efs = self.regional(region)?.efs;
+        let mut found = Vec::new();
+        let mut marker: Option<String> = None;
+        loop {
+            let started = std::time::Instant::now();
+            let result = efs.describe_file_systems().max_items(100).set_marker(marker.clone()).send().await;
+            self.count("efs", "DescribeFileSystems", status_word(&result), started);
+            let answer = result.map_err(|err| sdk_error(&err, false))?;
+            found.extend(answer.file_systems().iter().map(|f| file_system_from(f, region)).filter_map(present));
+            marker = answer.next_marker().filter(|m| !m.is_empty()).map(str::to_owned);
+            if marker.is_none() {
+                return Ok(found);
+            }
+        }
+    }
+
     pub(super) async fn sdk_efs_find_by_token(
         &self,
         region: &str,

@@ -88,6 +88,12 @@ impl Aws {
         region: &str,
         name: &str,
     ) -> ProviderResult<Vec<LustreFileSystem>> {
+        let all = self.sdk_lustre_list(region).await?;
+        Ok(all.into_iter().filter(|f| tag_value(&f.tags, "Name") == Some(name)).collect())
+    }
+
+    /// Every page FSx gives (it has no filter, and sizes its pages itself).
+    pub(super) async fn sdk_lustre_list(&self, region: &str) -> ProviderResult<Vec<LustreFileSystem>> {
         let fsx = self.regional(region)?.fsx;
         let mut found = Vec::new();
         let mut next: Option<String> = None;
@@ -101,8 +107,7 @@ impl Aws {
                     .file_systems()
                     .iter()
                     .filter(|f| f.file_system_type() == Some(&FileSystemType::Lustre))
-                    .map(lustre_from)
-                    .filter(|f| tag_value(&f.tags, "Name") == Some(name)),
+                    .map(lustre_from),
             );
             next = answer.next_token().filter(|t| !t.is_empty()).map(str::to_owned);
             if next.is_none() {

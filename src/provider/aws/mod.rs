@@ -349,6 +349,14 @@ impl Filesystems for Aws {
     async fn lustre_delete(&self, region: &str, file_system_id: &str) -> ProviderResult<bool> {
         self.sdk_lustre_delete(region, file_system_id).await
     }
+
+    async fn efs_list(&self, region: &str) -> ProviderResult<Vec<EfsFileSystem>> {
+        self.sdk_efs_list(region).await
+    }
+
+    async fn lustre_list(&self, region: &str) -> ProviderResult<Vec<LustreFileSystem>> {
+        self.sdk_lustre_list(region).await
+    }
 }
 
 #[cfg(test)]

@@ -99,11 +99,13 @@ async fn present(ctx: &Ctx<'_>, f: &filesystem::Model, network: &network::Model)
         return write(run, f, Observed::of(f).waiting("waiting for the network"), Next::After(ACTION_POLL_MS)).await;
     };
     let Some(group) = f.security_group_id.clone() else { return make_group(ctx, f, vpc).await };
+    // The rules come before the filesystem (FSx refuses a group that does not admit Lustre), and
+    // a ready one's drift read puts back a rule revoked outside.
+    let admits = f.provider_id.is_none() || f.state == State::Ready;
+    if admits && let Some(next) = admit(ctx, f, vpc, block, &group).await? {
+        return Ok(next);
+    }
     if f.provider_id.is_none() {
-        // The rules come before the filesystem: FSx refuses a group that does not admit Lustre.
-        if let Some(next) = admit(ctx, f, vpc, block, &group).await? {
-            return Ok(next);
-        }
         return make_filesystem(ctx, f, network, &group).await;
     }
     observe(ctx, f, &group).await
@@ -167,6 +169,11 @@ async fn admit(ctx: &Ctx<'_>, f: &filesystem::Model, vpc: &str, block: &str, gro
         Err(err) => return look_failed(run, f, &err).await.map(Some),
     };
     let Some(found) = found else {
+        if f.provider_id.is_some() {
+            // AWS keeps a group while a filesystem's interfaces use it: the filesystem's own read
+            // says what became of them.
+            return Ok(None);
+        }
         let message = format!(
             "security group {group} was deleted outside vps-graph; the filesystem is not made: delete this filesystem"
         );

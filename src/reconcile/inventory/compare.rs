@@ -4,7 +4,11 @@
 //! A resource none of whose listings was taken is neither: its own hourly read stays as it is.
 use std::collections::{HashMap, HashSet};
 
-use crate::provider::{BlockVolume, Droplet, DropletStatus, Family, ReservedAddress, Share, Snapshot, Vpc};
+use crate::provider::{
+    AwsInstance, AwsSubnet, AwsVpc, BlockVolume, Droplet, DropletStatus, EfsFileSystem, Family, GroupRule, Lifecycle,
+    LustreFileSystem, MachineState, ReservedAddress, SecurityGroup, Share, Snapshot, Vpc,
+};
+use crate::reconcile::filesystems::missing_rules;
 
 /// What the provider should show of one settled resource.
 #[derive(Clone, Debug, PartialEq)]
@@ -47,6 +51,27 @@ pub enum Expect {
     Vpc {
         id: String,
     },
+    /// An AWS network: its VPC and every subnet it should have, available.
+    AwsNetwork {
+        region: String,
+        vpc: String,
+        subnets: Vec<String>,
+    },
+    /// A running EC2 machine.
+    AwsMachine {
+        region: String,
+        id: String,
+    },
+    /// An available filesystem, behind a security group that still has the rules it was given.
+    Filesystem {
+        region: String,
+        id: String,
+        lustre: bool,
+        /// How many mount targets EFS should count (one per zone): EFS has no account-wide
+        /// listing of mount targets, but each file system's description counts them.
+        mount_targets: i64,
+        group: Option<(String, Vec<GroupRule>)>,
+    },
 }
 
 /// A listing of one kind: what the pass reads, each once, in pages of the API's largest size.
@@ -60,6 +85,13 @@ pub enum Need {
     /// The machines this deployment made (by its tag).
     Machines,
     Vpcs,
+    /// On AWS, by region: what carries this deployment's ownership tag, and every file system.
+    AwsVpcs(String),
+    AwsSubnets(String),
+    AwsMachines(String),
+    SecurityGroups(String),
+    EfsFileSystems(String),
+    LustreFileSystems(String),
 }
 
 impl Expect {
@@ -74,6 +106,16 @@ impl Expect {
             Expect::Address { family, .. } => vec![Need::Addresses(*family)],
             Expect::Machine { .. } => vec![Need::Machines],
             Expect::Vpc { .. } => vec![Need::Vpcs],
+            Expect::AwsNetwork { region, .. } => vec![Need::AwsVpcs(region.clone()), Need::AwsSubnets(region.clone())],
+            Expect::AwsMachine { region, .. } => vec![Need::AwsMachines(region.clone())],
+            Expect::Filesystem { region, lustre, group, .. } => {
+                let own = match lustre {
+                    true => Need::LustreFileSystems(region.clone()),
+                    false => Need::EfsFileSystems(region.clone()),
+                };
+                let groups = group.as_ref().map(|_| Need::SecurityGroups(region.clone()));
+                std::iter::once(own).chain(groups).collect()
+            }
         }
     }
 }
@@ -90,6 +132,13 @@ pub struct Listing {
     /// Whether each is active, and its VPC.
     machines: HashMap<String, (bool, Option<String>)>,
     vpcs: HashSet<String>,
+    /// AWS: the available VPCs and subnets, whether each machine runs, each group's inbound
+    /// rules, and each filesystem's availability and (EFS) count of mount targets.
+    aws_vpcs: HashSet<String>,
+    aws_subnets: HashSet<String>,
+    aws_machines: HashMap<String, bool>,
+    groups: HashMap<String, Vec<GroupRule>>,
+    filesystems: HashMap<String, (bool, Option<i64>)>,
     /// The listings taken whole.
     taken: HashSet<Need>,
     /// The ids and words held, in bytes: the inventory's memory, besides the maps' own.
@@ -150,6 +199,51 @@ impl Listing {
         self.taken.insert(Need::Vpcs);
     }
 
+    pub fn aws_vpcs(&mut self, region: &str, listed: Vec<AwsVpc>) {
+        let available = listed.into_iter().filter(|v| v.state == "available").map(|v| v.id);
+        self.text_bytes += insert_all(&mut self.aws_vpcs, available);
+        self.taken.insert(Need::AwsVpcs(region.to_owned()));
+    }
+
+    pub fn aws_subnets(&mut self, region: &str, listed: Vec<AwsSubnet>) {
+        let available = listed.into_iter().filter(|s| s.state == "available").map(|s| s.id);
+        self.text_bytes += insert_all(&mut self.aws_subnets, available);
+        self.taken.insert(Need::AwsSubnets(region.to_owned()));
+    }
+
+    pub fn aws_machines(&mut self, region: &str, listed: Vec<AwsInstance>) {
+        for m in listed {
+            self.text_bytes += m.id.len();
+            self.aws_machines.insert(m.id, m.state == MachineState::Running);
+        }
+        self.taken.insert(Need::AwsMachines(region.to_owned()));
+    }
+
+    pub fn security_groups(&mut self, region: &str, listed: Vec<SecurityGroup>) {
+        for g in listed {
+            self.text_bytes += g.id.len() + g.ingress.len() * std::mem::size_of::<GroupRule>();
+            self.groups.insert(g.id, g.ingress);
+        }
+        self.taken.insert(Need::SecurityGroups(region.to_owned()));
+    }
+
+    pub fn efs(&mut self, region: &str, listed: Vec<EfsFileSystem>) {
+        for f in listed {
+            self.text_bytes += f.id.len();
+            let available = f.life_cycle_state == Lifecycle::Available;
+            self.filesystems.insert(f.id, (available, Some(i64::from(f.number_of_mount_targets))));
+        }
+        self.taken.insert(Need::EfsFileSystems(region.to_owned()));
+    }
+
+    pub fn lustre(&mut self, region: &str, listed: Vec<LustreFileSystem>) {
+        for f in listed {
+            self.text_bytes += f.id.len();
+            self.filesystems.insert(f.id, (f.lifecycle == Lifecycle::Available, None));
+        }
+        self.taken.insert(Need::LustreFileSystems(region.to_owned()));
+    }
+
     /// Resources listed, of every kind.
     pub fn len(&self) -> usize {
         self.volumes.len()
@@ -158,6 +252,11 @@ impl Listing {
             + self.addresses.len()
             + self.machines.len()
             + self.vpcs.len()
+            + self.aws_vpcs.len()
+            + self.aws_subnets.len()
+            + self.aws_machines.len()
+            + self.groups.len()
+            + self.filesystems.len()
     }
 
     /// About what the listing holds in memory: its text, and an entry's key, value and slot
@@ -191,12 +290,36 @@ impl Listing {
             }
             Expect::Machine { id } => self.machines.get(id).is_some_and(|(active, _)| *active),
             Expect::Vpc { id } => self.vpcs.contains(id),
+            Expect::AwsNetwork { vpc, subnets, .. } => {
+                self.aws_vpcs.contains(vpc) && subnets.iter().all(|s| self.aws_subnets.contains(s))
+            }
+            Expect::AwsMachine { id, .. } => self.aws_machines.get(id).is_some_and(|running| *running),
+            Expect::Filesystem { id, lustre, mount_targets, group, .. } => {
+                let shown = self
+                    .filesystems
+                    .get(id)
+                    .is_some_and(|(available, targets)| *available && (*lustre || *targets == Some(*mount_targets)));
+                shown
+                    && group.as_ref().is_none_or(|(group, rules)| {
+                        self.groups.get(group).is_some_and(|has| missing_rules(rules, has).is_empty())
+                    })
+            }
         })
     }
 
     fn machine_vpc(&self, machine: &str) -> Option<&String> {
         self.machines.get(machine).and_then(|(_, vpc)| vpc.as_ref())
     }
+}
+
+/// Adds each id to `set`: the bytes of text added.
+fn insert_all(set: &mut HashSet<String>, ids: impl Iterator<Item = String>) -> usize {
+    ids.map(|id| {
+        let bytes = id.len();
+        set.insert(id);
+        bytes
+    })
+    .sum()
 }
 
 /// One settled resource's work item and what the provider should show of it (a network, one
@@ -406,6 +529,89 @@ mod tests {
         let ours = |at: &str| address(Family::V6, "fd00::1", "nyc3", Some(at), None);
         assert_eq!(listing.shows(&ours("2026-12-05T10:00:00Z")), Some(true));
         assert_eq!(listing.shows(&ours("2026-12-01T09:00:00Z")), Some(false));
+    }
+
+    fn efs(id: &str, state: Lifecycle, mount_targets: i32) -> EfsFileSystem {
+        EfsFileSystem {
+            id: id.into(),
+            creation_token: format!("t-{id}"),
+            life_cycle_state: state,
+            number_of_mount_targets: mount_targets,
+            encrypted: true,
+            dns_name: String::new(),
+            tags: vec![],
+        }
+    }
+
+    fn group(id: &str, ingress: Vec<GroupRule>) -> SecurityGroup {
+        SecurityGroup {
+            id: id.into(),
+            name: format!("n-{id}"),
+            vpc_id: "vpc-1".into(),
+            tags: vec![],
+            ingress,
+            egress: vec![],
+        }
+    }
+
+    fn nfs_filesystem(id: &str, mount_targets: i64) -> Expect {
+        let rules = GroupRule::nfs(crate::provider::RuleSource::Cidr("10.0.0.0/16".into()));
+        Expect::Filesystem {
+            region: "us-east-1".into(),
+            id: id.into(),
+            lustre: false,
+            mount_targets,
+            group: Some(("sg-1".into(), rules)),
+        }
+    }
+
+    #[test]
+    fn an_efs_file_system_is_as_recorded_only_available_with_a_mount_target_per_zone_behind_its_rules() {
+        let nfs = GroupRule::nfs(crate::provider::RuleSource::Cidr("10.0.0.0/16".into()));
+        let mut listing = Listing::default();
+        let listed = vec![efs("fs-1", Lifecycle::Available, 2), efs("fs-2", Lifecycle::Updating, 2)];
+        listing.efs("us-east-1", listed);
+        assert_eq!(listing.shows(&nfs_filesystem("fs-1", 2)), None, "its group's listing not taken");
+        listing.security_groups("us-east-1", vec![group("sg-1", nfs.clone())]);
+        assert_eq!(listing.shows(&nfs_filesystem("fs-1", 2)), Some(true));
+        assert_eq!(listing.shows(&nfs_filesystem("fs-1", 3)), Some(false), "a zone without its mount target");
+        assert_eq!(listing.shows(&nfs_filesystem("fs-2", 2)), Some(false), "not available");
+        assert_eq!(listing.shows(&nfs_filesystem("fs-9", 2)), Some(false), "not listed");
+        let mut revoked = Listing::default();
+        revoked.efs("us-east-1", vec![efs("fs-1", Lifecycle::Available, 2)]);
+        revoked.security_groups("us-east-1", vec![group("sg-1", vec![])]);
+        assert_eq!(revoked.shows(&nfs_filesystem("fs-1", 2)), Some(false), "a rule revoked outside");
+    }
+
+    #[test]
+    fn an_aws_network_is_as_recorded_only_with_its_vpc_and_every_subnet_available() {
+        let vpc = |id: &str, state: &str| AwsVpc {
+            id: id.into(),
+            cidr_block: String::new(),
+            state: state.into(),
+            tags: vec![],
+        };
+        let subnet = |id: &str| AwsSubnet {
+            id: id.into(),
+            vpc_id: "vpc-1".into(),
+            availability_zone: "us-east-1a".into(),
+            cidr_block: String::new(),
+            state: "available".into(),
+            tags: vec![],
+        };
+        let mut listing = Listing::default();
+        listing.aws_vpcs("us-east-1", vec![vpc("vpc-1", "available"), vpc("vpc-2", "pending")]);
+        listing.aws_subnets("us-east-1", vec![subnet("subnet-a"), subnet("subnet-b")]);
+        let network = |vpc: &str, subnets: &[&str]| Expect::AwsNetwork {
+            region: "us-east-1".into(),
+            vpc: vpc.into(),
+            subnets: subnets.iter().map(|s| s.to_string()).collect(),
+        };
+        assert_eq!(listing.shows(&network("vpc-1", &["subnet-a", "subnet-b"])), Some(true));
+        assert_eq!(listing.shows(&network("vpc-1", &["subnet-a", "subnet-c"])), Some(false), "a subnet gone");
+        assert_eq!(listing.shows(&network("vpc-2", &["subnet-a"])), Some(false), "a VPC not available");
+        let elsewhere = Expect::AwsNetwork { region: "eu-west-1".into(), vpc: "vpc-1".into(), subnets: vec![] };
+        assert_eq!(listing.shows(&elsewhere), None, "another region's listing was not taken");
     }
 
     #[test]

@@ -1,18 +1,25 @@
 //! `vps.inventory`: drift is read by listing, not one resource at a time. One work item per
-//! DigitalOcean account lists, once an hour, each kind the account has settled resources of
-//! (volumes, shares and their snapshots, reserved IPv4 and IPv6, this deployment's Droplets,
-//! VPCs), in pages of 200, and sorts every settled resource by what the listings show:
+//! provider account lists, once an hour, each kind the account has settled resources of, in
+//! pages of the API's largest size: on DigitalOcean volumes, shares and their snapshots, reserved
+//! IPv4 and IPv6, this deployment's Droplets and VPCs (pages of 200); on AWS, by region, the VPCs
+//! and subnets (adopted ones carry no tag of ours), the security groups and instances carrying
+//! this deployment's ownership tag (pages of 1,000), and the EFS (pages of 100) and FSx file
+//! systems. It sorts every settled resource by
+//! what the listings show:
 //!
 //! - as recorded: its own drift read is put off past the next pass, so a settled resource costs
 //!   no call of its own while the passes run;
-//! - absent or changed: its own drift read is due now, and that read (one call) decides, as it
-//!   always did (a resource gone outside goes to ERROR and is never made again; a share's missing
-//!   VPC is put back). A listing is never taken as proof of absence on its own.
+//! - absent or changed: its own drift read is due now, and that read decides, as it always did
+//!   (a resource gone outside goes to ERROR and is never made again; a share's missing VPC or a
+//!   filesystem group's missing rule is put back). A listing is never taken as proof of absence
+//!   on its own.
 //!
+//! EFS has no account-wide listing of mount targets: a file system's description counts them,
+//! and a count other than one per zone sends the filesystem to its own read, which lists them.
 //! A pass that meets a provider in trouble concludes nothing from the listings it could not take:
 //! those resources keep their own hourly reads. So does a network with firewall rules (its run
-//! reads its cloud firewalls, which no VPC listing stands in for). The pass spends the account's
-//! budget as drift, after what users asked and what is being followed.
+//! reads its cloud firewalls or security groups, which the listings here do not compare). The
+//! pass spends the account's budget as drift, after what users asked and what is being followed.
 mod compare;
 
 use compare::{Expect, Expected, Listing, Need, Sorted};
@@ -20,7 +27,9 @@ use compare::{Expect, Expected, Listing, Need, Sorted};
 use super::{DRIFT_MS, Next, Reconciler, Run, drift_due, retry_after};
 use crate::error::Result;
 use crate::provider::{Family, Provider, ProviderError, ProviderKind, ownership_tag};
-use crate::store::{instances, inventory as settled, networks, pools, queue, volumes};
+use crate::reconcile::filesystems::wanted_rules;
+use crate::store::state::FilesystemKind;
+use crate::store::{filesystems, instances, inventory as settled, networks, pools, queue, volumes};
 
 pub use crate::store::inventory::RECONCILER as KIND;
 /// How long after the next pass was due a resource found as recorded waits before it is read on
@@ -38,18 +47,18 @@ impl Reconciler for InventoryReconciler {
     async fn run(&self, run: &Run<'_>) -> Result<Next> {
         let db = &run.services.db;
         let Some(account) = pools::find_account(db, run.resource_id()).await? else { return Ok(Next::Done) };
-        if account.kind != ProviderKind::Digitalocean {
-            return Ok(Next::Done);
-        }
         let listed_at = run.services.clock.now_ms();
-        let expected = expected(db, &account.id).await?;
+        let expected = match account.kind {
+            ProviderKind::Digitalocean => expected_on_digitalocean(db, &account.id).await?,
+            ProviderKind::Aws => expected_on_aws(db, &account.id).await?,
+        };
         if expected.is_empty() {
             // Nothing settled, nothing to list: no drift read is behind.
             mark_listed(db, &account.id, listed_at).await?;
             return Ok(Next::Drift);
         }
         let provider = run.provider(&account.id).await?;
-        let (listing, trouble) = take(&provider, &ownership_tag(&run.services.deployment), &expected).await;
+        let (listing, trouble) = take(&provider, &run.services.deployment, &expected).await;
         let sorted = compare::sort(&expected, &listing);
         apply(db, &sorted, listed_at, run.services.clock.now_ms()).await?;
         if trouble.is_none() {
@@ -77,8 +86,8 @@ async fn mark_listed(db: &sea_orm::DatabaseConnection, account_id: &str, listed_
     }
 }
 
-/// Every settled resource of the account, as the listings should show it.
-async fn expected(db: &sea_orm::DatabaseConnection, account_id: &str) -> Result<Vec<Expected>> {
+/// Every settled resource of a DigitalOcean account, as the listings should show it.
+async fn expected_on_digitalocean(db: &sea_orm::DatabaseConnection, account_id: &str) -> Result<Vec<Expected>> {
     let resources = volumes::RECONCILER;
     let mut expected = Vec::new();
     let mut machines: std::collections::HashMap<String, Vec<String>> = std::collections::HashMap::new();
@@ -126,9 +135,33 @@ async fn expected(db: &sea_orm::DatabaseConnection, account_id: &str) -> Result<
     Ok(expected)
 }
 
+/// Every settled resource of an AWS account, as the listings should show it.
+async fn expected_on_aws(db: &sea_orm::DatabaseConnection, account_id: &str) -> Result<Vec<Expected>> {
+    let mut expected = Vec::new();
+    for n in settled::aws_networks(db, account_id).await? {
+        let expect = Expect::AwsNetwork { region: n.region, vpc: n.vpc_id, subnets: n.subnet_ids };
+        expected.push(Expected { work_kind: networks::RECONCILER, resource_id: n.id, expect });
+    }
+    for (i, region) in settled::aws_instances(db, account_id).await? {
+        let expect = Expect::AwsMachine { region, id: i.provider_id };
+        expected.push(Expected { work_kind: instances::RECONCILER, resource_id: i.id, expect });
+    }
+    for f in settled::filesystems(db, account_id).await? {
+        let kind = if f.lustre { FilesystemKind::Lustre } else { FilesystemKind::Nfs };
+        let group = match (f.security_group_id, &f.network_block) {
+            (Some(group), Some(block)) => Some((group.clone(), wanted_rules(kind, block, &group))),
+            _ => None,
+        };
+        let expect =
+            Expect::Filesystem { region: f.region, id: f.provider_id, lustre: f.lustre, mount_targets: f.zones, group };
+        expected.push(Expected { work_kind: filesystems::RECONCILER, resource_id: f.id, expect });
+    }
+    Ok(expected)
+}
+
 /// Takes each listing the expectations need, once. The first provider error ends the pass's
 /// listing (a provider in trouble is not asked for more): what it took is compared.
-async fn take(provider: &Provider, tag: &str, expected: &[Expected]) -> (Listing, Option<ProviderError>) {
+async fn take(provider: &Provider, deployment: &str, expected: &[Expected]) -> (Listing, Option<ProviderError>) {
     let mut needs: Vec<Need> = Vec::new();
     for need in expected.iter().flat_map(|e| e.expect.needs()) {
         if !needs.contains(&need) {
@@ -137,7 +170,7 @@ async fn take(provider: &Provider, tag: &str, expected: &[Expected]) -> (Listing
     }
     let mut listing = Listing::default();
     for need in needs {
-        if let Err(err) = list(provider, tag, &need, &mut listing).await {
+        if let Err(err) = list(provider, deployment, &need, &mut listing).await {
             return (listing, Some(err));
         }
     }
@@ -146,11 +179,13 @@ async fn take(provider: &Provider, tag: &str, expected: &[Expected]) -> (Listing
 
 async fn list(
     provider: &Provider,
-    tag: &str,
+    deployment: &str,
     need: &Need,
     listing: &mut Listing,
 ) -> crate::provider::ProviderResult<()> {
     let offered = || ProviderError::Misconfigured { message: "the account offers no such listing".into() };
+    let tag = ownership_tag(deployment);
+    let tag = tag.as_str();
     match need {
         Need::Volumes => listing.volumes(provider.volumes.as_ref().ok_or_else(offered)?.volumes_list().await?),
         Need::Shares(region) => {
@@ -171,6 +206,34 @@ async fn list(
             listing.machines(provider.instances.as_ref().ok_or_else(offered)?.droplets_tagged(tag).await?)
         }
         Need::Vpcs => listing.vpcs(provider.networks.as_ref().ok_or_else(offered)?.vpcs_list().await?),
+        Need::AwsVpcs(region) => {
+            let vpcs = provider.aws_networks.as_ref().ok_or_else(offered)?.vpcs_in(region).await?;
+            listing.aws_vpcs(region, vpcs)
+        }
+        Need::AwsSubnets(region) => {
+            let subnets = provider.aws_networks.as_ref().ok_or_else(offered)?.subnets_in(region).await?;
+            listing.aws_subnets(region, subnets)
+        }
+        Need::AwsMachines(region) => {
+            let machines =
+                provider.aws_instances.as_ref().ok_or_else(offered)?.instances_owned(region, deployment).await?;
+            listing.aws_machines(region, machines)
+        }
+        Need::SecurityGroups(region) => {
+            let groups = provider
+                .security_groups
+                .as_ref()
+                .ok_or_else(offered)?
+                .security_groups_owned(region, deployment)
+                .await?;
+            listing.security_groups(region, groups)
+        }
+        Need::EfsFileSystems(region) => {
+            listing.efs(region, provider.filesystems.as_ref().ok_or_else(offered)?.efs_list(region).await?)
+        }
+        Need::LustreFileSystems(region) => {
+            listing.lustre(region, provider.filesystems.as_ref().ok_or_else(offered)?.lustre_list(region).await?)
+        }
     }
     Ok(())
 }
@@ -178,7 +241,7 @@ async fn list(
 /// Puts off the own drift read of what the listings showed as recorded, past the next pass
 /// (spread by id over an hour, should the passes stop); brings forward that of the rest.
 async fn apply(db: &sea_orm::DatabaseConnection, sorted: &Sorted, listed_at: i64, now: i64) -> Result<()> {
-    for kind in [volumes::RECONCILER, instances::RECONCILER, networks::RECONCILER] {
+    for kind in [volumes::RECONCILER, instances::RECONCILER, networks::RECONCILER, filesystems::RECONCILER] {
         let of_kind = |items: &[(&'static str, String)]| -> Vec<String> {
             items.iter().filter(|(k, _)| *k == kind).map(|(_, id)| id.clone()).collect()
         };

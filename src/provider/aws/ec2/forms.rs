@@ -177,3 +177,11 @@ pub fn terminate_instance(instance_id: &str) -> Form {
     form.add("InstanceId.1", instance_id);
     form
 }
+
+/// A describe of everything in the region that carries `deployment`'s ownership tag: how an
+/// account's inventory lists security groups and instances.
+pub fn describe_owned(action: &str, deployment: &str) -> Form {
+    let mut form = Form::new(action);
+    form.filter(&format!("tag:{}", crate::provider::AWS_OWNER_TAG), deployment);
+    form
+}

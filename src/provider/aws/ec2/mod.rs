@@ -465,6 +465,16 @@ impl AwsNetworks for Aws {
         root.child("subnet").map(subnet_from).filter(|s| !s.id.is_empty()).ok_or_else(|| unreadable("subnet"))
     }
 
+    async fn vpcs_in(&self, region: &str) -> ProviderResult<Vec<AwsVpc>> {
+        let pages = self.ec2_pages(region, &Form::new("DescribeVpcs")).await?;
+        Ok(pages.iter().flat_map(|root| root.items("vpcSet")).map(vpc_from).collect())
+    }
+
+    async fn subnets_in(&self, region: &str) -> ProviderResult<Vec<AwsSubnet>> {
+        let pages = self.ec2_pages(region, &Form::new("DescribeSubnets")).await?;
+        Ok(pages.iter().flat_map(|root| root.items("subnetSet")).map(subnet_from).collect())
+    }
+
     async fn subnets_of_vpc(&self, region: &str, vpc_id: &str) -> ProviderResult<Vec<AwsSubnet>> {
         let pages = self.ec2_pages(region, &forms::describe_subnets_of(vpc_id)).await?;
         Ok(pages.iter().flat_map(|root| root.items("subnetSet").map(subnet_from)).collect())
@@ -522,6 +532,12 @@ impl SecurityGroups for Aws {
         self.ec2(region, &forms::revoke(group_id, flow, rules), Effect::ActsIdempotently).await.map(|_| ())
     }
 
+    async fn security_groups_owned(&self, region: &str, deployment: &str) -> ProviderResult<Vec<SecurityGroup>> {
+        let form = forms::describe_owned("DescribeSecurityGroups", deployment);
+        let pages = self.ec2_pages(region, &form).await?;
+        Ok(pages.iter().flat_map(|root| root.items("securityGroupInfo")).map(security_group_from).collect())
+    }
+
     async fn security_groups_of_vpc(&self, region: &str, vpc_id: &str) -> ProviderResult<Vec<SecurityGroup>> {
         let pages = self.ec2_pages(region, &forms::describe_security_groups_of(vpc_id)).await?;
         Ok(pages.iter().flat_map(|root| root.items("securityGroupInfo").map(security_group_from)).collect())
@@ -573,6 +589,11 @@ impl AwsInstances for Aws {
             Err(err) if is_gone(&err, INSTANCE_GONE) => Ok(false),
             Err(err) => Err(err),
         }
+    }
+
+    async fn instances_owned(&self, region: &str, deployment: &str) -> ProviderResult<Vec<AwsInstance>> {
+        let pages = self.ec2_pages(region, &forms::describe_owned("DescribeInstances", deployment)).await?;
+        Ok(pages.iter().flat_map(instances_in).collect())
     }
 
     async fn instances_in_vpc(&self, region: &str, vpc_id: &str) -> ProviderResult<Vec<AwsInstance>> {

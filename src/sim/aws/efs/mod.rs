@@ -252,7 +252,7 @@ async fn create(
 }
 
 /// `Marker` and `MaxItems` (or the sim's page limit) over `items`: the page, and the answer's
-/// marker members.
+/// marker members. EFS pages at 100 whatever more is asked.
 pub(super) fn page(
     items: Vec<Value>,
     query: &HashMap<String, String>,
@@ -267,6 +267,7 @@ pub(super) fn page(
         Some(m) => m.parse().ok().filter(|n| *n >= 1).ok_or_else(|| bad_request("MaxItems must be at least 1"))?,
         None => 100,
     }
+    .min(100)
     .min(limit.unwrap_or(usize::MAX));
     let total = items.len();
     let chunk: Vec<Value> = items.into_iter().skip(start).take(max).collect();
@@ -492,6 +493,17 @@ mod tests {
         assert_eq!(body["FileSystems"].as_array().unwrap().len(), 1);
         assert_eq!(body["Marker"], next.as_str());
         assert!(body.get("NextMarker").is_none());
+    }
+
+    #[tokio::test]
+    async fn describe_pages_at_100_whatever_more_is_asked() {
+        let aws = Aws::start().await;
+        for i in 0..150 {
+            aws.sim.aws_plant_foreign_efs(REGION, &format!("token-{i}"), &[]);
+        }
+        let (_, _, body) = aws.efs_get(&format!("{CREATE}?MaxItems=1000")).await;
+        assert_eq!(body["FileSystems"].as_array().unwrap().len(), 100);
+        assert_eq!(body["NextMarker"], "100");
     }
 
     #[tokio::test]
