@@ -73,8 +73,8 @@ pub struct ProviderBudget {
     reset_at: Option<DateTime<Utc>>,
     calls_last_hour: ProviderCalls,
     /// When the account's settled resources were last all read for drift: its last whole
-    /// inventory pass, which lists each kind it holds (a DigitalOcean account; null before its
-    /// first pass, and for AWS, whose resources are read one by one).
+    /// inventory pass, which lists each kind it holds in each of its regions (null before its
+    /// first pass).
     oldest_drift_read_at: Option<DateTime<Utc>>,
     /// How long ago that was, in seconds.
     oldest_drift_read_seconds: Option<i64>,
