@@ -3,6 +3,7 @@
 //! the instance metadata service, a web identity token exchanged at STS. Each is told apart at
 //! the sim by the access key that signed the calls (EC2 signed by hand, EFS through the SDK).
 //! One test, as it sets the process's environment.
+#[path = "it/common/mod.rs"]
 mod common;
 
 use std::sync::Arc;

@@ -200,13 +200,13 @@ impl Listing {
     }
 
     pub fn aws_vpcs(&mut self, region: &str, listed: Vec<AwsVpc>) {
-        let available = listed.into_iter().filter(|v| v.state == "available").map(|v| v.id);
+        let available = listed.into_iter().filter(|v| Lifecycle::parse(&v.state) == Lifecycle::Available).map(|v| v.id);
         self.text_bytes += insert_all(&mut self.aws_vpcs, available);
         self.taken.insert(Need::AwsVpcs(region.to_owned()));
     }
 
     pub fn aws_subnets(&mut self, region: &str, listed: Vec<AwsSubnet>) {
-        let available = listed.into_iter().filter(|s| s.state == "available").map(|s| s.id);
+        let available = listed.into_iter().filter(|s| Lifecycle::parse(&s.state) == Lifecycle::Available).map(|s| s.id);
         self.text_bytes += insert_all(&mut self.aws_subnets, available);
         self.taken.insert(Need::AwsSubnets(region.to_owned()));
     }
