@@ -129,7 +129,7 @@ impl App {
         let metrics = Arc::new(Metrics::default());
         let stop = CancellationToken::new();
         let poll = Duration::from_millis(config.limits.feed_poll_ms.max(10));
-        let feed = Feed::start(db.clone(), metrics.clone(), poll, stop.clone()).await?;
+        let feed = Feed::start(db.clone(), metrics.clone(), config.clock.clone(), poll, stop.clone()).await?;
         let (sim, sim_url) = match config.sim.clone() {
             Some(sim_config) => {
                 let sim_config = SimConfig { clock: config.clock.clone(), ..sim_config };

@@ -77,6 +77,8 @@ pub struct Metrics {
     pub websocket_connections: Gauge,
     pub events_delivered: Counter,
     pub events_tailed: Counter,
+    /// Subscribers registered on this process's event feed (a socket's token watch too).
+    pub feed_registered: Gauge,
     /// How old the newest event was when the tailer handed it to the subscribers.
     pub feed_lag_seconds: Gauge<f64, AtomicU64>,
     pub reconcile_runs: Family<ReconcileRun, Counter>,
@@ -117,6 +119,7 @@ impl Default for Metrics {
             events_delivered: Counter::default(),
             events_tailed: Counter::default(),
             feed_lag_seconds: Gauge::default(),
+            feed_registered: Gauge::default(),
             reconcile_runs: Family::default(),
             reconcile_seconds: latencies(),
             queue_due: Gauge::default(),
@@ -162,6 +165,12 @@ impl Metrics {
             "vps_graph_events_tailed",
             "Events read from the outbox by this process's tailer.",
             self.events_tailed.clone(),
+        );
+        r.register(
+            "vps_graph_feed_registered",
+            "Subscribers registered on this process's event feed, each seeing every event committed from then on \
+             (a socket's token watch counts too).",
+            self.feed_registered.clone(),
         );
         r.register(
             "vps_graph_feed_lag_seconds",

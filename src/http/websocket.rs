@@ -374,31 +374,37 @@ fn over_the_cap() -> Value {
     })
 }
 
-/// Resolves when `actor`'s token is revoked (never once the feed stops).
-async fn revocation(state: HttpState, actor: Actor) {
-    let Some(token_id) = actor.token_id.clone() else { return future::pending().await };
-    let filter = Filter {
-        actor: actor.clone(),
-        tenant_id: None,
-        types: vec!["token.revoked".into()],
-        subject: Some(token_id),
-        except: Vec::new(),
-        part: None,
-    };
-    // The feed ends a subscriber's stream with an error once its own token is revoked.
-    let events = state.services.feed.subscribe(filter, None);
-    // A revocation committed between the socket's authentication and this subscription is not
-    // in the stream; the token's row says so.
-    if state.services.ensure_active(&actor).await.is_err() {
-        return;
-    }
-    tokio::pin!(events);
-    while let Some(event) = events.next().await {
-        if event.is_err() {
+/// Watches `actor`'s token from now on (registered on the feed before the socket is
+/// acknowledged, so an acknowledged socket's revocation is never missed): the future resolves
+/// once the token is revoked (never once the feed stops).
+fn revocation(state: HttpState, actor: Actor) -> impl Future<Output = ()> + Send + 'static {
+    let events = actor.token_id.clone().map(|token_id| {
+        let filter = Filter {
+            actor: actor.clone(),
+            tenant_id: None,
+            types: vec!["token.revoked".into()],
+            subject: Some(token_id),
+            except: Vec::new(),
+            part: None,
+        };
+        // The feed ends a subscriber's stream with an error once its own token is revoked.
+        state.services.feed.subscribe(filter, None)
+    });
+    async move {
+        let Some(events) = events else { return future::pending().await };
+        // A revocation committed between the socket's authentication and this subscription is
+        // not in the stream; the token's row says so.
+        if state.services.ensure_active(&actor).await.is_err() {
             return;
         }
+        tokio::pin!(events);
+        while let Some(event) = events.next().await {
+            if event.is_err() {
+                return;
+            }
+        }
+        future::pending().await
     }
-    future::pending().await
 }
 
 fn init_token(payload: &Value) -> Option<String> {

@@ -28,10 +28,9 @@ impl Reconciler for EventRetentionReconciler {
     }
 
     async fn run(&self, run: &Run<'_>) -> Result<Next> {
-        // Against the clock events are stamped with (the wall clock, as `outbox::append` does),
-        // not the reconcilers' clock, which tests drive.
+        // Events are stamped with the app's clock (`Services::commit`), the one this is run on.
         let retention = chrono::Duration::from_std(self.retention).unwrap_or(chrono::Duration::MAX);
-        let cutoff = chrono::Utc::now() - retention;
+        let cutoff = run.services.clock.now() - retention;
         let mut removed = 0;
         loop {
             let batch = outbox::remove_before(&run.services.db, cutoff, BATCH).await?;

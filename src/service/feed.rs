@@ -15,6 +15,7 @@ use sea_orm::{DatabaseConnection, DbBackend};
 use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
 
+use crate::clock::Clock;
 use crate::error::{Code, Error, Result};
 use crate::metrics::Metrics;
 use crate::service::authz::{Actor, Target, read_permission};
@@ -43,6 +44,8 @@ struct Inner {
     live: Mutex<Live>,
     next_slot: AtomicU64,
     metrics: Arc<Metrics>,
+    /// The app's clock, which events are stamped with.
+    clock: Clock,
 }
 
 /// The tailer's position and the routes it hands events on, changed together under one lock so
@@ -131,6 +134,8 @@ struct Registration {
     feed: Feed,
     id: u64,
     routes: Vec<Route>,
+    /// Whether it took its place (not once the feed has stopped), and counts in the gauge.
+    placed: bool,
 }
 
 impl Drop for Registration {
@@ -138,6 +143,9 @@ impl Drop for Registration {
         let mut live = self.feed.inner.live.lock().unwrap_or_else(|e| e.into_inner());
         for route in &self.routes {
             live.routes.remove(route, self.id);
+        }
+        if self.placed {
+            self.feed.inner.metrics.feed_registered.dec();
         }
     }
 }
@@ -228,6 +236,7 @@ impl Feed {
     pub async fn start(
         db: DatabaseConnection,
         metrics: Arc<Metrics>,
+        clock: Clock,
         poll: Duration,
         stop: CancellationToken,
     ) -> Result<Feed> {
@@ -242,6 +251,7 @@ impl Feed {
                 live: Mutex::new(live),
                 next_slot: AtomicU64::new(0),
                 metrics,
+                clock,
             }),
         };
         if feed.inner.db.get_database_backend() == DbBackend::Postgres {
@@ -328,10 +338,11 @@ impl Feed {
     ) -> impl Stream<Item = Result<Arc<Event>>> + Send + 'static + use<> {
         let (queue, receiver) = mpsc::channel(QUEUE_CAPACITY);
         let overflowed = Arc::new(AtomicBool::new(false));
-        let registration = Registration {
+        let mut registration = Registration {
             feed: self.clone(),
             id: self.inner.next_slot.fetch_add(1, Ordering::Relaxed),
             routes: filter.routes(),
+            placed: false,
         };
         let head = {
             let mut live = self.inner.live.lock().unwrap_or_else(|e| e.into_inner());
@@ -340,6 +351,8 @@ impl Feed {
                 for route in &registration.routes {
                     live.routes.add(route.clone(), registration.id, slot.clone());
                 }
+                registration.placed = true;
+                self.inner.metrics.feed_registered.inc();
             }
             live.head
         };
@@ -478,7 +491,7 @@ async fn drain(feed: &Feed) -> Result<()> {
         let full = batch.len() as u64 == TAIL_BATCH;
         feed.inner.metrics.events_tailed.inc_by(batch.len() as u64);
         if let Some(newest) = batch.last() {
-            let age = chrono::Utc::now().signed_duration_since(newest.time);
+            let age = feed.inner.clock.now().signed_duration_since(newest.time);
             feed.inner.metrics.feed_lag_seconds.set(age.num_milliseconds().max(0) as f64 / 1000.0);
         }
         let mut live = feed.inner.live.lock().unwrap_or_else(|e| e.into_inner());

@@ -55,8 +55,9 @@ impl Services {
 
     /// Appends `events` and commits, then wakes this process's feed.
     pub async fn commit(&self, txn: DatabaseTransaction, events: Vec<NewEvent>) -> Result<()> {
+        let now = self.clock.now();
         for event in events {
-            outbox::append(&txn, event).await?;
+            outbox::append(&txn, event, now).await?;
         }
         txn.commit().await?;
         self.feed.wake();

@@ -84,7 +84,8 @@ impl Cursor {
     }
 }
 
-pub async fn append(conn: &impl ConnectionTrait, event: NewEvent) -> Result<()> {
+/// Appends `event`, stamped `time` (the app's clock).
+pub async fn append(conn: &impl ConnectionTrait, event: NewEvent, time: DateTime<Utc>) -> Result<()> {
     let source = format!("/vps-graph/{}", event.subject_kind);
     conn.execute_raw(stmt(
         conn.get_database_backend(),
@@ -99,7 +100,7 @@ pub async fn append(conn: &impl ConnectionTrait, event: NewEvent) -> Result<()> 
             event.tenant_id.into(),
             event.project_id.into(),
             event.version.into(),
-            Utc::now().into(),
+            time.into(),
             event.data.into(),
         ],
     ))

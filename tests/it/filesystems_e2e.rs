@@ -180,8 +180,7 @@ db_test!(filesystem_changed_follows_one_filesystem_to_ready_and_deleted, |backen
     let mut ws = s.server.ws(json!({ "Authorization": format!("Bearer {}", s.token) })).await;
     assert_eq!(ws.next(Duration::from_secs(5)).await.unwrap()["type"], "connection_ack");
     let watch = "subscription($n: String!, $f: String!) { filesystemChanged(tenantId: \"acme\", networkId: $n, filesystemId: $f) { id state version } }";
-    ws.subscribe("1", watch, json!({ "n": network, "f": id })).await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    s.server.subscribe_live(&mut ws, "1", watch, json!({ "n": network, "f": id })).await;
     s.sim().clear_faults();
     s.until_filesystem(&network, &id, "READY").await;
     // A change of another filesystem of the network is not this subscription's.

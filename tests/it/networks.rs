@@ -383,8 +383,7 @@ db_test!(network_changed_yields_each_new_view, |backend: Backend| async move {
     assert_eq!(ws.next(Duration::from_secs(5)).await.unwrap()["type"], "connection_ack");
     let query =
         "subscription($t: String!, $n: String!) { networkChanged(tenantId: $t, networkId: $n) { state version } }";
-    ws.subscribe("w", query, json!({ "t": "acme", "n": id })).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    s.server.subscribe_live(&mut ws, "w", query, json!({ "t": "acme", "n": id })).await;
     s.delete(&id).await;
     let mut views: Vec<(String, i64)> = Vec::new();
     while views.last().map(|v| v.0.as_str()) != Some("DELETED") {

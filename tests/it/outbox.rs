@@ -44,7 +44,7 @@ db_test!(reader_never_receives_an_event_behind_its_cursor, |backend: Backend| as
                     let size = 1 + (batch * 7 + w) % 8;
                     let txn = conn.begin().await.unwrap();
                     for _ in 0..size.min(EVENTS_PER_WRITER - n) {
-                        outbox::append(&txn, event(w, n)).await.unwrap();
+                        outbox::append(&txn, event(w, n), chrono::Utc::now()).await.unwrap();
                         n += 1;
                     }
                     if batch % 5 == w % 5 {
@@ -109,7 +109,7 @@ db_test!(tenant_pages_follow_the_same_order, |backend: Backend| async move {
     let db = TestDb::new(backend).await;
     let conn = vps_graph::store::connect(&db.url, 4).await.unwrap();
     for n in 0..30 {
-        outbox::append(&conn, event(n % 2, n)).await.unwrap();
+        outbox::append(&conn, event(n % 2, n), chrono::Utc::now()).await.unwrap();
     }
     let mut cursor = Position::default();
     let mut subjects = Vec::new();

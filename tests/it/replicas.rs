@@ -18,6 +18,16 @@ struct Process {
 }
 
 impl Process {
+    /// Its `vps_graph_feed_registered`: subscribers that see every event from now on.
+    async fn feed_registered(&self) -> u64 {
+        let url = format!("http://{}/metrics", self.addr);
+        let text = self.http.get(url).send().await.unwrap().text().await.unwrap();
+        let line = text.lines().find(|l| l.starts_with("vps_graph_feed_registered ")).expect("the gauge");
+        line.rsplit(' ').next().unwrap().parse().unwrap()
+    }
+}
+
+impl Process {
     async fn start(database_url: &str) -> Process {
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let addr = format!("127.0.0.1:{port}");
@@ -172,8 +182,14 @@ db_test!(two_processes_on_one_postgres_make_every_vpc_exactly_once, |backend: Ba
     .unwrap();
     let _ack = ws.next().await;
     let subscribe = json!({ "id": "1", "type": "subscribe", "payload": { "query": "subscription { events(tenantId: \"acme\", types: [\"network.*\"]) { type subject version } }" } });
+    let registered = second.feed_registered().await;
     ws.send(Message::text(subscribe.to_string())).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    for _ in 0..2_000 {
+        if second.feed_registered().await > registered {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
 
     let ids = create_networks(&first, &token, &pool, 200).await;
     let names = until_all_ready(&second, &token, 200, Duration::from_secs(120)).await;

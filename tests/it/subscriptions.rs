@@ -81,8 +81,7 @@ db_test!(live_events_arrive_in_order, |backend: Backend| async move {
     server.tenant("acme").await;
     let token = server.token(Some("acme"), &[("compute:*", "tenant/acme")]).await;
     let mut ws = acked(&server, &token).await;
-    ws.subscribe("1", EVENTS, json!({ "t": "acme", "types": ["project.*"] })).await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    server.subscribe_live(&mut ws, "1", EVENTS, json!({ "t": "acme", "types": ["project.*"] })).await;
     let ids = make_projects(&server, "acme", (0..5).map(|i| format!("p{i}"))).await;
     let events = take(&mut ws, "1", 5).await;
     let subjects: Vec<&str> = events.iter().map(|e| e["subject"].as_str().unwrap()).collect();
@@ -96,8 +95,7 @@ db_test!(types_filter_keeps_only_those_types, |backend: Backend| async move {
     let pool = server.pool("main").await;
     let token = server.token(Some("acme"), &[("compute:*", "tenant/acme")]).await;
     let mut ws = acked(&server, &token).await;
-    ws.subscribe("q", EVENTS, json!({ "t": "acme", "types": ["quota.*"] })).await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    server.subscribe_live(&mut ws, "q", EVENTS, json!({ "t": "acme", "types": ["quota.*"] })).await;
     server.project("acme", "noise").await;
     server.offer_exactly(&pool, "acme", json!([{ "resource": "diskGiB", "max": 10 }])).await;
     let events = take(&mut ws, "q", 1).await;
@@ -115,8 +113,7 @@ db_test!(another_tenants_events_are_not_delivered, |backend: Backend| async move
     let reply = ws.next(WAIT).await.unwrap();
     assert_eq!(reply["payload"]["errors"][0]["extensions"]["code"], "NOT_FOUND", "{reply}");
     assert_eq!(ws.next(WAIT).await.unwrap()["type"], "complete");
-    ws.subscribe("a", EVENTS, json!({ "t": "acme", "types": ["project.*"] })).await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    server.subscribe_live(&mut ws, "a", EVENTS, json!({ "t": "acme", "types": ["project.*"] })).await;
     server.project("other", "theirs").await;
     let mine = server.project("acme", "mine").await;
     let events = take(&mut ws, "a", 1).await;
@@ -166,8 +163,7 @@ db_test!(a_subscriber_of_a_second_process_sees_the_first_processs_events, |backe
     first.tenant("acme").await;
     let token = first.token(Some("acme"), &[("compute:*", "tenant/acme")]).await;
     let mut ws = acked(&second, &token).await;
-    ws.subscribe("x", EVENTS, json!({ "t": "acme", "types": ["project.*"] })).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    second.subscribe_live(&mut ws, "x", EVENTS, json!({ "t": "acme", "types": ["project.*"] })).await;
     let ids = make_projects(&first, "acme", (0..5).map(|i| format!("p{i}"))).await;
     let events = take(&mut ws, "x", 5).await;
     let subjects: Vec<&str> = events.iter().map(|e| e["subject"].as_str().unwrap()).collect();
@@ -183,8 +179,7 @@ db_test!(revoking_a_token_ends_its_subscriptions, |backend: Backend| async move 
     let secret = issued["tokenIssue"]["secret"].as_str().unwrap();
     let token_id = issued["tokenIssue"]["token"]["id"].as_str().unwrap();
     let mut ws = acked(&server, secret).await;
-    ws.subscribe("1", EVENTS, json!({ "t": "acme", "types": ["project.*"] })).await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    server.subscribe_live(&mut ws, "1", EVENTS, json!({ "t": "acme", "types": ["project.*"] })).await;
     server
         .ok(
             Some(ADMIN),

@@ -526,14 +526,10 @@ db_test!(provider_volume_changed_yields_each_new_view, |backend: Backend| async 
     let id = s.create_volume("watched", json!({})).await;
     let mut ws = s.server.ws(json!({ "Authorization": format!("Bearer {}", s.token) })).await;
     assert_eq!(ws.next(Duration::from_secs(5)).await.unwrap()["type"], "connection_ack");
-    ws.subscribe(
-        "1",
-        "subscription($v: String!) { providerVolumeChanged(tenantId: \"acme\", volumeId: $v) { id state version observedSizeGiB attachments { instanceId } } }",
-        json!({ "v": id }),
-    )
-    .await;
     // A change after the subscription starts: a resize, then its convergence.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    s.server.subscribe_live(&mut ws, "1",
+        "subscription($v: String!) { providerVolumeChanged(tenantId: \"acme\", volumeId: $v) { id state version observedSizeGiB attachments { instanceId } } }",
+        json!({ "v": id })).await;
     s.until_volume(&id, "ready", |v| v["state"] == "READY").await;
     s.mutate("providerVolumeResize", json!({ "tenantId": "acme", "volumeId": id, "sizeGiB": 12 })).await;
     let views = views_while(&s, &mut ws, "providerVolumeChanged", |v| v["observedSizeGiB"] == 12).await;
@@ -637,13 +633,9 @@ db_test!(instance_changed_and_provider_snapshot_changed_yield_each_new_view, |ba
     let ready_version = snapshotted["snapshots"][0]["version"].as_i64().unwrap();
     let mut ws = s.server.ws(json!({ "Authorization": format!("Bearer {}", s.token) })).await;
     assert_eq!(ws.next(Duration::from_secs(5)).await.unwrap()["type"], "connection_ack");
-    ws.subscribe(
-        "1",
+    s.server.subscribe_live(&mut ws, "1",
         "subscription($s: String!) { providerSnapshotChanged(tenantId: \"acme\", snapshotId: $s) { id state version } }",
-        json!({ "s": snap }),
-    )
-    .await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+        json!({ "s": snap })).await;
     s.gql(
         "mutation($s: String!) { providerSnapshotDelete(input: { tenantId: \"acme\", snapshotId: $s }) { state } }",
         json!({ "s": snap }),
@@ -658,13 +650,14 @@ db_test!(instance_changed_and_provider_snapshot_changed_yield_each_new_view, |ba
         .map(|v| v["state"].as_str().unwrap())
         .collect();
     assert_eq!(states, ["DELETING", "DELETED"], "{views:?}");
-    ws.subscribe(
-        "2",
-        "subscription($i: String!) { instanceChanged(tenantId: \"acme\", instanceId: $i) { id state version } }",
-        json!({ "i": instance }),
-    )
-    .await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    s.server
+        .subscribe_live(
+            &mut ws,
+            "2",
+            "subscription($i: String!) { instanceChanged(tenantId: \"acme\", instanceId: $i) { id state version } }",
+            json!({ "i": instance }),
+        )
+        .await;
     s.gql(
         "mutation($i: String!) { instanceDelete(input: { tenantId: \"acme\", instanceId: $i }) { state } }",
         json!({ "i": instance }),

@@ -326,6 +326,26 @@ pub struct TestServer {
 }
 
 impl TestServer {
+    /// Sends `subscribe` for `id` on `ws` and returns once the feed has registered it: from then
+    /// on it sees every event committed (a subscription without a cursor reads from its start).
+    /// The socket's own token watch is registered before its acknowledgement.
+    pub async fn subscribe_live(&self, ws: &mut Ws, id: &str, query: &str, variables: Value) {
+        let before = self.app.services.feed.registered();
+        ws.subscribe(id, query, variables).await;
+        self.registered_beyond(before).await;
+    }
+
+    /// Waits until the feed holds more registrations than `before`.
+    pub async fn registered_beyond(&self, before: usize) {
+        for _ in 0..2_000 {
+            if self.app.services.feed.registered() > before {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        panic!("no subscription was registered on the feed beyond the {before} there were");
+    }
+
     pub async fn start(backend: Backend) -> TestServer {
         let db = TestDb::new(backend).await;
         let mut server = TestServer::with_config(config(&db.url)).await;
