@@ -127,7 +127,7 @@ impl Render for Instance {
     }
 }
 
-/// The columns each field of `Instance` is built from (`reads::columns`).
+/// The columns each field of `Instance` is built from (`Columns::for_fields`).
 pub(super) fn instance_columns(field: &str) -> Option<&'static [instance::Column]> {
     use instance::Column::*;
     Some(match field {

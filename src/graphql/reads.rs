@@ -2,28 +2,15 @@
 //! built from, so that a page reads only what it shows. Each type keeps its fields' columns
 //! beside its resolvers (`columns_of`), and a test holds that map to the schema.
 use async_graphql::Lookahead;
-use sea_orm::EntityTrait;
 
-use crate::store::columns::Columns;
-
-/// The columns of `E` the fields selected under `selections` are built from, `needed` first;
-/// every column when one of those fields is not in `columns_of`, so that a field added without
-/// its columns costs speed, never a wrong value.
-pub fn columns<E: EntityTrait>(
-    selections: &[Lookahead<'_>],
-    needed: &[E::Column],
-    columns_of: fn(&str) -> Option<&'static [E::Column]>,
-) -> Columns<E> {
-    let mut asked = Vec::new();
+/// The names of the fields selected under `selections`: what a page shows, for the store to
+/// read the columns of (`Columns::for_fields`).
+pub fn fields<'a>(selections: &[Lookahead<'a>]) -> Vec<&'a str> {
+    let mut names = Vec::new();
     for field in selections.iter().flat_map(Lookahead::selection_fields) {
-        for child in field.selection_set() {
-            match columns_of(child.name()) {
-                Some(columns) => asked.extend_from_slice(columns),
-                None => return Columns::all(),
-            }
-        }
+        names.extend(field.selection_set().map(|child| child.name()));
     }
-    Columns::of(needed, asked)
+    names
 }
 
 #[cfg(test)]

@@ -104,7 +104,7 @@ impl Render for ProviderSnapshot {
     }
 }
 
-/// The columns each field of `ProviderSnapshot` is built from (`reads::columns`).
+/// The columns each field of `ProviderSnapshot` is built from (`Columns::for_fields`).
 pub(super) fn snapshot_columns(field: &str) -> Option<&'static [snapshot::Column]> {
     use snapshot::Column::*;
     Some(match field {

@@ -18,6 +18,7 @@ use crate::service::mounts;
 use crate::service::rows::ListFilter;
 use crate::service::snapshots::{SnapshotRestore, SnapshotTake};
 use crate::service::volumes::{AttachmentView, VolumeCreate, VolumePage, VolumeReads, VolumeView};
+use crate::store::columns::Columns;
 use crate::store::entity::{provider_volume as volume, volume_attachment as attachment};
 use crate::store::state::{Desired, State, VolumeFilesystem, VolumeKind};
 
@@ -100,7 +101,7 @@ impl Render for Attachment {
     }
 }
 
-/// The columns each field of `Attachment` is built from (`reads::columns`).
+/// The columns each field of `Attachment` is built from (`Columns::for_fields`).
 pub(super) fn attachment_columns(field: &str) -> Option<&'static [attachment::Column]> {
     use attachment::Column::*;
     Some(match field {
@@ -195,7 +196,7 @@ impl ProviderVolume {
     }
 }
 
-/// The columns each field of `ProviderVolume` is built from (`reads::columns`); its
+/// The columns each field of `ProviderVolume` is built from (`Columns::for_fields`); its
 /// attachments and snapshots are read apart.
 pub(super) fn volume_columns(field: &str) -> Option<&'static [volume::Column]> {
     use volume::Column::*;
@@ -287,22 +288,23 @@ fn volume_reads(node: &Lookahead<'_>) -> VolumeReads {
     let snapshots = [node.field("snapshots")];
     let asked = |fields: &[Lookahead<'_>]| fields.iter().any(Lookahead::exists);
     VolumeReads {
-        volumes: reads::columns(
-            std::slice::from_ref(node),
+        volumes: Columns::for_fields(
+            reads::fields(std::slice::from_ref(node)),
             &[volume::Column::Id, volume::Column::TenantId, volume::Column::ProjectId],
             volume_columns,
         ),
         attachments: asked(&attachments).then(|| {
             let needed = [attachment::Column::Id, attachment::Column::VolumeId];
-            reads::columns(&attachments, &needed, attachment_columns)
+            Columns::for_fields(reads::fields(&attachments), &needed, attachment_columns)
         }),
         instances: asked(&instances).then(|| {
             let needed = [instance::Column::Id, instance::Column::TenantId, instance::Column::ProjectId];
-            reads::columns(&instances, &needed, super::instances::instance_columns)
+            Columns::for_fields(reads::fields(&instances), &needed, super::instances::instance_columns)
         }),
         snapshots: asked(&snapshots).then(|| {
             use snapshot::Column::{Id, ProjectId, TenantId, VolumeId};
-            reads::columns(&snapshots, &[Id, TenantId, ProjectId, VolumeId], super::snapshots::snapshot_columns)
+            let needed = [Id, TenantId, ProjectId, VolumeId];
+            Columns::for_fields(reads::fields(&snapshots), &needed, super::snapshots::snapshot_columns)
         }),
     }
 }

@@ -92,12 +92,12 @@ impl Run<'_> {
     /// after taking `locks` (table, id) in the store's lock order. The row as marked, or None when
     /// the run must not call but look again (its lease is gone, or the user changed the row
     /// since it was read at `generation`).
-    pub async fn mark_attempt<E: sea_orm::EntityTrait + Default>(
+    pub async fn mark_attempt<E: crate::store::status::Table>(
         &self,
         locks: &[(&str, &str)],
         id: &str,
         generation: i64,
-        column: impl sea_orm::sea_query::IntoIden,
+        column: impl crate::store::status::Column,
     ) -> Result<Option<E::Model>> {
         let txn = self.services.begin().await?;
         for (table, id) in locks {

@@ -23,6 +23,24 @@ impl<E: EntityTrait> Columns<E> {
         Columns(E::Column::iter().collect())
     }
 
+    /// The columns `fields` are built from (`columns_of`), `needed` first; every column when one
+    /// of the fields is not in `columns_of`, so that a field added without its columns costs
+    /// speed, never a wrong value.
+    pub fn for_fields<'a>(
+        fields: impl IntoIterator<Item = &'a str>,
+        needed: &[E::Column],
+        columns_of: fn(&str) -> Option<&'static [E::Column]>,
+    ) -> Self {
+        let mut asked = Vec::new();
+        for field in fields {
+            match columns_of(field) {
+                Some(columns) => asked.extend_from_slice(columns),
+                None => return Columns::all(),
+            }
+        }
+        Columns::of(needed, asked)
+    }
+
     /// `needed` (what every such read needs: the id, what authorization decides on), then
     /// `asked`, each once.
     pub fn of(needed: &[E::Column], asked: impl IntoIterator<Item = E::Column>) -> Self {

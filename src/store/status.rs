@@ -17,6 +17,15 @@ use super::queue::{self, Claimed};
 use crate::error::Result;
 use crate::store::state::State;
 
+/// A table a run writes back to (an entity of `store::entity`): how a caller above the store
+/// names one without SeaORM's traits.
+pub trait Table: EntityTrait + Default {}
+impl<E: EntityTrait + Default> Table for E {}
+
+/// A column of such a table (`create_attempts` …), named the same way.
+pub trait Column: IntoIden {}
+impl<C: IntoIden> Column for C {}
+
 /// One row's write, built from what a run observed at `generation`.
 pub struct StatusWrite {
     id: String,

@@ -7,6 +7,22 @@ use std::path::{Path, PathBuf};
 /// The layers that call the store and must build no SQL of their own.
 const CALLERS: [&str; 5] = ["src/service", "src/reconcile", "src/graphql", "src/http", "src/boot.rs"];
 
+/// SeaORM's query builders: what building a query, an insert or an update imports or names.
+const QUERY_BUILDERS: [&str; 12] = [
+    "EntityTrait",
+    "QueryFilter",
+    "QuerySelect",
+    "QueryOrder",
+    "QueryTrait",
+    "ColumnTrait",
+    "ActiveModelTrait",
+    "ActiveValue",
+    "ModelTrait",
+    "PaginatorTrait",
+    "Condition",
+    "sea_query",
+];
+
 /// What building a query, an insert or an update with SeaORM looks like.
 const QUERY_BUILDING: [&str; 12] = [
     "Entity::find",
@@ -69,18 +85,41 @@ fn sources(root: &Path) -> Vec<PathBuf> {
     found
 }
 
-/// The lines of the file that are not in its `#[cfg(test)]` tail or a test module file.
+/// The lines of the file outside its tests, comments aside: a `#[cfg(test)]` item is skipped
+/// (a module to its closing brace, a `mod tests;` line alone), and a test module file entirely.
+/// Everything else is read, to the end of the file.
 fn code_lines(path: &Path) -> Vec<(usize, String)> {
     if path.file_name().is_some_and(|n| n == "tests.rs") {
         return Vec::new();
     }
     let text = std::fs::read_to_string(path).unwrap();
-    text.lines()
-        .take_while(|line| !line.starts_with("#[cfg(test)]"))
-        .enumerate()
-        .filter(|(_, line)| !line.trim_start().starts_with("//"))
-        .map(|(n, line)| (n + 1, line.to_owned()))
-        .collect()
+    let lines: Vec<&str> = text.lines().collect();
+    let mut kept = Vec::new();
+    let mut n = 0;
+    while n < lines.len() {
+        if lines[n].trim_start().starts_with("#[cfg(test)]") {
+            n = after_item(&lines, n + 1);
+            continue;
+        }
+        if !lines[n].trim_start().starts_with("//") {
+            kept.push((n + 1, lines[n].to_owned()));
+        }
+        n += 1;
+    }
+    kept
+}
+
+/// The index of the line after the item that starts at line `start`: its closing brace's line
+/// when it opens a block, else the line itself.
+fn after_item(lines: &[&str], start: usize) -> usize {
+    let mut depth = 0i64;
+    for (n, line) in lines.iter().enumerate().skip(start) {
+        depth += line.matches('{').count() as i64 - line.matches('}').count() as i64;
+        if depth <= 0 && (line.contains('}') || line.trim_end().ends_with(';')) {
+            return n + 1;
+        }
+    }
+    lines.len()
 }
 
 fn crate_path(relative: &str) -> PathBuf {
@@ -100,6 +139,33 @@ fn every_query_insert_and_update_is_in_the_store() {
         }
     }
     assert!(found.is_empty(), "queries built outside src/store:\n{}", found.join("\n"));
+}
+
+#[test]
+fn outside_the_store_nothing_imports_or_names_seaorms_query_builders() {
+    let mut found = Vec::new();
+    for path in sources(&crate_path("src")) {
+        let relative = path.strip_prefix(crate_path("")).unwrap().to_string_lossy().into_owned();
+        // The bench seeds rows as a fixture does; the store is where queries are built.
+        if ["src/store", "src/bench"].iter().any(|dir| relative.starts_with(dir)) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        // A `use sea_orm::{…}` may run over several lines: read each statement whole.
+        for (n, line) in code_lines(&path) {
+            let statement = if line.trim_start().starts_with("use sea_orm") {
+                let rest = &text[text.find(line.trim()).unwrap()..];
+                rest[..rest.find(';').unwrap_or(rest.len())].to_owned()
+            } else {
+                line.clone()
+            };
+            let names_sea_orm = statement.contains("sea_orm::");
+            if names_sea_orm && QUERY_BUILDERS.iter().any(|b| statement.contains(b)) {
+                found.push(format!("{relative}:{n}: {}", line.trim()));
+            }
+        }
+    }
+    assert!(found.is_empty(), "SeaORM's query builders outside src/store:\n{}", found.join("\n"));
 }
 
 #[test]
