@@ -9,8 +9,9 @@ pub enum ProviderError {
     /// The request may have acted but its answer never came (timeout, dropped connection, a 5xx
     /// on a create): look before acting again.
     Unknown { message: String },
-    /// The provider refused the request (4xx); `message` is its own words.
-    Refused { status: u16, message: String },
+    /// The provider refused the request (4xx): what it was, read where its answer was (`code`),
+    /// and its own words (`message`, for people).
+    Refused { status: u16, code: Refusal, message: String },
     /// The account cannot be used (no credential): nothing was sent. `message` says why, for
     /// the operator alone (it names credential variables and paths).
     Misconfigured { message: String },
@@ -46,33 +47,65 @@ impl ProviderError {
         }
     }
 
-    /// The AWS error code of a refusal (`FileSystemAlreadyExists`, `InvalidGroup.Duplicate`,
-    /// `DependencyViolation`, `FileSystemInUse`, `FileSystemNotFound` …). The AWS clients write
-    /// every error message as `AWS <Code>: <the service's words>`, so the code survives in the
-    /// message without a new field.
+    /// The AWS error code of a refusal, for the clients' own use (`InvalidVpcID.NotFound` …):
+    /// every AWS client's message reads `AWS <Code>: <the service's words>`. Callers above the
+    /// clients decide on `Refused::code` (`tests/it/layers.rs` holds them to it).
     pub fn aws_code(&self) -> Option<&str> {
         let rest = self.message().strip_prefix(AWS_CODE_PREFIX)?;
         let (code, _) = rest.split_once(':')?;
         (!code.is_empty() && code.chars().all(|c| c.is_ascii_alphanumeric() || c == '.')).then_some(code)
     }
+
+    /// An AWS refusal with its code, as the AWS clients write one (`AWS <Code>: <words>`).
+    pub fn aws_refused(status: u16, code: &str, words: &str) -> ProviderError {
+        let message = format!("{AWS_CODE_PREFIX}{code}: {words}");
+        ProviderError::Refused { status, code: Refusal::of_aws(code), message }
+    }
+
+    /// A refusal in the provider's words, none a decision tells apart.
+    pub fn refused(status: u16, message: impl Into<String>) -> ProviderError {
+        ProviderError::Refused { status, code: Refusal::Other, message: message.into() }
+    }
+
+    /// The refusal this is; None when it is not one.
+    pub fn refusal(&self) -> Option<Refusal> {
+        match self {
+            ProviderError::Refused { code, .. } => Some(*code),
+            _ => None,
+        }
+    }
 }
 
-/// The refusals of DigitalOcean's actions a reconciler decides on, told apart in one place by
-/// the API's documented words, so that no decision reads a message.
+/// What a refusal was, told apart where the provider's answer is read (its code at AWS, its
+/// documented words at DigitalOcean), so that no decision reads a message or compares a code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Refusal {
-    /// `Droplet already has a pending event.`: one action at a time per Droplet; ask again soon.
+    /// None a decision tells apart: the provider said no.
+    Other,
+    /// DigitalOcean's `Droplet already has a pending event.`: one action at a time per
+    /// Droplet; ask again soon.
     PendingEvent,
-    /// `This volume is already attached`.
+    /// DigitalOcean's `This volume is already attached`.
     AlreadyAttached,
-    /// `Attachment not found`: a detach of a volume that is not attached there.
+    /// DigitalOcean's `Attachment not found`: a detach of a volume that is not attached there.
     AttachmentNotFound,
+    /// AWS `InvalidPermission.Duplicate`: the group has the rule already.
+    RuleExists,
+    /// AWS `InvalidPermission.NotFound`: the group does not have the rule.
+    RuleMissing,
+    /// Held already: a creation token, a name or a zone's mount target (AWS
+    /// `FileSystemAlreadyExists`, `InvalidGroup.Duplicate`, `MountTargetConflict`); look it up.
+    Taken,
+    /// Still used by something that goes away in time (AWS `DependencyViolation`,
+    /// `FileSystemInUse`: a machine, a mount target, a lingering interface).
+    InUse,
+    /// Not in a state for this yet (AWS `IncorrectFileSystemLifeCycleState`).
+    NotYet,
 }
 
-impl ProviderError {
-    /// The refusal this is, when it is one a decision tells apart.
-    pub fn refusal(&self) -> Option<Refusal> {
-        let ProviderError::Refused { message, .. } = self else { return None };
+impl Refusal {
+    /// A DigitalOcean refusal, by the API's documented words.
+    pub(in crate::provider) fn of_digitalocean(message: &str) -> Refusal {
         let words = message.to_ascii_lowercase();
         [
             ("pending event", Refusal::PendingEvent),
@@ -81,6 +114,19 @@ impl ProviderError {
         ]
         .into_iter()
         .find_map(|(said, refusal)| words.contains(said).then_some(refusal))
+        .unwrap_or(Refusal::Other)
+    }
+
+    /// An AWS refusal, by its error code.
+    pub fn of_aws(code: &str) -> Refusal {
+        match code {
+            "InvalidPermission.Duplicate" => Refusal::RuleExists,
+            "InvalidPermission.NotFound" => Refusal::RuleMissing,
+            "FileSystemAlreadyExists" | "InvalidGroup.Duplicate" | "MountTargetConflict" => Refusal::Taken,
+            "DependencyViolation" | "FileSystemInUse" => Refusal::InUse,
+            "IncorrectFileSystemLifeCycleState" => Refusal::NotYet,
+            _ => Refusal::Other,
+        }
     }
 }
 
@@ -95,11 +141,11 @@ mod refusal_tests {
 
     #[test]
     fn digitaloceans_action_refusals_are_told_apart_by_their_documented_words() {
-        let refused = |message: &str| ProviderError::Refused { status: 422, message: message.into() };
-        assert_eq!(refused("Droplet already has a pending event.").refusal(), Some(Refusal::PendingEvent));
-        assert_eq!(refused("This volume is already attached").refusal(), Some(Refusal::AlreadyAttached));
-        assert_eq!(refused("Attachment not found").refusal(), Some(Refusal::AttachmentNotFound));
-        assert_eq!(refused("a volume can only be resized to a larger size").refusal(), None);
+        let refused = Refusal::of_digitalocean;
+        assert_eq!(refused("Droplet already has a pending event."), Refusal::PendingEvent);
+        assert_eq!(refused("This volume is already attached"), Refusal::AlreadyAttached);
+        assert_eq!(refused("Attachment not found"), Refusal::AttachmentNotFound);
+        assert_eq!(refused("a volume can only be resized to a larger size"), Refusal::Other);
         let lost = ProviderError::Unknown { message: "pending event".into() };
         assert_eq!(lost.refusal(), None, "only a refusal is one");
     }

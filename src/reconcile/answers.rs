@@ -2,7 +2,7 @@
 //! their groups, firewall rules): what to do about what a look by name found before an id is
 //! recorded, and how a call's answer is sorted.
 use super::{ACTION_POLL_MS, Next, RETRY_LATER_MS, is_failure, wait_for};
-use crate::provider::ProviderError;
+use crate::provider::{ProviderError, Refusal};
 
 /// What to do about a thing made under our name before its id is recorded.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -46,14 +46,13 @@ pub enum After {
 pub fn after<T>(result: &std::result::Result<T, ProviderError>) -> After {
     let Err(err) = result else { return After::Done };
     let message = err.message().to_owned();
-    let code = matches!(err, ProviderError::Refused { .. }).then(|| err.aws_code()).flatten();
-    match code {
-        Some("InvalidPermission.Duplicate" | "InvalidPermission.NotFound") => After::Done,
-        Some("FileSystemAlreadyExists" | "InvalidGroup.Duplicate" | "MountTargetConflict") => After::LookAgain,
+    match err.refusal() {
+        Some(Refusal::RuleExists | Refusal::RuleMissing) => After::Done,
+        Some(Refusal::Taken) => After::LookAgain,
         // A group a machine or a lingering interface still uses (ENIs of deleted mount targets
         // or file servers linger for a while), or one another group's rule names.
-        Some("DependencyViolation" | "FileSystemInUse") => After::Wait(message, RETRY_LATER_MS),
-        Some("IncorrectFileSystemLifeCycleState") => After::Wait(message, ACTION_POLL_MS),
+        Some(Refusal::InUse) => After::Wait(message, RETRY_LATER_MS),
+        Some(Refusal::NotYet) => After::Wait(message, ACTION_POLL_MS),
         _ if is_failure(err) => After::Fail(message),
         _ => After::Backoff(message, wait_for(err)),
     }

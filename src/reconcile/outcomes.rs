@@ -9,7 +9,7 @@ use crate::provider::{ProviderError, ProviderResult};
 pub fn outcomes<T: Clone>(made: T) -> [(&'static str, ProviderResult<T>); 4] {
     [
         ("answered", Ok(made)),
-        ("refused", Err(ProviderError::Refused { status: 422, message: "the provider said no".into() })),
+        ("refused", Err(ProviderError::refused(422, "the provider said no"))),
         (
             "rate-limited",
             Err(ProviderError::RetryLater { message: "slow down".into(), after: Duration::from_secs(30) }),

@@ -262,7 +262,7 @@ async fn the_client_maps_429_5xx_and_timeouts() {
     assert!(matches!(client.vpc_create(&request).await, Err(ProviderError::Unknown { .. })), "no answer in time");
     sim.inject("vpcs.create", vps_graph::sim::Fault::Status { status: 422 }, 1);
     match client.vpc_create(&request).await {
-        Err(ProviderError::Refused { status: 422, message }) => {
+        Err(ProviderError::Refused { status: 422, message, .. }) => {
             assert_eq!(message, "request payload validation failed", "the API's words kept")
         }
         other => panic!("{other:?}"),

@@ -255,7 +255,10 @@ pub(super) fn classify(status: Option<u16>, code: Option<&str>, message: &str, a
     }
     let transient = code.is_some_and(|c| TRANSIENT_CODES.contains(&c));
     match status {
-        Some(s) if s < 500 && !transient => ProviderError::Refused { status: s, message: text },
+        Some(s) if s < 500 && !transient => match code {
+            Some(code) => ProviderError::aws_refused(s, code, message),
+            None => ProviderError::refused(s, text),
+        },
         _ if acts => ProviderError::Unknown { message: text },
         _ => ProviderError::RetryLater { message: text, after: RETRY_AFTER },
     }

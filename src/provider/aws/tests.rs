@@ -259,11 +259,12 @@ fn throttling_and_5xx_wait_lost_creates_are_unknown_other_4xx_are_refused_with_t
         (400, "FileSystemNotFound"),
     ] {
         let err = classify(Some(status), Some(code), "words", true);
-        assert_eq!(err, ProviderError::Refused { status, message: format!("AWS {code}: words") });
+        assert_eq!(err, ProviderError::aws_refused(status, code, "words"));
+        assert_eq!(err.message(), format!("AWS {code}: words"));
         assert_eq!(err.aws_code(), Some(code));
     }
     assert_eq!(classify(None, None, "reset", false).aws_code(), None);
-    assert_eq!(ProviderError::Refused { status: 422, message: "name: taken".into() }.aws_code(), None);
+    assert_eq!(ProviderError::refused(422, "name: taken").aws_code(), None);
 }
 
 #[test]

@@ -70,7 +70,7 @@ impl DigitalOcean {
         let face = face(family);
         let answer = self.call(face.action, Method::POST, &format!("{}/{ip}/actions", face.path), Some(body)).await?;
         if answer.status == StatusCode::NOT_FOUND {
-            return Err(ProviderError::Refused { status: 404, message: format!("reserved IP {ip} is gone") });
+            return Err(ProviderError::refused(404, format!("reserved IP {ip} is gone")));
         }
         answer.body["action"]["id"]
             .as_u64()
@@ -88,7 +88,7 @@ impl Addresses for DigitalOcean {
         };
         let answer = self.call(face.create, Method::POST, face.path, Some(body)).await?;
         if answer.status == StatusCode::NOT_FOUND {
-            return Err(ProviderError::Refused { status: 404, message: "no reserved IPs at this API".into() });
+            return Err(ProviderError::refused(404, "no reserved IPs at this API"));
         }
         address_from(&answer.body[face.key])
     }

@@ -92,7 +92,7 @@ impl Instances for DigitalOcean {
             .await?;
         if answer.status == StatusCode::NOT_FOUND {
             let ids = droplet_ids.join(", ");
-            return Err(ProviderError::Refused { status: 404, message: format!("a Droplet of {ids} is gone") });
+            return Err(ProviderError::refused(404, format!("a Droplet of {ids} is gone")));
         }
         Ok(())
     }

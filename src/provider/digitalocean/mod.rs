@@ -129,7 +129,14 @@ impl DigitalOcean {
             }),
             // Gone, in the API's own words; a bare 404 (a wrong URL, a proxy) says nothing of it.
             StatusCode::NOT_FOUND if body["id"] == "not_found" => Ok(Answer { status, body }),
-            s => Err(ProviderError::Refused { status: s.as_u16(), message: message() }),
+            s => {
+                let message = message();
+                Err(ProviderError::Refused {
+                    status: s.as_u16(),
+                    code: crate::provider::Refusal::of_digitalocean(&message),
+                    message,
+                })
+            }
         }
     }
 

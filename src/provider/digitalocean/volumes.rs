@@ -119,7 +119,7 @@ impl Volumes for DigitalOcean {
         let path = format!("/v2/volumes/{volume_id}/actions");
         let answer = self.call("volumes.actions.create", Method::POST, &path, Some(body)).await?;
         if answer.status == StatusCode::NOT_FOUND {
-            return Err(ProviderError::Refused { status: 404, message: format!("volume {volume_id} is gone") });
+            return Err(ProviderError::refused(404, format!("volume {volume_id} is gone")));
         }
         answer.body["action"]["id"].as_u64().ok_or_else(|| unreadable("action"))
     }
@@ -179,7 +179,7 @@ impl Volumes for DigitalOcean {
         let path = format!("/v2/nfs/{share_id}/actions");
         let answer = self.call("nfs.actions.create", Method::POST, &path, Some(body)).await?;
         if answer.status == StatusCode::NOT_FOUND {
-            return Err(ProviderError::Refused { status: 404, message: format!("share {share_id} is gone") });
+            return Err(ProviderError::refused(404, format!("share {share_id} is gone")));
         }
         let snapshot = matches!(action, ShareAction::Snapshot { .. });
         Ok(snapshot.then(|| id_text(&answer.body["action"]["resource_id"])))
@@ -203,7 +203,7 @@ impl Snapshots for DigitalOcean {
             .call("volumes.snapshots.create", Method::POST, &path, Some(json!({ "name": name, "tags": tags })))
             .await?;
         if answer.status == StatusCode::NOT_FOUND {
-            return Err(ProviderError::Refused { status: 404, message: format!("volume {volume_id} is gone") });
+            return Err(ProviderError::refused(404, format!("volume {volume_id} is gone")));
         }
         snapshot_from(&answer.body["snapshot"])
     }

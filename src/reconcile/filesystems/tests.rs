@@ -91,7 +91,7 @@ fn target(id: &str, subnet: &str, zone: &str, state: &str) -> MountTarget {
 }
 
 fn refused(code: &str) -> ProviderError {
-    ProviderError::Refused { status: 400, message: format!("AWS {code}: the service's words") }
+    ProviderError::aws_refused(400, code, "the service's words")
 }
 
 fn held(id: &str, owned: bool) -> Held {
@@ -121,10 +121,7 @@ fn after_a_call_table() {
         (Ok(()), After::Done),
         (Err(limited), After::Backoff("slow down".into(), 60_000)),
         (Err(ProviderError::Unknown { message: "timeout".into() }), After::Backoff("timeout".into(), RETRY_LATER_MS)),
-        (
-            Err(ProviderError::Refused { status: 400, message: "AWS BadRequest: no".into() }),
-            After::Fail("AWS BadRequest: no".into()),
-        ),
+        (Err(ProviderError::aws_refused(400, "BadRequest", "no")), After::Fail("AWS BadRequest: no".into())),
         (Err(ProviderError::Misconfigured { message: "no key".into() }), After::Fail(MISCONFIGURED.into())),
         (Err(refused("FileSystemAlreadyExists")), After::LookAgain),
         (Err(refused("InvalidGroup.Duplicate")), After::LookAgain),

@@ -249,7 +249,7 @@ mod tests {
     #[test]
     fn a_delete_finishes_waits_or_sends_by_what_the_machine_shows() {
         let asked = instance::Model { message: Some(DELETE_ASKED.into()), ..row() };
-        let busy = || Err(ProviderError::Refused { status: 422, message: "busy".into() });
+        let busy = || Err(ProviderError::refused(422, "busy"));
         assert_eq!(before_delete(&row(), Ok(None), TAG), DeleteStep::Finish(Finish::Deleted));
         assert!(matches!(
             before_delete(&row(), Ok(Some(droplet(DropletStatus::Active, &[TAG]))), TAG),

@@ -517,7 +517,7 @@ mod tests {
             (1, Next::Backoff(RETRY_LATER_MS)),
             "a lost answer is looked up by name next"
         );
-        let refused = || Err(ProviderError::Refused { status: 422, message: "name taken".into() });
+        let refused = || Err(ProviderError::refused(422, "name taken"));
         let (o, n) = after(&pending, &Call::Create, refused());
         assert_eq!((o.state, o.create_attempts, n), (State::Pending, 1, Next::Now), "a first refusal looks by name");
         let again = subnet(State::Pending, Desired::Present, None, 2, false);

@@ -294,7 +294,8 @@ fn an_attach_is_decided_for_every_answer_and_looked_for_before_it_is_sent() {
             Err(()) => panic!("{how}: not an already-attached refusal"),
         }
     }
-    let already = Err(ProviderError::Refused { status: 422, message: "This volume is already attached".into() });
+    let message = "This volume is already attached".into();
+    let already = Err(ProviderError::Refused { status: 422, code: crate::provider::Refusal::AlreadyAttached, message });
     assert!(attach::attach_sent(now.clone(), already).is_err());
     assert_eq!(attach::already_attached(now.clone(), Ok(Some(block(10, &["d1"], ""))), "d1").0.state, State::Ready);
     // Attached to another machine: an error, and nothing is moved.
@@ -313,7 +314,9 @@ fn a_detach_is_decided_for_every_answer_and_a_lost_one_is_found_done() {
             _ => assert!(seen.state == State::Deleting && seen.action_id.is_none() && backed_off(next), "{how}"),
         }
     }
-    let not_there = Err(ProviderError::Refused { status: 422, message: "Attachment not found".into() });
+    let message = "Attachment not found".into();
+    let not_there =
+        Err(ProviderError::Refused { status: 422, code: crate::provider::Refusal::AttachmentNotFound, message });
     assert_eq!(attach::detach_sent(now.clone(), not_there).0.state, State::Deleted);
     // A detach asked whose answer was lost, carried out: the volume is off the Droplet.
     let asked = attachment(State::Deleting, Desired::Absent, None, Some(ASKED));

@@ -1,7 +1,7 @@
 //! What an AWS network run decides: plain functions of the rows and of what EC2 showed, with
 //! no I/O (`super` reads, calls and writes).
 
-use crate::provider::{AwsSubnet, AwsVpc, ProviderError, aws_owned, tag_value};
+use crate::provider::{AwsSubnet, AwsVpc, ProviderError, Refusal, aws_owned, tag_value};
 use crate::reconcile::networks::aggregate;
 use crate::reconcile::{ERROR_RETRY_MS, Next, RETRY_LATER_MS, is_failure, retry_after};
 use crate::store::entity::{network, network_subnet as subnet};
@@ -406,7 +406,7 @@ pub fn after(mut plan: Plan, call: &Call, answer: std::result::Result<Answer, Pr
 
 /// A call that did not succeed: wait and say why, or fail (a refusal, retried every 5 minutes).
 pub(super) fn failed_call(plan: &mut Plan, call: &Call, err: &ProviderError) {
-    let busy = err.aws_code() == Some("DependencyViolation");
+    let busy = err.refusal() == Some(Refusal::InUse);
     let message = match err {
         ProviderError::Unknown { message } if matches!(call, Call::CreateVpc | Call::CreateSubnet(_)) => {
             format!("the create's answer was lost ({message}); looking for it by its name")

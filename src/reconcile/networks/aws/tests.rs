@@ -239,10 +239,11 @@ fn a_delete_removes_the_subnets_then_the_vpc_and_waits_on_a_dependency_violation
     let plan = decide(&n, &rows, &seen(VpcSeen::NotAsked, Some(vec![])), DEP);
     assert_eq!(plan.call, Some(Call::DeleteVpc("vpc-1".into())), "then the VPC");
 
-    let busy = Err(ProviderError::Refused {
-        status: 400,
-        message: "AWS DependencyViolation: The vpc 'vpc-1' has dependencies and cannot be deleted.".into(),
-    });
+    let busy = Err(ProviderError::aws_refused(
+        400,
+        "DependencyViolation",
+        "The vpc 'vpc-1' has dependencies and cannot be deleted.",
+    ));
     let waiting = after(plan.clone(), &Call::DeleteVpc("vpc-1".into()), busy);
     assert_eq!(waiting.next, Next::After(RETRY_LATER_MS));
     let (state_now, message) = network_state(Desired::Absent, &waiting.verdict, &rows);
@@ -292,7 +293,7 @@ fn after_a_create() {
     let lost = after(plan.clone(), &Call::CreateVpc, Err(ProviderError::Unknown { message: "timeout".into() }));
     assert_eq!((lost.vpc.provider_id.as_deref(), lost.next), (None, Next::Backoff(RETRY_LATER_MS)));
     assert!(matches!(&lost.verdict, Verdict::Waiting(Some(m)) if m.contains("lost")));
-    let refused = Err(ProviderError::Refused { status: 400, message: "AWS VpcLimitExceeded: too many".into() });
+    let refused = Err(ProviderError::aws_refused(400, "VpcLimitExceeded", "too many"));
     let refused = after(plan.clone(), &Call::CreateVpc, refused);
     assert_eq!(refused.next, Next::After(ERROR_RETRY_MS));
     assert_eq!(network_state(Desired::Present, &refused.verdict, &rows).0, State::Error);

@@ -201,7 +201,7 @@ impl Cloud for AwsCloud {
     async fn carry(&self, changes: &[Change]) -> Answer<()> {
         if changes.iter().any(|c| c.wanted.is_empty()) {
             let message = format!("the VPC {} shows no default security group to give back to machines", self.vpc);
-            return Err(crate::provider::ProviderError::Refused { status: 404, message });
+            return Err(crate::provider::ProviderError::refused(404, message));
         }
         for c in changes {
             let groups: Vec<String> = c.wanted.iter().cloned().collect();

@@ -131,7 +131,7 @@ fn a_deleted_rule_deletes_only_its_own_firewall() {
 }
 
 fn refused(code: &str) -> std::result::Result<(), ProviderError> {
-    Err(ProviderError::Refused { status: 400, message: format!("AWS {code}: words") })
+    Err(ProviderError::aws_refused(400, code, "words"))
 }
 
 #[test]
