@@ -20,7 +20,7 @@ use crate::provider;
 use crate::store::addresses::{self as store, NewAddress};
 use crate::store::entity::{instance, provider_address as address};
 use crate::store::idempotency::{self, Claim};
-use crate::store::outbox::NewEvent;
+use crate::store::outbox::{NewEvent, Payload};
 use crate::store::state::{AddressFamily, Assignment, Desired, State};
 use crate::store::{queue, quota};
 
@@ -105,7 +105,7 @@ pub fn event(event_type: &str, a: &address::Model) -> NewEvent {
         tenant_id: Some(a.tenant_id.clone()),
         project_id: a.project_id.clone(),
         version: a.version,
-        data: serde_json::to_value(view(a)).unwrap_or_default(),
+        data: Payload::of(&view(a)),
     }
 }
 

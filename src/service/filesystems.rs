@@ -20,7 +20,7 @@ use crate::store;
 use crate::store::entity::{filesystem, network};
 use crate::store::filesystems::{live_of, mounted_by, name_taken};
 use crate::store::idempotency::{self, Claim};
-use crate::store::outbox::NewEvent;
+use crate::store::outbox::{NewEvent, Payload};
 use crate::store::queue;
 use crate::store::state::{Deployment, Desired, FilesystemKind, State};
 
@@ -95,8 +95,7 @@ pub fn view(f: &filesystem::Model) -> FilesystemView {
 /// The `network.filesystem.*` event of a change to `f`: published on its network, its data the
 /// filesystem's view, which names it again as `filesystemId` beside its `networkId`.
 pub fn event(event_type: &str, f: &filesystem::Model) -> NewEvent {
-    let mut data = serde_json::to_value(view(f)).unwrap_or_default();
-    data["filesystemId"] = json!(f.id);
+    let data = Payload::of(&view(f)).with("filesystemId", json!(f.id));
     NewEvent {
         event_type: format!("network.filesystem.{event_type}"),
         subject_kind: networks::KIND,

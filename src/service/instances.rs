@@ -18,7 +18,7 @@ use crate::provider;
 use crate::store::entity::{instance, network};
 use crate::store::idempotency::{self, Claim};
 use crate::store::instances::{self as store, NewInstance};
-use crate::store::outbox::NewEvent;
+use crate::store::outbox::{NewEvent, Payload};
 use crate::store::queue;
 use crate::store::state::{Desired, OnDelete, ProviderKind, State};
 
@@ -128,7 +128,7 @@ pub fn event(event_type: &str, i: &instance::Model) -> NewEvent {
         tenant_id: Some(i.tenant_id.clone()),
         project_id: i.project_id.clone(),
         version: i.version,
-        data: serde_json::to_value(view(i)).unwrap_or_default(),
+        data: Payload::of(&view(i)),
     }
 }
 

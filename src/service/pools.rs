@@ -169,7 +169,7 @@ impl Services {
             tenant_id: created.tenant_id.clone(),
             project_id: None,
             version: created.version,
-            data: account_view(&created),
+            data: account_view(&created).into(),
         };
         self.commit(txn, vec![event]).await?;
         Ok(created)
@@ -229,7 +229,7 @@ impl Services {
             tenant_id: account.tenant_id.clone(),
             project_id: None,
             version: created.version,
-            data: pool_view(&created),
+            data: pool_view(&created).into(),
         };
         self.commit(txn, vec![event]).await?;
         Ok(PoolView { pool: created, account })
@@ -254,7 +254,7 @@ impl Services {
             tenant_id: updated.account.tenant_id.clone(),
             project_id: None,
             version: updated.pool.version,
-            data: pool_view(&updated.pool),
+            data: pool_view(&updated.pool).into(),
         };
         self.commit(txn, vec![event]).await?;
         Ok(updated)
@@ -297,7 +297,7 @@ impl Services {
             tenant_id: Some(input.tenant_id.clone()),
             project_id: None,
             version: offered_pool.version,
-            data: json!({ "pool": pool_view(&offered_pool), "tenantId": input.tenant_id }),
+            data: json!({ "pool": pool_view(&offered_pool), "tenantId": input.tenant_id }).into(),
         }];
         for limit in input.quotas {
             let row =
@@ -416,6 +416,6 @@ fn quota_event(q: &quota::Model) -> NewEvent {
         tenant_id: Some(q.tenant_id.clone()),
         project_id: None,
         version: q.version,
-        data: quota_view(q),
+        data: quota_view(q).into(),
     }
 }

@@ -18,7 +18,7 @@ use crate::store;
 use crate::store::columns::Columns;
 use crate::store::entity::provider_snapshot as snapshot;
 use crate::store::idempotency::{self, Claim};
-use crate::store::outbox::NewEvent;
+use crate::store::outbox::{NewEvent, Payload};
 use crate::store::queue;
 use crate::store::session::Session;
 use crate::store::state::{Desired, State, VolumeFilesystem, VolumeKind};
@@ -86,7 +86,7 @@ pub fn event(event_type: &str, s: &snapshot::Model) -> NewEvent {
         tenant_id: Some(s.tenant_id.clone()),
         project_id: s.project_id.clone(),
         version: s.version,
-        data: serde_json::to_value(view(s)).unwrap_or_default(),
+        data: Payload::of(&view(s)),
     }
 }
 

@@ -102,7 +102,7 @@ impl Services {
             tenant_id: Some(created.tenant_id.clone()),
             project_id: Some(created.id.clone()),
             version: created.version,
-            data: project_view(&created),
+            data: project_view(&created).into(),
         };
         self.commit(txn, vec![event]).await?;
         Ok(created)
@@ -135,7 +135,7 @@ pub(crate) fn tenant_event(event_type: &str, t: &tenant::Model) -> NewEvent {
         tenant_id: Some(t.id.clone()),
         project_id: None,
         version: t.version,
-        data: tenant_view(t),
+        data: tenant_view(t).into(),
     }
 }
 

@@ -188,6 +188,6 @@ fn token_event(event_type: &str, t: &Token) -> NewEvent {
         tenant_id: t.token.tenant_id.clone(),
         project_id: None,
         version: if t.token.revoked_at.is_some() { 2 } else { 1 },
-        data: token_view(t),
+        data: token_view(t).into(),
     }
 }

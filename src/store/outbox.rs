@@ -27,7 +27,43 @@ pub struct NewEvent {
     pub tenant_id: Option<String>,
     pub project_id: Option<String>,
     pub version: i64,
-    pub data: Value,
+    pub data: Payload,
+}
+
+/// An event's data: the subject's view, serialized as the event is built. A view that could not
+/// be serialized fails the event's write, and the transaction with it: no event is written
+/// with its data missing.
+#[derive(Clone, Debug)]
+pub enum Payload {
+    Json(Value),
+    Unwritable(String),
+}
+
+impl Payload {
+    pub fn of<V: serde::Serialize>(view: &V) -> Payload {
+        match serde_json::to_value(view) {
+            Ok(data) => Payload::Json(data),
+            Err(err) => Payload::Unwritable(err.to_string()),
+        }
+    }
+
+    /// The view with `key` set besides its own fields (which part of the subject it is).
+    pub fn with(self, key: &str, value: Value) -> Payload {
+        match self {
+            Payload::Json(Value::Object(mut fields)) => {
+                fields.insert(key.to_owned(), value);
+                Payload::Json(Value::Object(fields))
+            }
+            Payload::Json(other) => Payload::Unwritable(format!("not an object, so no {key}: {other}")),
+            unwritable => unwritable,
+        }
+    }
+}
+
+impl From<Value> for Payload {
+    fn from(data: Value) -> Payload {
+        Payload::Json(data)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -86,6 +122,12 @@ impl Cursor {
 
 /// Appends `event`, stamped `time` (the app's clock).
 pub async fn append(conn: &impl ConnectionTrait, event: NewEvent, time: DateTime<Utc>) -> Result<()> {
+    let data = match event.data {
+        Payload::Json(data) => data,
+        Payload::Unwritable(why) => {
+            return Err(crate::error::Error::internal(format!("the {} event's data: {why}", event.event_type)));
+        }
+    };
     let source = format!("/vps-graph/{}", event.subject_kind);
     conn.execute_raw(stmt(
         conn.get_database_backend(),
@@ -101,7 +143,7 @@ pub async fn append(conn: &impl ConnectionTrait, event: NewEvent, time: DateTime
             event.project_id.into(),
             event.version.into(),
             time.into(),
-            event.data.into(),
+            data.into(),
         ],
     ))
     .await?;

@@ -24,7 +24,7 @@ fn event(writer: usize, n: usize) -> NewEvent {
         tenant_id: Some(format!("t{}", writer % 2)),
         project_id: None,
         version: n as i64,
-        data: json!({ "writer": writer, "n": n }),
+        data: json!({ "writer": writer, "n": n }).into(),
     }
 }
 
@@ -134,3 +134,25 @@ db_test!(cursor_of_another_feed_is_refused, |backend: Backend| async move {
     assert!(outbox::Cursor::parse("garbage", &epoch).is_err());
     assert!(outbox::Cursor::parse(&format!("{epoch}:-1:3"), &epoch).is_err());
 });
+
+db_test!(
+    an_event_whose_data_could_not_be_written_fails_its_transaction_and_writes_nothing,
+    |backend: Backend| async move {
+        let db = TestDb::new(backend).await;
+        let conn = vps_graph::store::connect(&db.url, 4).await.unwrap();
+        outbox::append(&conn, event(0, 0), chrono::Utc::now()).await.unwrap();
+        let txn = conn.begin().await.unwrap();
+        outbox::append(&txn, event(0, 1), chrono::Utc::now()).await.unwrap();
+        let unwritable =
+            NewEvent { data: outbox::Payload::Unwritable("a key that is not a string".into()), ..event(0, 2) };
+        let err = outbox::append(&txn, unwritable, chrono::Utc::now()).await.unwrap_err();
+        assert!(err.internal.as_deref().is_some_and(|why| why.contains("test.written event")), "{err:?}");
+        drop(txn);
+        let written = outbox::read_after(&conn, Position::default(), None, 10).await.unwrap();
+        let subjects: Vec<&str> = written.iter().map(|e| e.subject.as_str()).collect();
+        assert_eq!(subjects, ["w0-0"], "the transaction's other event went with it; none has null data");
+        // A part added to a view that is not an object is refused the same way, not written as null.
+        let not_an_object = outbox::Payload::of(&7).with("filesystemId", json!("fs_1"));
+        assert!(matches!(not_an_object, outbox::Payload::Unwritable(_)));
+    }
+);

@@ -207,7 +207,7 @@ fn written_of_acme(n: usize, data: serde_json::Value) -> vps_graph::store::outbo
         tenant_id: Some("acme".into()),
         project_id: None,
         version: 1,
-        data,
+        data: data.into(),
     }
 }
 

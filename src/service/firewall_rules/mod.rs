@@ -23,7 +23,7 @@ use crate::store;
 use crate::store::entity::{firewall_rule, instance, network};
 use crate::store::firewall_rules::{live_of, name_taken, strings};
 use crate::store::idempotency::{self, Claim};
-use crate::store::outbox::NewEvent;
+use crate::store::outbox::{NewEvent, Payload};
 use crate::store::queue;
 use crate::store::state::{Desired, Direction, Protocol, RuleAction, State};
 
@@ -114,8 +114,7 @@ pub fn view(r: &firewall_rule::Model) -> FirewallRuleView {
 /// The `network.firewallRule.*` event of a change to `r`: published on its network, its data
 /// the rule's view, which names it again as `firewallRuleId` beside its `networkId`.
 pub fn event(event_type: &str, r: &firewall_rule::Model) -> NewEvent {
-    let mut data = serde_json::to_value(view(r)).unwrap_or_default();
-    data["firewallRuleId"] = json!(r.id);
+    let data = Payload::of(&view(r)).with("firewallRuleId", json!(r.id));
     NewEvent {
         event_type: format!("network.firewallRule.{event_type}"),
         subject_kind: networks::KIND,

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use super::KIND;
 use crate::store::entity::{network, network_subnet};
-use crate::store::outbox::NewEvent;
+use crate::store::outbox::{NewEvent, Payload};
 use crate::store::state::{Desired, State};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -96,6 +96,6 @@ pub fn event(event_type: &str, view: &NetworkView) -> NewEvent {
         tenant_id: Some(view.tenant_id.clone()),
         project_id: view.project_id.clone(),
         version: view.version,
-        data: serde_json::to_value(view).unwrap_or_default(),
+        data: Payload::of(&view),
     }
 }

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::KIND;
 use crate::store::entity::{provider_volume as volume, volume_attachment as attachment};
-use crate::store::outbox::NewEvent;
+use crate::store::outbox::{NewEvent, Payload};
 use crate::store::state::{Desired, State, VolumeFilesystem, VolumeKind};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -114,6 +114,6 @@ pub fn event(event_type: &str, v: &volume::Model, attachments: &[attachment::Mod
         tenant_id: Some(v.tenant_id.clone()),
         project_id: v.project_id.clone(),
         version: v.version,
-        data: serde_json::to_value(view(v, attachments)).unwrap_or_default(),
+        data: Payload::of(&view(v, attachments)),
     }
 }
