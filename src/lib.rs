@@ -19,6 +19,7 @@ pub mod secret;
 pub mod service;
 pub mod sim;
 pub mod store;
+pub mod views;
 
 /// reqwest is built without a default TLS provider so only ring is compiled; install it once.
 pub fn init_crypto() {

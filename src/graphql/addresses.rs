@@ -1,4 +1,5 @@
 //! Provider addresses: reserved public IPs and their assignment to an instance.
+use crate::views::addresses::AddressView;
 use async_graphql::{Context, ID, InputObject, Object, Result, SimpleObject, Subscription};
 use chrono::{DateTime, Utc};
 use futures_util::{Stream, StreamExt};
@@ -7,7 +8,7 @@ use super::instances::Instance;
 use super::loaders::loaders;
 use super::networks::PageInfo;
 use super::{actor, services};
-use crate::service::addresses::{AddressCreate, AddressView};
+use crate::service::addresses::AddressCreate;
 use crate::service::rows::ListFilter;
 use crate::store::state::{AddressFamily, Assignment, Desired, State};
 

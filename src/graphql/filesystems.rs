@@ -1,10 +1,11 @@
 //! Shared filesystems on a tenant network (EFS and FSx for Lustre on AWS).
+use crate::views::filesystems::FilesystemView;
 use async_graphql::{Context, ID, InputObject, Object, Result, SimpleObject, Subscription};
 use chrono::{DateTime, Utc};
 use futures_util::{Stream, StreamExt};
 
 use super::{actor, services};
-use crate::service::filesystems::{FilesystemCreate, FilesystemView};
+use crate::service::filesystems::FilesystemCreate;
 use crate::store::state::{Deployment, Desired, FilesystemKind, State};
 
 /// How a machine mounts the filesystem: `mount -t <fstype> -o <options> <source> <path>`.

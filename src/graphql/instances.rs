@@ -1,4 +1,5 @@
 //! Instances, as far as volumes need them.
+use crate::views::instances::InstanceView;
 use std::sync::Arc;
 
 use async_graphql::parser::types::Field;
@@ -9,7 +10,7 @@ use futures_util::{Stream, StreamExt};
 use super::networks::PageInfo;
 use super::render::{Edge, Planner, Render, Rendered, Step, enumerated, optional, optional_text, scalar, text};
 use super::{actor, services};
-use crate::service::instances::{FilesystemMountInput, InstanceCreate, InstanceView};
+use crate::service::instances::{FilesystemMountInput, InstanceCreate};
 use crate::service::rows::ListFilter;
 use crate::store::entity::instance;
 use crate::store::state::{Desired, OnDelete, State};

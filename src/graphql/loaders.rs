@@ -11,10 +11,10 @@ use async_graphql::dataloader::{DataLoader, HashMapCache, Loader};
 use crate::error::Error;
 use crate::service::Services;
 use crate::service::authz::Actor;
-use crate::service::instances::InstanceView;
-use crate::service::snapshots::SnapshotView;
 use crate::store::STATEMENTS;
 use crate::store::columns::Columns;
+use crate::views::instances::InstanceView;
+use crate::views::snapshots::SnapshotView;
 
 pub struct Loaders {
     pub snapshots: DataLoader<SnapshotLoader, HashMapCache>,

@@ -1,4 +1,5 @@
 //! Provider snapshots.
+use crate::views::snapshots::SnapshotView;
 use async_graphql::parser::types::Field;
 use async_graphql::{Context, ID, InputObject, Object, Result, SimpleObject, Subscription};
 use chrono::{DateTime, Utc};
@@ -8,7 +9,7 @@ use super::networks::PageInfo;
 use super::render::{Edge, Planner, Render, Rendered, Step, enumerated, optional, optional_text, scalar, text};
 use super::{actor, services};
 use crate::service::rows::ListFilter;
-use crate::service::snapshots::{SnapshotListFilter, SnapshotView};
+use crate::service::snapshots::SnapshotListFilter;
 use crate::store::entity::provider_snapshot as snapshot;
 use crate::store::state::{Desired, State, VolumeKind};
 

@@ -1,4 +1,5 @@
 //! Provider volumes (block and shared), their attachments and mounts.
+use crate::views::volumes::{AttachmentView, VolumeView};
 use std::borrow::Cow;
 
 use async_graphql::parser::types::Field;
@@ -17,7 +18,7 @@ use super::{actor, reads, services};
 use crate::service::mounts;
 use crate::service::rows::ListFilter;
 use crate::service::snapshots::{SnapshotRestore, SnapshotTake};
-use crate::service::volumes::{AttachmentView, VolumeCreate, VolumePage, VolumeReads, VolumeView};
+use crate::service::volumes::{VolumeCreate, VolumePage, VolumeReads};
 use crate::store::columns::Columns;
 use crate::store::entity::{provider_volume as volume, volume_attachment as attachment};
 use crate::store::state::{Desired, State, VolumeFilesystem, VolumeKind};

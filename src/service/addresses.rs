@@ -5,9 +5,8 @@
 //! name or tag at the provider, so the row is the ownership record. Decided on the address:
 //! `compute:addresses:read` to read, `compute:addresses:manage` for everything else; assigning
 //! one is also decided as `compute:instances:update` on the instance.
-use chrono::{DateTime, Utc};
 use sea_orm::ConnectionTrait;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::json;
 
 use super::authz::{Actor, Target};
@@ -20,13 +19,12 @@ use crate::provider;
 use crate::store::addresses::{self as store, NewAddress};
 use crate::store::entity::{instance, provider_address as address};
 use crate::store::idempotency::{self, Claim};
-use crate::store::outbox::{NewEvent, Payload};
 use crate::store::state::{AddressFamily, Assignment, Desired, State};
 use crate::store::{queue, quota};
+use crate::views::addresses::{AddressView, KIND, event, view};
 
 pub use crate::store::addresses::QUOTA;
 pub use crate::store::volumes::RECONCILER;
-pub const KIND: &str = "provider-address";
 pub const READ: &str = "compute:addresses:read";
 pub const MANAGE: &str = "compute:addresses:manage";
 
@@ -44,69 +42,6 @@ pub struct AddressCreate {
     pub family: AddressFamily,
     #[serde(skip)]
     pub idempotency_key: String,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct AddressView {
-    pub id: String,
-    pub tenant_id: String,
-    pub project_id: Option<String>,
-    pub pool_id: String,
-    pub name: String,
-    pub region: String,
-    pub family: AddressFamily,
-    pub state: State,
-    pub desired_state: Desired,
-    pub message: Option<String>,
-    /// The IP, once reserved (forgotten once it was released outside).
-    pub address: Option<String>,
-    pub instance_id: Option<String>,
-    pub assignment_state: Assignment,
-    pub assignment_message: Option<String>,
-    /// Released at the provider outside vps-graph: never called for again.
-    pub lost: bool,
-    pub version: i64,
-    pub created_at: DateTime<Utc>,
-    pub ready_at: Option<DateTime<Utc>>,
-    pub deleted_at: Option<DateTime<Utc>>,
-}
-
-pub fn view(a: &address::Model) -> AddressView {
-    AddressView {
-        id: a.id.clone(),
-        tenant_id: a.tenant_id.clone(),
-        project_id: a.project_id.clone(),
-        pool_id: a.pool_id.clone(),
-        name: a.name.clone(),
-        region: a.region.clone(),
-        family: a.family,
-        state: a.state,
-        desired_state: a.desired_state,
-        message: a.message.clone(),
-        address: a.address.clone(),
-        instance_id: a.instance_id.clone(),
-        assignment_state: a.assignment_state,
-        assignment_message: a.assignment_message.clone(),
-        lost: a.lost,
-        version: a.version,
-        created_at: a.created_at,
-        ready_at: a.ready_at,
-        deleted_at: a.deleted_at,
-    }
-}
-
-/// The `providerAddress.*` event of a change to `a`.
-pub fn event(event_type: &str, a: &address::Model) -> NewEvent {
-    NewEvent {
-        event_type: format!("providerAddress.{event_type}"),
-        subject_kind: KIND,
-        subject: a.id.clone(),
-        tenant_id: Some(a.tenant_id.clone()),
-        project_id: a.project_id.clone(),
-        version: a.version,
-        data: Payload::of(&view(a)),
-    }
 }
 
 impl Services {

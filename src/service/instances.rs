@@ -3,7 +3,6 @@
 //! instance's view (also the `instance.*` events' data) says what it last saw. Decided on the
 //! instance: `compute:instances:read`, `…:create`, `…:delete`; putting a volume on one takes
 //! `…:update`.
-use chrono::{DateTime, Utc};
 use sea_orm::ConnectionTrait;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -18,12 +17,11 @@ use crate::provider;
 use crate::store::entity::{instance, network};
 use crate::store::idempotency::{self, Claim};
 use crate::store::instances::{self as store, NewInstance};
-use crate::store::outbox::{NewEvent, Payload};
 use crate::store::queue;
 use crate::store::state::{Desired, OnDelete, ProviderKind, State};
+use crate::views::instances::{InstanceView, KIND, event};
 
 pub use crate::store::instances::RECONCILER;
-pub const KIND: &str = "instance";
 pub const READ: &str = "compute:instances:read";
 pub const CREATE: &str = "compute:instances:create";
 pub const DELETE: &str = "compute:instances:delete";
@@ -64,73 +62,6 @@ pub struct FilesystemMountInput {
 
 /// Filesystems one instance mounts at most.
 pub const MAX_FILESYSTEMS: usize = 16;
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct InstanceView {
-    pub id: String,
-    pub tenant_id: String,
-    pub project_id: Option<String>,
-    pub pool_id: String,
-    pub network_id: Option<String>,
-    pub name: String,
-    pub region: String,
-    pub size: String,
-    pub image: String,
-    pub on_delete: OnDelete,
-    pub zone: Option<String>,
-    pub state: State,
-    pub desired_state: Desired,
-    /// The machine's id (a Droplet's, an EC2 instance's), once made.
-    pub provider_id: Option<String>,
-    pub message: Option<String>,
-    pub version: i64,
-    pub created_at: DateTime<Utc>,
-    pub ready_at: Option<DateTime<Utc>>,
-    pub deleted_at: Option<DateTime<Utc>>,
-}
-
-pub fn view(i: &instance::Model) -> InstanceView {
-    i.clone().into()
-}
-
-impl From<instance::Model> for InstanceView {
-    fn from(i: instance::Model) -> Self {
-        InstanceView {
-            id: i.id,
-            tenant_id: i.tenant_id,
-            project_id: i.project_id,
-            pool_id: i.pool_id,
-            network_id: i.network_id,
-            name: i.name,
-            region: i.region,
-            size: i.size,
-            image: i.image,
-            on_delete: i.on_delete,
-            zone: i.zone,
-            state: i.state,
-            desired_state: i.desired_state,
-            provider_id: i.provider_id,
-            message: i.message,
-            version: i.version,
-            created_at: i.created_at,
-            ready_at: i.ready_at,
-            deleted_at: i.deleted_at,
-        }
-    }
-}
-
-pub fn event(event_type: &str, i: &instance::Model) -> NewEvent {
-    NewEvent {
-        event_type: format!("instance.{event_type}"),
-        subject_kind: KIND,
-        subject: i.id.clone(),
-        tenant_id: Some(i.tenant_id.clone()),
-        project_id: i.project_id.clone(),
-        version: i.version,
-        data: Payload::of(&view(i)),
-    }
-}
 
 /// The Droplet name an instance is made under: derived from its id, so a lost create is found.
 pub fn provider_name(instance_id: &str) -> String {
@@ -417,14 +348,15 @@ async fn check_filesystems(
         let found = rows
             .iter()
             .find(|f| f.id == asked.filesystem_id)
-            .ok_or_else(|| Error::not_found(super::filesystems::KIND, &asked.filesystem_id))?;
+            .ok_or_else(|| Error::not_found(crate::views::filesystems::KIND, &asked.filesystem_id))?;
         if found.network_id != network_id {
             // Decided on its own network: one the caller may not read is not found.
             let other = crate::store::networks::find_live_in_tenant(conn, &input.tenant_id, &found.network_id).await?;
             let project_id = other.as_ref().and_then(|n| n.project_id.as_deref());
-            let target = Target::resource(&input.tenant_id, project_id, networks::KIND, &found.network_id);
+            let target =
+                Target::resource(&input.tenant_id, project_id, crate::views::networks::KIND, &found.network_id);
             if other.is_none() || !actor.allows(networks::READ, &target) {
-                return Err(Error::not_found(super::filesystems::KIND, &found.id));
+                return Err(Error::not_found(crate::views::filesystems::KIND, &found.id));
             }
             return Err(Error::invalid_input(
                 "filesystems.filesystem",

@@ -3,17 +3,19 @@
 //! number of ids, and each decided exactly as its type's own read decides it. An id the caller
 //! may not read is NOT_FOUND naming that id and nothing else (not the parent it would be read
 //! through); ACCESS_DENIED stays for an object of the caller's own tenant that no grant reads.
+use crate::views::filesystems::FilesystemView;
+use crate::views::firewall_rules::FirewallRuleView;
+use crate::views::networks::{NetworkView, SubnetView};
+use crate::views::snapshots::SnapshotView;
+use crate::views::volumes::{AttachmentView, VolumeView};
 use std::collections::HashMap;
 
 use super::Services;
 use super::authz::{Actor, Target};
-use super::filesystems::{self, FilesystemView};
-use super::firewall_rules::{self, FirewallRuleView};
-use super::networks::{self, NetworkView, SubnetView};
+use super::networks::{self};
 use super::pools::PoolView;
-use super::snapshots::{self, SnapshotView};
 use super::tokens::Token;
-use super::volumes::{self, AttachmentView, VolumeView};
+use super::volumes::{self};
 use super::{addresses, instances};
 use crate::error::{Code, Error, Result};
 use crate::ids;
@@ -83,12 +85,12 @@ pub enum NodeView {
     ProviderVolume(VolumeView),
     Attachment(AttachmentView),
     ProviderSnapshot(SnapshotView),
-    ProviderAddress(addresses::AddressView),
+    ProviderAddress(crate::views::addresses::AddressView),
     Filesystem(FilesystemView),
     FirewallRule(FirewallRuleView),
 }
 
-use instances::InstanceView;
+use crate::views::instances::InstanceView;
 
 /// What was decided of each id read.
 type Found = HashMap<String, Result<NodeView>>;
@@ -247,26 +249,34 @@ impl Services {
             .collect();
         let decide = |network_id: &str| -> Result<()> {
             let network = networks.get(network_id).ok_or_else(|| missing(network_id))?;
-            let target =
-                Target::resource(&network.tenant_id, network.project_id.as_deref(), networks::KIND, &network.id);
+            let target = Target::resource(
+                &network.tenant_id,
+                network.project_id.as_deref(),
+                crate::views::networks::KIND,
+                &network.id,
+            );
             actor.decide(networks::READ, &target)
         };
         let read: Vec<String> = network_ids.iter().filter(|id| networks.contains_key(*id)).cloned().collect();
         let of_networks = network_rows::subnets_of_many(&self.db, read.clone()).await?;
         for id in read {
-            let decided = decide(&id).map(|_| NodeView::Network(networks::view(&networks[&id], &of_networks)));
+            let decided =
+                decide(&id).map(|_| NodeView::Network(crate::views::networks::view(&networks[&id], &of_networks)));
             found.insert(id, decided);
         }
         for subnet in subnets {
-            let decided = decide(&subnet.network_id).map(|_| NodeView::Subnet(networks::subnet_view(&subnet)));
+            let decided =
+                decide(&subnet.network_id).map(|_| NodeView::Subnet(crate::views::networks::subnet_view(&subnet)));
             found.insert(subnet.id, decided);
         }
         for filesystem in filesystems {
-            let decided = decide(&filesystem.network_id).map(|_| NodeView::Filesystem(filesystems::view(&filesystem)));
+            let decided = decide(&filesystem.network_id)
+                .map(|_| NodeView::Filesystem(crate::views::filesystems::view(&filesystem)));
             found.insert(filesystem.id, decided);
         }
         for rule in rules {
-            let decided = decide(&rule.network_id).map(|_| NodeView::FirewallRule(firewall_rules::view(&rule)));
+            let decided =
+                decide(&rule.network_id).map(|_| NodeView::FirewallRule(crate::views::firewall_rules::view(&rule)));
             found.insert(rule.id, decided);
         }
         Ok(())
@@ -291,8 +301,9 @@ impl Services {
         let views: HashMap<String, Result<VolumeView>> = volumes
             .iter()
             .map(|v| {
-                let target = Target::resource(&v.tenant_id, v.project_id.as_deref(), volumes::KIND, &v.id);
-                (v.id.clone(), actor.decide(volumes::READ, &target).map(|_| volumes::view(v, &live)))
+                let target =
+                    Target::resource(&v.tenant_id, v.project_id.as_deref(), crate::views::volumes::KIND, &v.id);
+                (v.id.clone(), actor.decide(volumes::READ, &target).map(|_| crate::views::volumes::view(v, &live)))
             })
             .collect();
         for id in volume_ids {
@@ -325,16 +336,19 @@ impl Services {
             actor.decide(permission, &Target::resource(tenant_id, project_id, kind, id))
         };
         for i in store::rows_by_id::<instance::Entity>(&self.db, instance_ids).await? {
-            let decided = decide(instances::READ, &i.tenant_id, i.project_id.as_deref(), instances::KIND, &i.id);
+            let decided =
+                decide(instances::READ, &i.tenant_id, i.project_id.as_deref(), crate::views::instances::KIND, &i.id);
             found.insert(i.id.clone(), decided.map(|_| NodeView::Instance(i.into())));
         }
         for s in store::rows_by_id::<provider_snapshot::Entity>(&self.db, snapshot_ids).await? {
-            let decided = decide(volumes::READ, &s.tenant_id, s.project_id.as_deref(), snapshots::KIND, &s.id);
-            found.insert(s.id.clone(), decided.map(|_| NodeView::ProviderSnapshot(snapshots::view(&s))));
+            let decided =
+                decide(volumes::READ, &s.tenant_id, s.project_id.as_deref(), crate::views::snapshots::KIND, &s.id);
+            found.insert(s.id.clone(), decided.map(|_| NodeView::ProviderSnapshot(crate::views::snapshots::view(&s))));
         }
         for a in store::rows_by_id::<provider_address::Entity>(&self.db, address_ids).await? {
-            let decided = decide(addresses::READ, &a.tenant_id, a.project_id.as_deref(), addresses::KIND, &a.id);
-            found.insert(a.id.clone(), decided.map(|_| NodeView::ProviderAddress(addresses::view(&a))));
+            let decided =
+                decide(addresses::READ, &a.tenant_id, a.project_id.as_deref(), crate::views::addresses::KIND, &a.id);
+            found.insert(a.id.clone(), decided.map(|_| NodeView::ProviderAddress(crate::views::addresses::view(&a))));
         }
         Ok(())
     }

@@ -3,14 +3,14 @@
 //! volume, books no quota, and can be restored into a new volume. Decided on
 //! `provider-snapshot/{id}` (`compute:volumes:read` / `…:manage`); taking one is decided on its
 //! volume.
-use chrono::{DateTime, Utc};
+use crate::views::volumes::VolumeView;
 use sea_orm::ConnectionTrait;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::json;
 
 use super::authz::{Actor, Target};
 use super::rows;
-use super::volumes::{self, MANAGE, READ, VolumeCreate, VolumeView, invalid_state};
+use super::volumes::{self, MANAGE, READ, VolumeCreate, invalid_state};
 use super::{Services, validate};
 use crate::error::{Code, Error, Result};
 use crate::ids;
@@ -18,77 +18,10 @@ use crate::store;
 use crate::store::columns::Columns;
 use crate::store::entity::provider_snapshot as snapshot;
 use crate::store::idempotency::{self, Claim};
-use crate::store::outbox::{NewEvent, Payload};
 use crate::store::queue;
 use crate::store::session::Session;
 use crate::store::state::{Desired, State, VolumeFilesystem, VolumeKind};
-
-pub const KIND: &str = "provider-snapshot";
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SnapshotView {
-    pub id: String,
-    pub tenant_id: String,
-    pub project_id: Option<String>,
-    pub pool_id: String,
-    pub volume_id: String,
-    pub volume_kind: VolumeKind,
-    pub region: String,
-    pub name: String,
-    pub state: State,
-    pub desired_state: Desired,
-    pub message: Option<String>,
-    /// The GiB the provider bills, as it reports them.
-    pub size_gib: Option<f64>,
-    /// The smallest volume a restore makes: the volume's size when it was taken.
-    pub min_disk_size: i64,
-    pub version: i64,
-    pub created_at: DateTime<Utc>,
-    pub ready_at: Option<DateTime<Utc>>,
-    pub deleted_at: Option<DateTime<Utc>>,
-}
-
-pub fn view(s: &snapshot::Model) -> SnapshotView {
-    s.clone().into()
-}
-
-impl From<snapshot::Model> for SnapshotView {
-    fn from(s: snapshot::Model) -> Self {
-        SnapshotView {
-            id: s.id,
-            tenant_id: s.tenant_id,
-            project_id: s.project_id,
-            pool_id: s.pool_id,
-            volume_id: s.volume_id,
-            volume_kind: s.volume_kind,
-            region: s.region,
-            name: s.name,
-            state: s.state,
-            desired_state: s.desired_state,
-            message: s.message,
-            size_gib: s.size_gib,
-            min_disk_size: s.min_disk_size,
-            version: s.version,
-            created_at: s.created_at,
-            ready_at: s.ready_at,
-            deleted_at: s.deleted_at,
-        }
-    }
-}
-
-/// The `providerVolume.snapshot.*` event of a change to `s`.
-pub fn event(event_type: &str, s: &snapshot::Model) -> NewEvent {
-    NewEvent {
-        event_type: format!("providerVolume.snapshot.{event_type}"),
-        subject_kind: KIND,
-        subject: s.id.clone(),
-        tenant_id: Some(s.tenant_id.clone()),
-        project_id: s.project_id.clone(),
-        version: s.version,
-        data: Payload::of(&view(s)),
-    }
-}
+use crate::views::snapshots::{KIND, SnapshotView, event, view};
 
 /// The name a snapshot is taken under: derived from its id, so a lost answer is found by name.
 /// A share snapshot's name is at most 20 characters: `bc-` and 16 hex digits of the id's SHA-256.
@@ -308,8 +241,8 @@ impl Services {
             volumes::insert_volume(&txn, &id, &create, &source.provider_account_id, Some(&source.id), now).await?;
         volumes::book(&txn, &created, size_gib).await?;
         queue::wake(&txn, volumes::RECONCILER, &id, self.clock.now_ms()).await?;
-        self.commit_and_wake(txn, vec![volumes::event("created", &created, &[])]).await?;
-        Ok(volumes::view(&created, &[]))
+        self.commit_and_wake(txn, vec![crate::views::volumes::event("created", &created, &[])]).await?;
+        Ok(crate::views::volumes::view(&created, &[]))
     }
 
     pub async fn snapshot_watch(

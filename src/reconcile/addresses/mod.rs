@@ -19,7 +19,6 @@ mod tests;
 use super::{Next, Run, again_if_changed};
 use crate::error::{Error, Result};
 use crate::provider::{Actions, Addresses, Family, Provider, ReservedAddress};
-use crate::service::addresses::{self as svc};
 use crate::store::addresses::{self as store, QUOTA};
 use crate::store::entity::provider_address as address;
 use crate::store::state::{AddressFamily, Assignment, Desired, State};
@@ -194,7 +193,7 @@ async fn record(run: &Run<'_>, id: &str, decide: impl FnOnce(&address::Model) ->
             );
             let lost = Observed::of(&other).lost(message);
             if let Some(written) = lost.status(&other).write::<address::Entity>(&txn, run.claimed, now).await? {
-                events.push(svc::event("error", &written));
+                events.push(crate::views::addresses::event("error", &written));
             }
         }
     }
@@ -202,7 +201,7 @@ async fn record(run: &Run<'_>, id: &str, decide: impl FnOnce(&address::Model) ->
     let Some(written) = observed.status(&fresh).write::<address::Entity>(&txn, run.claimed, now).await? else {
         return Ok(Next::Now);
     };
-    events.push(svc::event(decide::event_type(&fresh, &observed), &written));
+    events.push(crate::views::addresses::event(decide::event_type(&fresh, &observed), &written));
     services.commit(txn, events).await?;
     Ok(next)
 }
@@ -224,6 +223,8 @@ async fn write(run: &Run<'_>, a: &address::Model, observed: Observed, next: Next
         let holding = quota::Holding { tenant_id: &a.tenant_id, pool_id: &a.pool_id, quota: QUOTA, resource_id: &a.id };
         quota::hold(&txn, &holding, 0).await?;
     }
-    services.commit(txn, vec![svc::event(decide::event_type(a, &Observed::of(&written)), &written)]).await?;
+    services
+        .commit(txn, vec![crate::views::addresses::event(decide::event_type(a, &Observed::of(&written)), &written)])
+        .await?;
     Ok(again_if_changed(next, a.generation, written.generation))
 }

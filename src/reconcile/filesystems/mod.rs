@@ -26,7 +26,6 @@ use crate::provider::{
     Filesystems, Flow, LustreCreate, LustreDeployment, ProviderError, ProviderResult, SecurityGroup, SecurityGroups,
     Tag, aws_owned, aws_tags,
 };
-use crate::service::filesystems as svc;
 use crate::store::entity::{filesystem, network};
 use crate::store::filesystems::{self as store_rows, RECONCILER};
 use crate::store::networks::subnets_of;
@@ -450,7 +449,10 @@ async fn write(run: &Run<'_>, current: &filesystem::Model, observed: Observed, n
         let refunds = [(store_rows::QUOTA, 0), (store_rows::GIB_QUOTA, 0)];
         crate::store::quota::hold_all(&txn, &written.tenant_id, &written.pool_id, &written.id, &refunds).await?;
     }
-    let events = event_type(current.state, written.state).map(|t| svc::event(t, &written)).into_iter().collect();
+    let events = event_type(current.state, written.state)
+        .map(|t| crate::views::filesystems::event(t, &written))
+        .into_iter()
+        .collect();
     services.commit(txn, events).await?;
     Ok(again_if_changed(next, current.generation, written.generation))
 }

@@ -12,7 +12,6 @@ mod decide;
 use super::{ACTION_POLL_MS, Next, Reconciler, Run, again_if_changed};
 use crate::error::{Error, Result};
 use crate::provider::{Droplet, DropletCreate, Instances, ProviderError, Volumes, ownership_tag};
-use crate::service::{addresses, instances as svc, volumes};
 use crate::store::entity::instance;
 use crate::store::instances::{self as store, RECONCILER};
 use crate::store::state::{Assignment, Desired, OnDelete, State};
@@ -253,14 +252,15 @@ pub(super) async fn finish_delete(run: &Run<'_>, current: &instance::Model, fini
         if finish == Finish::Deleted && wanted && v.delete_with_instance && v.desired_state == Desired::Present {
             let going = store_volumes::mark_deleting(&txn, &v, now).await?;
             let live = store_volumes::live_attachments(&txn, &v.id).await?;
-            events.push(volumes::event("deleting", &going, &live));
+            events.push(crate::views::volumes::event("deleting", &going, &live));
         }
         queue::wake(&txn, store_volumes::RECONCILER, &a.volume_id, services.clock.now_ms()).await?;
     }
     // Its addresses let go of it and stay reserved.
     for a in &assigned {
         if a.assignment_state != Assignment::Deleting {
-            events.push(addresses::event("updated", &store_addresses::mark_unassign(&txn, a, now).await?));
+            events
+                .push(crate::views::addresses::event("updated", &store_addresses::mark_unassign(&txn, a, now).await?));
         }
         queue::wake(&txn, store_volumes::RECONCILER, &a.id, services.clock.now_ms()).await?;
     }
@@ -269,7 +269,7 @@ pub(super) async fn finish_delete(run: &Run<'_>, current: &instance::Model, fini
     // Its machine is gone (or, on a tenant's own account, left running): what it booked is free.
     let refunds = [(store::QUOTA, 0), (store_volumes::QUOTA, 0)];
     crate::store::quota::hold_all(&txn, &current.tenant_id, &current.pool_id, &current.id, &refunds).await?;
-    events.push(svc::event("deleted", &deleted));
+    events.push(crate::views::instances::event("deleted", &deleted));
     services.commit_and_wake(txn, events).await?;
     Ok(Next::Done)
 }
@@ -346,6 +346,6 @@ pub(super) async fn write(run: &Run<'_>, current: &instance::Model, observed: Ob
         s if s != current.state && (s == State::Ready || s == State::Error) => s.as_str(),
         _ => "updated",
     };
-    services.commit_and_wake(txn, vec![svc::event(event_type, &written)]).await?;
+    services.commit_and_wake(txn, vec![crate::views::instances::event(event_type, &written)]).await?;
     Ok(again_if_changed(next, current.generation, written.generation))
 }

@@ -5,7 +5,6 @@ use super::{aggregate, mark_create_attempt};
 use crate::error::{Error, Result};
 use crate::provider::{Networks, Provider, ProviderError, Vpc, VpcCreate};
 use crate::reconcile::{ERROR_RETRY_MS, Next, RETRY_LATER_MS, Run};
-use crate::service::networks as svc;
 use crate::store::entity::{network, network_subnet as subnet};
 use crate::store::networks::{self as store, subnets_of};
 use crate::store::state::{Desired, State};
@@ -314,7 +313,7 @@ async fn write_back(run: &Run<'_>, current: &subnet::Model, observed: Observed) 
     };
     super::refund_if_deleted(&txn, &network).await?;
     let event_type = if network.state != before.state { network.state.as_str() } else { "updated" };
-    let event = svc::event(event_type, &svc::view(&network, &subnets));
+    let event = crate::views::networks::event(event_type, &crate::views::networks::view(&network, &subnets));
     services.commit(txn, vec![event]).await?;
     Ok(written.generation == current.generation)
 }

@@ -11,7 +11,6 @@ mod tests;
 use super::{Next, Run, again_if_changed};
 use crate::error::{Error, Result};
 use crate::provider::{ProviderResult, ShareAction, Snapshot, Snapshots, Volumes, ownership_tag};
-use crate::service::snapshots as svc;
 use crate::store::entity::provider_snapshot as snapshot;
 use crate::store::state::{Desired, State, VolumeKind};
 use crate::store::{queue, snapshots, volumes};
@@ -150,6 +149,6 @@ async fn write(run: &Run<'_>, s: &snapshot::Model, observed: Observed, next: Nex
             queue::wake(&txn, volumes::RECONCILER, &v.id, services.clock.now_ms()).await?;
         }
     }
-    services.commit_and_wake(txn, vec![svc::event(event_type, &written)]).await?;
+    services.commit_and_wake(txn, vec![crate::views::snapshots::event(event_type, &written)]).await?;
     Ok(again_if_changed(next, s.generation, written.generation))
 }

@@ -17,7 +17,6 @@ use crate::provider::{
     Actions, Instances, Provider, ProviderResult, ShareAction, VolumeAction, VolumeActionKind, VolumeCreate, Volumes,
     ownership_tag,
 };
-use crate::service::volumes as svc;
 use crate::store::entity::{provider_volume as volume, volume_attachment as attachment};
 use crate::store::state::{Desired, State, VolumeKind};
 use crate::store::status::StatusWrite;
@@ -204,7 +203,7 @@ async fn write(run: &Run<'_>, v: &volume::Model, observed: Observed, next: Next)
         quota::hold(&txn, &holding, 0).await?;
     }
     let attached = live_attachments(&txn, &v.id).await?;
-    let event = svc::event(decide::event_type(v, &Observed::of(&written)), &written, &attached);
+    let event = crate::views::volumes::event(decide::event_type(v, &Observed::of(&written)), &written, &attached);
     if made {
         services.commit_and_wake(txn, vec![event]).await?;
     } else {

@@ -2,7 +2,6 @@
 //! wake the `vps.networks` reconciler; the network's view (also the `network.*` events' data) says
 //! what it last saw. Decided on the network: `compute:networks:read` to read, `…:update` to change.
 mod placement;
-mod views;
 
 use std::collections::HashMap;
 
@@ -23,11 +22,10 @@ use crate::store::idempotency::{self, Claim};
 use crate::store::networks::{self as store, mark_removed};
 use crate::store::queue;
 use crate::store::state::{Desired, FilesystemKind, ProviderKind, State};
+use crate::views::networks::{KIND, NetworkView, event, view};
 use placement::*;
-pub use views::{NetworkView, SubnetView, event, subnet_view, view};
 
 use crate::store::networks::{RECONCILER, subnets_of};
-pub const KIND: &str = "network";
 pub const READ: &str = "compute:networks:read";
 pub const UPDATE: &str = "compute:networks:update";
 const MAX_SUBNETS: usize = 16;

@@ -61,7 +61,7 @@ pub(super) async fn check_shared(
     let network_id = input.network_id.as_deref().unwrap_or_default();
     let found = store::networks::find_live_in_tenant(conn, &input.tenant_id, network_id)
         .await?
-        .ok_or_else(|| Error::not_found(networks::KIND, network_id))?;
+        .ok_or_else(|| Error::not_found(crate::views::networks::KIND, network_id))?;
     networks::decide_join(actor, &found)?;
     if found.provider_account_id != account_id {
         return Err(Error::invalid_input("networkId", "the network is on another provider account than the pool"));
@@ -97,7 +97,7 @@ pub(crate) async fn attachable_instance(
         Error::new(Code::AccessDenied, format!("instance {instance_id} is not an instance of tenant {tenant_id}"))
             .with_details(json!({ "instanceId": instance_id }))
     })?;
-    let target = Target::resource(tenant_id, found.project_id.as_deref(), instances::KIND, instance_id);
+    let target = Target::resource(tenant_id, found.project_id.as_deref(), crate::views::instances::KIND, instance_id);
     if !actor.allows(instances::UPDATE, &target) {
         return Err(Error::new(
             Code::AccessDenied,

@@ -6,7 +6,6 @@
 //! instance is also decided as `compute:instances:update` on that instance.
 mod checks;
 mod page;
-mod views;
 
 use chrono::{DateTime, Utc};
 use sea_orm::ConnectionTrait;
@@ -26,13 +25,12 @@ use crate::store::entity::{instance, provider_volume as volume, volume_attachmen
 use crate::store::idempotency::{self, Claim};
 use crate::store::state::{Desired, State, VolumeFilesystem, VolumeKind};
 use crate::store::{queue, quota};
+use crate::views::volumes::{KIND, VolumeView, event, view};
 pub(crate) use checks::attachable_instance;
 use checks::*;
 pub use page::{VolumePage, VolumeReads};
-pub use views::{AttachmentView, VolumeView, attachment_view, event, view, view_of};
 
 pub use crate::store::volumes::{QUOTA, RECONCILER, live_attachments, share_tag};
-pub const KIND: &str = "provider-volume";
 pub const READ: &str = "compute:volumes:read";
 pub const MANAGE: &str = "compute:volumes:manage";
 pub const MAX_SIZE_GIB: i64 = 16_384;

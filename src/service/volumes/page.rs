@@ -1,6 +1,8 @@
 //! A page of volumes as a list shows them: the volumes, and as far as the caller asks, their
 //! attachments with those attachments' instances, and their snapshots, each read in one statement
 //! of only the columns asked (`store::columns`), whatever the page's size.
+use crate::views::instances::InstanceView;
+use crate::views::snapshots::SnapshotView;
 use std::sync::Arc;
 
 // The page's children by volume and instance id, hashed by foldhash: SipHash over those ids was
@@ -8,10 +10,10 @@ use std::sync::Arc;
 use foldhash::{HashMap, HashMapExt};
 
 use super::super::authz::{Actor, Target};
-use super::super::instances::{self, InstanceView};
-use super::super::snapshots::{SnapshotView, snapshots_in};
+use super::super::instances::{self};
+use super::super::snapshots::snapshots_in;
 use super::super::{Services, rows};
-use super::{AttachmentView, KIND, READ, VolumeView, view_of};
+use super::READ;
 use crate::error::Result;
 use crate::ids;
 use crate::store;
@@ -20,6 +22,7 @@ use crate::store::entity::{
     instance, provider_snapshot as snapshot, provider_volume as volume, volume_attachment as attachment,
 };
 use crate::store::session::Session;
+use crate::views::volumes::{AttachmentView, KIND, VolumeView, view_of};
 
 /// What a page of volumes reads: the columns of each volume, and the columns of each kind of
 /// child it reads along (None: not read; a child not asked for is not read).
@@ -126,7 +129,7 @@ fn readable_instances(actor: &Actor, found: Vec<instance::Model>) -> HashMap<Str
         if readable.contains_key(&i.id) {
             continue;
         }
-        let target = Target::resource(&i.tenant_id, i.project_id.as_deref(), instances::KIND, &i.id);
+        let target = Target::resource(&i.tenant_id, i.project_id.as_deref(), crate::views::instances::KIND, &i.id);
         if actor.allows(instances::READ, &target) {
             readable.insert(i.id.clone(), Arc::new(InstanceView::from(i)));
         }

@@ -19,7 +19,6 @@ use crate::error::{Error, Result};
 use crate::ids;
 use crate::provider::{AwsNetworks, AwsSubnet, Provider, ProviderError, aws_tags, tag_value};
 use crate::reconcile::{ERROR_RETRY_MS, Next, Run, is_failure, retry_after};
-use crate::service::networks as svc;
 use crate::store::entity::{network, network_subnet as subnet};
 use crate::store::networks::{self as store, NewSubnet, subnets_of};
 use crate::store::state::State;
@@ -164,7 +163,7 @@ async fn write_back(run: &Run<'_>, current: &network::Model, rows: &[subnet::Mod
     unchanged &= written.generation == current.generation;
     let turned_ready = written.state == State::Ready && current.state != State::Ready;
     let event_type = if written.state != current.state { written.state.as_str() } else { "updated" };
-    let event = svc::event(event_type, &svc::view(&written, &subnets));
+    let event = crate::views::networks::event(event_type, &crate::views::networks::view(&written, &subnets));
     if turned_ready || subnets_changed {
         // The filesystem reconciler places mount targets and file systems in these subnets.
         let due = services.clock.now_ms();

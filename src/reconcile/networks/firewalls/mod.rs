@@ -534,7 +534,10 @@ async fn write_rule(run: &Run<'_>, r: &firewall_rule::Model, observed: Observed)
     let Some(written) = status.write::<firewall_rule::Entity>(&txn, run.claimed, services.clock.now()).await? else {
         return Ok(false);
     };
-    let events = event_type(r.state, written.state).map(|t| svc::event(t, &written)).into_iter().collect();
+    let events = event_type(r.state, written.state)
+        .map(|t| crate::views::firewall_rules::event(t, &written))
+        .into_iter()
+        .collect();
     services.commit(txn, events).await?;
     Ok(written.generation == r.generation)
 }

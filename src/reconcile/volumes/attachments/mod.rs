@@ -168,7 +168,7 @@ pub(super) async fn write_attachment(
         return Ok(Next::Now);
     };
     let attached = live_attachments(&txn, &v.id).await?;
-    let event = svc::event(decide::event_type(a.state, done.state), &written, &attached);
+    let event = crate::views::volumes::event(decide::event_type(a.state, done.state), &written, &attached);
     services.commit(txn, vec![event]).await?;
     Ok(again_if_changed(next, a.generation, done.generation))
 }

@@ -2,10 +2,11 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::KIND;
 use crate::store::entity::{network, network_subnet};
 use crate::store::outbox::{NewEvent, Payload};
 use crate::store::state::{Desired, State};
+
+pub const KIND: &str = "network";
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -3,10 +3,11 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::KIND;
 use crate::store::entity::{provider_volume as volume, volume_attachment as attachment};
 use crate::store::outbox::{NewEvent, Payload};
 use crate::store::state::{Desired, State, VolumeFilesystem, VolumeKind};
+
+pub const KIND: &str = "provider-volume";
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
