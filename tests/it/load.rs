@@ -169,8 +169,9 @@ db_test!(a_socket_that_stops_answering_pings_or_holds_nothing_is_closed, |backen
     assert!(seen.iter().any(|m| m["type"] == "ping"), "pinged: {seen:?}");
     assert_eq!(closed.map(|(code, _)| code), Some(1001), "never answered");
     // One that answers every ping but holds no subscription is let go once idle.
-    let mut idle = server.ws(json!({ "Authorization": format!("Bearer {ADMIN}") })).await;
+    // Timed from before the connection: the server's idle time starts once it has accepted it.
     let started = Instant::now();
+    let mut idle = server.ws(json!({ "Authorization": format!("Bearer {ADMIN}") })).await;
     loop {
         match idle.next_or_why(WAIT).await {
             Ok(_) => continue,
