@@ -24,7 +24,8 @@ use crate::reconcile::usage::{self, UsageReconciler};
 use crate::reconcile::{self, Reconciler, RuntimeConfig};
 use crate::service::bootstrap::{self, FirstStart};
 use crate::service::feed::Feed;
-use crate::service::{Services, tokens};
+use crate::service::tokens;
+use crate::services::Services;
 use crate::sim::{Sim, SimConfig};
 use crate::store::{self, queue};
 

@@ -17,6 +17,7 @@ pub mod provider;
 pub mod reconcile;
 pub mod secret;
 pub mod service;
+pub mod services;
 pub mod sim;
 pub mod store;
 pub mod views;

@@ -27,8 +27,8 @@ use std::sync::Arc;
 use async_graphql::{Context, MergedObject, MergedSubscription, Schema};
 
 use crate::error::{Code, Error};
-use crate::service::Services;
 use crate::service::authz::Actor;
+use crate::services::Services;
 pub use limits::Limits;
 
 pub type AppSchema = Schema<Query, Mutation, Subscription>;

@@ -27,7 +27,7 @@ use crate::config::LimitArgs;
 
 use crate::graphql::Schemas;
 use crate::metrics::{HttpOperation, HttpRequest, Metrics};
-use crate::service::Services;
+use crate::services::Services;
 
 #[derive(Clone)]
 pub struct HttpState {

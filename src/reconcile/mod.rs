@@ -28,7 +28,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::Result;
-use crate::service::Services;
+use crate::services::Services;
 use crate::store::notify;
 use crate::store::queue::{self, Claimed, Purpose};
 use crate::store::status::StatusWrite;

@@ -27,7 +27,7 @@ use sea_orm::ConnectionTrait;
 
 use super::{Next, Reconciler, Run};
 use crate::error::Result;
-use crate::service::Services;
+use crate::services::Services;
 use crate::store::usage::{Billable, NewWindow, PAGE, Source, Written, billable_page, written_windows};
 
 pub const KIND: &str = "vps.ancillary-usage";

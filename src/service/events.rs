@@ -5,8 +5,9 @@ use std::sync::Arc;
 
 use super::authz::Actor;
 use super::feed::Filter;
-use super::{Services, validate};
+use super::validate;
 use crate::error::{Error, Result};
+use crate::services::Services;
 use crate::store::outbox::{Event, Position};
 
 const MAX_PAGE: i32 = 1000;

@@ -10,7 +10,6 @@ use crate::views::snapshots::SnapshotView;
 use crate::views::volumes::{AttachmentView, VolumeView};
 use std::collections::HashMap;
 
-use super::Services;
 use super::authz::{Actor, Target};
 use super::networks::{self};
 use super::pools::PoolView;
@@ -19,6 +18,7 @@ use super::volumes::{self};
 use super::{addresses, instances};
 use crate::error::{Code, Error, Result};
 use crate::ids;
+use crate::services::Services;
 use crate::store::entity::{
     api_token, filesystem, firewall_rule, instance, network, network_subnet, pool, project, provider_account,
     provider_address, provider_snapshot, provider_volume, tenant, volume_attachment,

@@ -10,9 +10,10 @@ use serde_json::json;
 
 use super::authz::{Actor, Target};
 use super::tenants::find_tenant;
-use super::{Services, validate};
+use super::validate;
 use crate::error::{Code, Error, Result};
 use crate::ids;
+use crate::services::Services;
 use crate::store::entity::{pool, provider_account, quota};
 use crate::store::outbox::NewEvent;
 use crate::store::pools::{self as store, NewAccount, NewPool};

@@ -10,10 +10,11 @@ use serde_json::json;
 
 use super::authz::{Actor, Target};
 use super::rows;
+use super::validate;
 use super::volumes::{self, MANAGE, READ, VolumeCreate, invalid_state};
-use super::{Services, validate};
 use crate::error::{Code, Error, Result};
 use crate::ids;
+use crate::services::Services;
 use crate::store;
 use crate::store::columns::Columns;
 use crate::store::entity::provider_snapshot as snapshot;

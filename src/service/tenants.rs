@@ -6,9 +6,10 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::authz::{Actor, Target};
-use super::{Services, validate};
+use super::validate;
 use crate::error::{Error, Result};
 use crate::ids;
+use crate::services::Services;
 use crate::store::entity::{project, tenant};
 use crate::store::idempotency::{self, Claim};
 use crate::store::outbox::NewEvent;

@@ -7,9 +7,10 @@ use sha2::{Digest, Sha256};
 
 use super::authz::{Actor, Grant, OPERATOR_SCOPE};
 use super::tenants::find_tenant;
-use super::{Services, validate};
+use super::validate;
 use crate::error::{Code, Error, Result};
 use crate::ids;
+use crate::services::Services;
 use crate::store::entity::api_token;
 use crate::store::idempotency::hex;
 use crate::store::outbox::NewEvent;

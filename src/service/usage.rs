@@ -5,8 +5,9 @@
 use chrono::{DateTime, Duration, Utc};
 
 use super::authz::Actor;
-use super::{Services, rows, validate};
+use super::{rows, validate};
 use crate::error::{Error, Result};
+use crate::services::Services;
 
 pub const READ: &str = "compute:usage:read";
 pub use crate::store::usage::{

@@ -148,17 +148,17 @@ db_test!(
         let err = outbox::append(&txn, unwritable, chrono::Utc::now()).await.unwrap_err();
         assert!(err.internal.as_deref().is_some_and(|why| why.contains("test.written event")), "{err:?}");
         // What a failed commit does: the transaction is rolled back (dropping it would roll back
-    // later, and PostgreSQL's feed would hold every newer event back until then).
-    txn.rollback().await.unwrap();
+        // later, and PostgreSQL's feed would hold every newer event back until then).
+        txn.rollback().await.unwrap();
         // PostgreSQL shows a commit once no older transaction of the cluster runs: look a while.
-    let mut written = Vec::new();
-    for _ in 0..200 {
-        written = outbox::read_after(&conn, Position::default(), None, 10).await.unwrap();
-        if !written.is_empty() {
-            break;
+        let mut written = Vec::new();
+        for _ in 0..200 {
+            written = outbox::read_after(&conn, Position::default(), None, 10).await.unwrap();
+            if !written.is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
         }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
         let subjects: Vec<&str> = written.iter().map(|e| e.subject.as_str()).collect();
         assert_eq!(subjects, ["w0-0"], "the transaction's other event went with it; none has null data");
         // A part added to a view that is not an object is refused the same way, not written as null.

@@ -15,10 +15,11 @@ use serde_json::json;
 
 use super::authz::{Actor, Target};
 use super::pools::find_pool;
-use super::{Services, instances, networks, validate};
+use super::{instances, networks, validate};
 use crate::error::{Code, Error, Result};
 use crate::ids;
 use crate::provider::ProviderKind;
+use crate::services::Services;
 use crate::store;
 use crate::store::entity::{firewall_rule, instance, network};
 use crate::store::firewall_rules::{live_of, name_taken};

@@ -11,11 +11,12 @@ use foldhash::{HashMap, HashMapExt};
 
 use super::super::authz::{Actor, Target};
 use super::super::instances::{self};
+use super::super::rows;
 use super::super::snapshots::snapshots_in;
-use super::super::{Services, rows};
 use super::READ;
 use crate::error::Result;
 use crate::ids;
+use crate::services::Services;
 use crate::store;
 use crate::store::columns::Columns;
 use crate::store::entity::{

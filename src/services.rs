@@ -1,0 +1,55 @@
+//! The app's handle on what every call and run needs: the database, the event feed, the
+//! clock, the metrics and the provider clients; cheap to clone. A commit appends its events to
+//! the outbox in the same transaction and wakes this process's feed (and, for a change that
+//! woke work, one of its reconcile workers).
+use std::sync::Arc;
+
+use sea_orm::{DatabaseConnection, DatabaseTransaction, TransactionTrait};
+
+use crate::clock::Clock;
+use crate::error::Result;
+use crate::metrics::Metrics;
+use crate::provider::Providers;
+use crate::service::feed::Feed;
+use crate::store::outbox::{self, NewEvent};
+
+/// What every call and run needs; cheap to clone.
+#[derive(Clone)]
+pub struct Services {
+    pub db: DatabaseConnection,
+    pub feed: Feed,
+    pub metrics: Arc<Metrics>,
+    /// SHA-256 of the static operator token given at start, if any.
+    pub admin_token_hash: Option<String>,
+    pub clock: Clock,
+    pub providers: Arc<Providers>,
+    /// This deployment's mark on what it makes at a provider (the database's feed epoch).
+    pub deployment: String,
+    /// Rouses this process's reconcile workers after a commit that woke work.
+    pub work: Arc<tokio::sync::Notify>,
+}
+
+impl Services {
+    pub async fn begin(&self) -> Result<DatabaseTransaction> {
+        Ok(self.db.begin().await?)
+    }
+
+    /// Appends `events` and commits, then wakes this process's feed.
+    pub async fn commit(&self, txn: DatabaseTransaction, events: Vec<NewEvent>) -> Result<()> {
+        let now = self.clock.now();
+        for event in events {
+            outbox::append(&txn, event, now).await?;
+        }
+        txn.commit().await?;
+        self.feed.wake();
+        Ok(())
+    }
+
+    /// `commit` for a change that woke a reconciler (`queue::wake` in `txn`): also rouses one of
+    /// this process's workers, so the work starts at once rather than at the next poll.
+    pub async fn commit_and_wake(&self, txn: DatabaseTransaction, events: Vec<NewEvent>) -> Result<()> {
+        self.commit(txn, events).await?;
+        self.work.notify_one();
+        Ok(())
+    }
+}
