@@ -2,6 +2,7 @@
 //! Layers, top to bottom (each uses only those below it): `http` → `graphql` → `service` →
 //! `store`. See DESIGN.md in the shared folder for the one flow every call follows.
 pub mod app;
+pub mod authz;
 pub mod bench;
 pub mod boot;
 pub mod cidr;
@@ -9,6 +10,7 @@ pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod error;
+pub mod feed;
 pub mod graphql;
 pub mod http;
 pub mod ids;

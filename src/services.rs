@@ -8,9 +8,9 @@ use sea_orm::{DatabaseConnection, DatabaseTransaction, TransactionTrait};
 
 use crate::clock::Clock;
 use crate::error::Result;
+use crate::feed::Feed;
 use crate::metrics::Metrics;
 use crate::provider::Providers;
-use crate::service::feed::Feed;
 use crate::store::outbox::{self, NewEvent};
 
 /// What every call and run needs; cheap to clone.

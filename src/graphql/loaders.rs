@@ -8,8 +8,8 @@ use std::sync::atomic::AtomicU64;
 
 use async_graphql::dataloader::{DataLoader, HashMapCache, Loader};
 
+use crate::authz::Actor;
 use crate::error::Error;
-use crate::service::authz::Actor;
 use crate::services::Services;
 use crate::store::STATEMENTS;
 use crate::store::columns::Columns;

@@ -26,8 +26,8 @@ use std::sync::Arc;
 
 use async_graphql::{Context, MergedObject, MergedSubscription, Schema};
 
+use crate::authz::Actor;
 use crate::error::{Code, Error};
-use crate::service::authz::Actor;
 use crate::services::Services;
 pub use limits::Limits;
 

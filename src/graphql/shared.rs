@@ -315,7 +315,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::service::authz::Actor;
+    use crate::authz::Actor;
 
     fn request(query: &str, variables: serde_json::Value) -> Request {
         Request::new(query).variables(async_graphql::Variables::from_json(variables))

@@ -3,7 +3,7 @@ use async_graphql::{Context, ID, InputObject, Object, Result, SimpleObject};
 use chrono::{DateTime, Utc};
 
 use super::{actor, services};
-use crate::service::authz::Grant as ServiceGrant;
+use crate::authz::Grant as ServiceGrant;
 use crate::service::tokens::{Token as ServiceToken, TokenIssue};
 
 #[derive(SimpleObject, InputObject, Clone)]

@@ -31,11 +31,11 @@ use serde_json::{Value, json};
 
 use super::load::{self, SocketPlace, Spender};
 use super::{HttpState, bearer};
+use crate::authz::Actor;
+use crate::feed::Filter;
 use crate::graphql::Caller;
 use crate::graphql::shared::{Link, Membership, Outbound};
 use crate::metrics::GaugeGuard;
-use crate::service::authz::Actor;
-use crate::service::feed::Filter;
 
 /// The largest WebSocket message (and frame) a client may send: as large as an HTTP body may be.
 const MAX_WS_MESSAGE: usize = 256 * 1024;

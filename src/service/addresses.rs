@@ -9,10 +9,10 @@ use sea_orm::ConnectionTrait;
 use serde::Serialize;
 use serde_json::json;
 
-use super::authz::{Actor, Target};
 use super::networks::{self};
 use super::volumes::{attachable_instance, invalid_state};
 use super::{rows, validate};
+use crate::authz::{Actor, Target};
 use crate::error::{Code, Error, Result};
 use crate::ids;
 use crate::provider;
@@ -191,9 +191,9 @@ impl Services {
         ))
     }
 
-    pub async fn address_watch(&self, actor: &Actor, tenant_id: &str, address_id: &str) -> Result<super::feed::Filter> {
+    pub async fn address_watch(&self, actor: &Actor, tenant_id: &str, address_id: &str) -> Result<crate::feed::Filter> {
         let found = self.address_get(actor, tenant_id, address_id).await?;
-        Ok(super::feed::Filter::resource(actor, found.tenant_id, "providerAddress.*", found.id))
+        Ok(crate::feed::Filter::resource(actor, found.tenant_id, "providerAddress.*", found.id))
     }
 
     /// The address (row-locked) for a change, after deciding `compute:addresses:manage`;

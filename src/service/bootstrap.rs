@@ -1,10 +1,10 @@
 //! The embedded default's first start: a demo tenant with a project, a provider account and a
 //! pool offered with quotas, and two tokens (an operator's and the demo tenant's) whose secrets
 //! are returned here once and never again. Later starts find the tenant and make nothing.
-use super::authz::{Actor, Grant, OPERATOR_SCOPE};
 use super::pools::{PoolCreate, PoolOffer, ProviderAccountCreate, QuotaLimit};
 use super::tenants::{ProjectCreate, TenantCreate};
 use super::tokens::TokenIssue;
+use crate::authz::{Actor, Grant, OPERATOR_SCOPE};
 use crate::error::{Code, Result};
 use crate::services::Services;
 use crate::store::meta;

@@ -3,10 +3,10 @@
 //! filtered to what the caller may read; the whole feed (no tenant) is the operator's.
 use std::sync::Arc;
 
-use super::authz::Actor;
-use super::feed::Filter;
 use super::validate;
+use crate::authz::Actor;
 use crate::error::{Error, Result};
+use crate::feed::Filter;
 use crate::services::Services;
 use crate::store::outbox::{Event, Position};
 

@@ -7,10 +7,10 @@ use sea_orm::ConnectionTrait;
 use serde::Serialize;
 use serde_json::json;
 
-use super::authz::Actor;
 use super::networks;
 use super::pools::{find_pool, strings};
 use super::validate;
+use crate::authz::Actor;
 pub use crate::boot::{Mount, mount};
 use crate::error::{Code, Error, Result};
 use crate::ids;
@@ -186,9 +186,9 @@ impl Services {
         tenant_id: &str,
         network_id: &str,
         filesystem_id: &str,
-    ) -> Result<super::feed::Filter> {
+    ) -> Result<crate::feed::Filter> {
         let found = self.filesystem_get(actor, tenant_id, network_id, filesystem_id).await?;
-        let filter = super::feed::Filter::resource(actor, found.tenant_id, "network.filesystem.*", found.network_id);
+        let filter = crate::feed::Filter::resource(actor, found.tenant_id, "network.filesystem.*", found.network_id);
         Ok(filter.part("filesystemId", found.id))
     }
 

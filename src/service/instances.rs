@@ -7,10 +7,10 @@ use sea_orm::ConnectionTrait;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::authz::{Actor, Target};
 use super::networks::{self};
 use super::rows;
 use super::validate;
+use crate::authz::{Actor, Target};
 use crate::error::{Code, Error, Result};
 use crate::ids;
 use crate::provider;
@@ -207,9 +207,9 @@ impl Services {
         actor: &Actor,
         tenant_id: &str,
         instance_id: &str,
-    ) -> Result<super::feed::Filter> {
+    ) -> Result<crate::feed::Filter> {
         let found = self.instance_get(actor, tenant_id, instance_id).await?;
-        Ok(super::feed::Filter::resource(actor, found.tenant_id, "instance.*", found.id))
+        Ok(crate::feed::Filter::resource(actor, found.tenant_id, "instance.*", found.id))
     }
 
     /// The filesystems each of `instance_ids` mounts (for the instances' readers).

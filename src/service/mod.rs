@@ -2,10 +2,8 @@
 //! validates, authorizes, then writes its desired state, quota booking, idempotency record and
 //! outbox event in one transaction, and returns at once. It knows nothing of GraphQL or HTTP.
 pub mod addresses;
-pub mod authz;
 pub mod bootstrap;
 pub mod events;
-pub mod feed;
 pub mod filesystems;
 pub mod firewall_rules;
 pub mod instances;

@@ -10,12 +10,12 @@ use crate::views::snapshots::SnapshotView;
 use crate::views::volumes::{AttachmentView, VolumeView};
 use std::collections::HashMap;
 
-use super::authz::{Actor, Target};
 use super::networks::{self};
 use super::pools::PoolView;
 use super::tokens::Token;
 use super::volumes::{self};
 use super::{addresses, instances};
+use crate::authz::{Actor, Target};
 use crate::error::{Code, Error, Result};
 use crate::ids;
 use crate::services::Services;
@@ -197,7 +197,7 @@ impl Services {
         };
         for token in readable {
             let of = grants.iter().filter(|g| g.token_id == token.id);
-            let grants = of.map(|g| super::authz::Grant::new(&g.permission, &g.scope)).collect();
+            let grants = of.map(|g| crate::authz::Grant::new(&g.permission, &g.scope)).collect();
             let decided = actor.require_operator().map(|_| NodeView::Token(Token { token: token.clone(), grants }));
             found.insert(token.id, decided);
         }

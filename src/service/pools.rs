@@ -8,9 +8,9 @@ use chrono::Utc;
 use sea_orm::ConnectionTrait;
 use serde_json::json;
 
-use super::authz::{Actor, Target};
 use super::tenants::find_tenant;
 use super::validate;
+use crate::authz::{Actor, Target};
 use crate::error::{Code, Error, Result};
 use crate::ids;
 use crate::services::Services;

@@ -8,10 +8,10 @@ use sea_orm::ConnectionTrait;
 use serde::Serialize;
 use serde_json::json;
 
-use super::authz::{Actor, Target};
 use super::rows;
 use super::validate;
 use super::volumes::{self, MANAGE, READ, VolumeCreate, invalid_state};
+use crate::authz::{Actor, Target};
 use crate::error::{Code, Error, Result};
 use crate::ids;
 use crate::services::Services;
@@ -251,9 +251,9 @@ impl Services {
         actor: &Actor,
         tenant_id: &str,
         snapshot_id: &str,
-    ) -> Result<super::feed::Filter> {
+    ) -> Result<crate::feed::Filter> {
         let found = self.snapshot_get(actor, tenant_id, snapshot_id).await?;
-        Ok(super::feed::Filter::resource(actor, found.tenant_id, "providerVolume.snapshot.*", found.id))
+        Ok(crate::feed::Filter::resource(actor, found.tenant_id, "providerVolume.snapshot.*", found.id))
     }
 }
 

@@ -5,8 +5,8 @@ use sea_orm::ConnectionTrait;
 use serde::Serialize;
 use serde_json::json;
 
-use super::authz::{Actor, Target};
 use super::validate;
+use crate::authz::{Actor, Target};
 use crate::error::{Error, Result};
 use crate::ids;
 use crate::services::Services;

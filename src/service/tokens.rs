@@ -5,9 +5,9 @@ use sea_orm::ConnectionTrait;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use super::authz::{Actor, Grant, OPERATOR_SCOPE};
 use super::tenants::find_tenant;
 use super::validate;
+use crate::authz::{Actor, Grant, OPERATOR_SCOPE};
 use crate::error::{Code, Error, Result};
 use crate::ids;
 use crate::services::Services;

@@ -4,8 +4,8 @@
 //! the resources the caller may read it of (a project's token: its projects').
 use chrono::{DateTime, Duration, Utc};
 
-use super::authz::Actor;
 use super::{rows, validate};
+use crate::authz::Actor;
 use crate::error::{Error, Result};
 use crate::services::Services;
 

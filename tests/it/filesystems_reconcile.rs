@@ -8,8 +8,8 @@ use crate::common;
 
 use common::{ADMIN, Backend};
 use serde_json::{Value, json};
+use vps_graph::authz::Actor;
 use vps_graph::provider::{AccountRef, GroupRule, Provider, RuleSource, aws_owned, tag_value};
-use vps_graph::service::authz::Actor;
 use vps_graph::sim::{Fault, Sim};
 use vps_graph::store::entity::filesystem;
 use vps_graph::store::state::{FilesystemKind, ProviderKind, State};

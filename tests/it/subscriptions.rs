@@ -212,9 +212,9 @@ fn written_of_acme(n: usize, data: serde_json::Value) -> vps_graph::store::outbo
 }
 
 /// The feed's filter for every event of tenant acme, as the service itself reads it.
-fn every_event_of_acme() -> vps_graph::service::feed::Filter {
-    vps_graph::service::feed::Filter {
-        actor: vps_graph::service::authz::Actor::system(),
+fn every_event_of_acme() -> vps_graph::feed::Filter {
+    vps_graph::feed::Filter {
+        actor: vps_graph::authz::Actor::system(),
         tenant_id: Some("acme".into()),
         types: Vec::new(),
         subject: None,

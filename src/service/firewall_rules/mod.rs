@@ -13,9 +13,9 @@ use sea_orm::ConnectionTrait;
 use serde::Serialize;
 use serde_json::json;
 
-use super::authz::{Actor, Target};
 use super::pools::find_pool;
 use super::{instances, networks, validate};
+use crate::authz::{Actor, Target};
 use crate::error::{Code, Error, Result};
 use crate::ids;
 use crate::provider::ProviderKind;
@@ -170,9 +170,9 @@ impl Services {
         tenant_id: &str,
         network_id: &str,
         rule_id: &str,
-    ) -> Result<super::feed::Filter> {
+    ) -> Result<crate::feed::Filter> {
         let found = self.firewall_rule_get(actor, tenant_id, network_id, rule_id).await?;
-        let filter = super::feed::Filter::resource(actor, found.tenant_id, "network.firewallRule.*", found.network_id);
+        let filter = crate::feed::Filter::resource(actor, found.tenant_id, "network.firewallRule.*", found.network_id);
         Ok(filter.part("firewallRuleId", found.id))
     }
 }

@@ -10,10 +10,10 @@ use sea_orm::ConnectionTrait;
 use serde::Serialize;
 use serde_json::json;
 
-use super::authz::{Actor, Target};
 use super::pools::find_pool;
 use super::rows::offered_pool;
 use super::validate;
+use crate::authz::{Actor, Target};
 use crate::error::{Code, Error, Result};
 use crate::ids;
 use crate::provider;
@@ -345,9 +345,9 @@ impl Services {
 
     /// Checks the caller may watch the network; the subscription then follows its own events
     /// (its filesystems' and firewall rules' have their own subscriptions).
-    pub async fn network_watch(&self, actor: &Actor, tenant_id: &str, network_id: &str) -> Result<super::feed::Filter> {
+    pub async fn network_watch(&self, actor: &Actor, tenant_id: &str, network_id: &str) -> Result<crate::feed::Filter> {
         let view = self.network_get(actor, tenant_id, network_id).await?;
-        let filter = super::feed::Filter::resource(actor, view.tenant_id, "network.*", view.id);
+        let filter = crate::feed::Filter::resource(actor, view.tenant_id, "network.*", view.id);
         Ok(filter.except("network.filesystem.*").except("network.firewallRule.*"))
     }
 

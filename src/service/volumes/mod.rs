@@ -12,10 +12,10 @@ use sea_orm::ConnectionTrait;
 use serde::Serialize;
 use serde_json::json;
 
-use super::authz::{Actor, Target};
 use super::networks::{self};
 use super::rows;
 use super::{instances, validate};
+use crate::authz::{Actor, Target};
 use crate::error::{Code, Error, Result};
 use crate::ids;
 use crate::provider;
@@ -259,9 +259,9 @@ impl Services {
         Ok(found)
     }
 
-    pub async fn volume_watch(&self, actor: &Actor, tenant_id: &str, volume_id: &str) -> Result<super::feed::Filter> {
+    pub async fn volume_watch(&self, actor: &Actor, tenant_id: &str, volume_id: &str) -> Result<crate::feed::Filter> {
         let found = self.volume_get(actor, tenant_id, volume_id).await?;
-        Ok(super::feed::Filter::resource(actor, found.tenant_id, "providerVolume.*", found.id))
+        Ok(crate::feed::Filter::resource(actor, found.tenant_id, "providerVolume.*", found.id))
     }
 
     pub(crate) async fn volume_load(

@@ -9,11 +9,11 @@ use std::sync::Arc;
 // 7% of a page's instructions.
 use foldhash::{HashMap, HashMapExt};
 
-use super::super::authz::{Actor, Target};
 use super::super::instances::{self};
 use super::super::rows;
 use super::super::snapshots::snapshots_in;
 use super::READ;
+use crate::authz::{Actor, Target};
 use crate::error::Result;
 use crate::ids;
 use crate::services::Services;

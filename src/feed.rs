@@ -15,10 +15,10 @@ use sea_orm::{DatabaseConnection, DbBackend};
 use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
 
+use crate::authz::{Actor, Target, read_permission};
 use crate::clock::Clock;
 use crate::error::{Code, Error, Result};
 use crate::metrics::Metrics;
-use crate::service::authz::{Actor, Target, read_permission};
 use crate::store::notify;
 use crate::store::outbox::{self, Cursor, Event, Position};
 
