@@ -1,5 +1,4 @@
 //! Provider addresses: reserved public IPs and their assignment to an instance.
-use crate::views::addresses::AddressView;
 use async_graphql::{Context, ID, InputObject, Object, Result, SimpleObject, Subscription};
 use chrono::{DateTime, Utc};
 use futures_util::{Stream, StreamExt};
@@ -9,8 +8,9 @@ use super::loaders::loaders;
 use super::networks::PageInfo;
 use super::{actor, services};
 use crate::service::addresses::AddressCreate;
-use crate::service::rows::ListFilter;
+use crate::store::list::ListFilter;
 use crate::store::state::{AddressFamily, Assignment, Desired, State};
+use crate::views::addresses::AddressView;
 
 pub struct ProviderAddress(pub AddressView);
 

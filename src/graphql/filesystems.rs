@@ -1,5 +1,4 @@
 //! Shared filesystems on a tenant network (EFS and FSx for Lustre on AWS).
-use crate::views::filesystems::FilesystemView;
 use async_graphql::{Context, ID, InputObject, Object, Result, SimpleObject, Subscription};
 use chrono::{DateTime, Utc};
 use futures_util::{Stream, StreamExt};
@@ -7,6 +6,7 @@ use futures_util::{Stream, StreamExt};
 use super::{actor, services};
 use crate::service::filesystems::FilesystemCreate;
 use crate::store::state::{Deployment, Desired, FilesystemKind, State};
+use crate::views::filesystems::FilesystemView;
 
 /// How a machine mounts the filesystem: `mount -t <fstype> -o <options> <source> <path>`.
 #[derive(SimpleObject)]

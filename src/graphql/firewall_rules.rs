@@ -1,5 +1,4 @@
 //! Firewall rules of a tenant network (DigitalOcean cloud firewalls, AWS security groups).
-use crate::views::firewall_rules::FirewallRuleView;
 use async_graphql::{Context, ID, InputObject, Object, Result, SimpleObject, Subscription};
 use chrono::{DateTime, Utc};
 use futures_util::{Stream, StreamExt};
@@ -7,6 +6,7 @@ use futures_util::{Stream, StreamExt};
 use super::{actor, services};
 use crate::service::firewall_rules::FirewallRuleCreate;
 use crate::store::state::{Desired, Direction, Protocol, RuleAction, State};
+use crate::views::firewall_rules::FirewallRuleView;
 use crate::views::firewall_rules::Peers;
 
 /// Where a rule's traffic comes from (INBOUND) or goes to (OUTBOUND).

@@ -1,5 +1,4 @@
 //! Instances, as far as volumes need them.
-use crate::views::instances::InstanceView;
 use std::sync::Arc;
 
 use async_graphql::parser::types::Field;
@@ -11,9 +10,10 @@ use super::networks::PageInfo;
 use super::render::{Edge, Planner, Render, Rendered, Step, enumerated, optional, optional_text, scalar, text};
 use super::{actor, services};
 use crate::service::instances::{FilesystemMountInput, InstanceCreate};
-use crate::service::rows::ListFilter;
 use crate::store::entity::instance;
+use crate::store::list::ListFilter;
 use crate::store::state::{Desired, OnDelete, State};
+use crate::views::instances::InstanceView;
 
 #[derive(Clone)]
 pub struct Instance(pub Arc<InstanceView>);

@@ -1,13 +1,13 @@
 //! Tenant networks and their subnets.
-use crate::views::networks::{NetworkView, SubnetView};
 use async_graphql::{Context, ID, InputObject, Object, Result, SimpleObject, Subscription};
 use chrono::{DateTime, Utc};
 use futures_util::{Stream, StreamExt};
 
 use super::{actor, services};
 use crate::service::networks::{NetworkAdopt, NetworkCreate, SubnetInput};
-use crate::service::rows::ListFilter;
+use crate::store::list::ListFilter;
 use crate::store::state::{Desired, State};
+use crate::views::networks::{NetworkView, SubnetView};
 
 pub struct Subnet(pub SubnetView);
 

@@ -1,5 +1,4 @@
 //! Provider snapshots.
-use crate::views::snapshots::SnapshotView;
 use async_graphql::parser::types::Field;
 use async_graphql::{Context, ID, InputObject, Object, Result, SimpleObject, Subscription};
 use chrono::{DateTime, Utc};
@@ -8,10 +7,11 @@ use futures_util::{Stream, StreamExt};
 use super::networks::PageInfo;
 use super::render::{Edge, Planner, Render, Rendered, Step, enumerated, optional, optional_text, scalar, text};
 use super::{actor, services};
-use crate::service::rows::ListFilter;
 use crate::service::snapshots::SnapshotListFilter;
 use crate::store::entity::provider_snapshot as snapshot;
+use crate::store::list::ListFilter;
 use crate::store::state::{Desired, State, VolumeKind};
+use crate::views::snapshots::SnapshotView;
 
 #[derive(Clone)]
 pub struct ProviderSnapshot(pub SnapshotView);

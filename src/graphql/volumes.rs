@@ -1,5 +1,4 @@
 //! Provider volumes (block and shared), their attachments and mounts.
-use crate::views::volumes::{AttachmentView, VolumeView};
 use std::borrow::Cow;
 
 use async_graphql::parser::types::Field;
@@ -16,12 +15,13 @@ use super::render::{
 use super::snapshots::ProviderSnapshot;
 use super::{actor, reads, services};
 use crate::service::mounts;
-use crate::service::rows::ListFilter;
 use crate::service::snapshots::{SnapshotRestore, SnapshotTake};
 use crate::service::volumes::{VolumeCreate, VolumePage, VolumeReads};
 use crate::store::columns::Columns;
 use crate::store::entity::{provider_volume as volume, volume_attachment as attachment};
+use crate::store::list::ListFilter;
 use crate::store::state::{Desired, State, VolumeFilesystem, VolumeKind};
+use crate::views::volumes::{AttachmentView, VolumeView};
 
 #[derive(InputObject)]
 pub struct ProviderSnapshotRestoreInput {

@@ -24,8 +24,8 @@ use crate::store::state::{AddressFamily, Assignment, Desired, State};
 use crate::store::{queue, quota};
 use crate::views::addresses::{AddressView, KIND, event, view};
 
-pub use crate::store::addresses::QUOTA;
-pub use crate::store::volumes::RECONCILER;
+use crate::store::addresses::QUOTA;
+use crate::store::volumes::RECONCILER;
 pub const READ: &str = "compute:addresses:read";
 pub const MANAGE: &str = "compute:addresses:manage";
 
@@ -107,7 +107,7 @@ impl Services {
             ));
         }
         // The address's lock, then the instance's: an instance's delete cannot slip in between.
-        rows::lock(&txn, "instances", instance_id).await?;
+        crate::store::lock(&txn, "instances", instance_id).await?;
         let found = attachable_instance(&txn, actor, tenant_id, instance_id).await?;
         check_instance_fits(&current, &found)?;
         match (current.instance_id.as_deref(), current.assignment_state) {
@@ -175,7 +175,7 @@ impl Services {
         &self,
         actor: &Actor,
         tenant_id: &str,
-        filter: rows::ListFilter,
+        filter: crate::store::list::ListFilter,
     ) -> Result<rows::Page<AddressView>> {
         actor.decide_list(READ, tenant_id)?;
         rows::check_list(tenant_id, &filter, ids::ADDRESS)?;
@@ -207,7 +207,7 @@ impl Services {
     ) -> Result<address::Model> {
         validate::tenant_id("tenantId", tenant_id)?;
         validate::id("addressId", ids::ADDRESS, address_id)?;
-        rows::lock(conn, "provider_addresses", address_id).await?;
+        crate::store::lock(conn, "provider_addresses", address_id).await?;
         let found = find_address(conn, tenant_id, address_id).await?;
         actor.decide(MANAGE, &Target::resource(tenant_id, found.project_id.as_deref(), KIND, address_id))?;
         if found.state == State::Deleted {

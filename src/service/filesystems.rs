@@ -11,7 +11,6 @@ use super::networks;
 use super::pools::{find_pool, strings};
 use super::validate;
 use crate::authz::Actor;
-pub use crate::boot::{Mount, mount};
 use crate::error::{Code, Error, Result};
 use crate::ids;
 use crate::provider;
@@ -24,10 +23,10 @@ use crate::store::queue;
 use crate::store::state::{Deployment, Desired, FilesystemKind, State};
 use crate::views::filesystems::{FilesystemView, KIND, event, view};
 
-pub use crate::store::filesystems::RECONCILER;
+use crate::store::filesystems::RECONCILER;
 /// Filesystems a network holds that are not deleted.
 pub const MAX_PER_NETWORK: u64 = 8;
-pub use crate::provider::{LUSTRE_DEFAULT_GIB, LUSTRE_STEP_GIB};
+use crate::provider::{LUSTRE_DEFAULT_GIB, LUSTRE_STEP_GIB};
 const MAX_GIB: i64 = 1_000_000;
 
 #[derive(Serialize)]

@@ -22,7 +22,7 @@ use crate::store::queue;
 use crate::store::state::{Desired, OnDelete, ProviderKind, State};
 use crate::views::instances::{InstanceView, KIND, event};
 
-pub use crate::store::instances::RECONCILER;
+use crate::store::instances::RECONCILER;
 pub const READ: &str = "compute:instances:read";
 pub const CREATE: &str = "compute:instances:create";
 pub const DELETE: &str = "compute:instances:delete";
@@ -156,7 +156,7 @@ impl Services {
         validate::tenant_id("tenantId", tenant_id)?;
         validate::id("instanceId", ids::INSTANCE, instance_id)?;
         let txn = self.begin().await?;
-        rows::lock(&txn, "instances", instance_id).await?;
+        crate::store::lock(&txn, "instances", instance_id).await?;
         let current = self.instance_load(&txn, tenant_id, instance_id).await?;
         actor.decide(DELETE, &Target::resource(tenant_id, current.project_id.as_deref(), KIND, instance_id))?;
         if current.state == State::Deleted {
@@ -186,7 +186,7 @@ impl Services {
         &self,
         actor: &Actor,
         tenant_id: &str,
-        filter: rows::ListFilter,
+        filter: crate::store::list::ListFilter,
     ) -> Result<rows::Page<InstanceView>> {
         actor.decide_list(READ, tenant_id)?;
         rows::check_list(tenant_id, &filter, ids::INSTANCE)?;
@@ -368,7 +368,7 @@ async fn check_filesystems(
             return Err(Error::new(Code::InvalidState, format!("filesystem {} is being deleted", found.id))
                 .with_details(json!({ "reason": "deleting", "filesystemId": found.id })));
         }
-        let Some(mount) = super::filesystems::mount(found) else {
+        let Some(mount) = crate::boot::mount(found) else {
             return Err(Error::new(Code::InvalidState, format!("filesystem {} is not ready", found.id))
                 .with_details(json!({ "reason": "notReady", "filesystemId": found.id })));
         };
@@ -404,7 +404,7 @@ async fn check_network(
     networks::decide_join(actor, &seen)?;
     // The network's row lock (PostgreSQL), as its delete and its filesystems' deletes take it:
     // neither can start while this instance is being recorded on it. Read again under it.
-    rows::lock(conn, "networks", network_id).await?;
+    crate::store::lock(conn, "networks", network_id).await?;
     let found = crate::store::networks::find_live_in_tenant(conn, tenant_id, network_id).await?.ok_or_else(missing)?;
     if found.provider_account_id != place.account_id {
         return Err(Error::invalid_input("networkId", "the network is on another provider account than the pool"));

@@ -3,11 +3,6 @@
 //! number of ids, and each decided exactly as its type's own read decides it. An id the caller
 //! may not read is NOT_FOUND naming that id and nothing else (not the parent it would be read
 //! through); ACCESS_DENIED stays for an object of the caller's own tenant that no grant reads.
-use crate::views::filesystems::FilesystemView;
-use crate::views::firewall_rules::FirewallRuleView;
-use crate::views::networks::{NetworkView, SubnetView};
-use crate::views::snapshots::SnapshotView;
-use crate::views::volumes::{AttachmentView, VolumeView};
 use std::collections::HashMap;
 
 use super::networks::{self};
@@ -24,6 +19,11 @@ use crate::store::entity::{
     provider_address, provider_snapshot, provider_volume, tenant, volume_attachment,
 };
 use crate::store::{networks as network_rows, nodes as store, pools as pool_rows, tokens as token_rows};
+use crate::views::filesystems::FilesystemView;
+use crate::views::firewall_rules::FirewallRuleView;
+use crate::views::networks::{NetworkView, SubnetView};
+use crate::views::snapshots::SnapshotView;
+use crate::views::volumes::{AttachmentView, VolumeView};
 
 /// The kinds of object `node(id:)` resolves, told apart by the id's prefix. A tenant's id is
 /// the one without a prefix: the tenant id pattern has no `_`.

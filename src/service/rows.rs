@@ -9,8 +9,6 @@ use crate::store::{pools, tenants};
 
 pub const MAX_PAGE: u64 = 1000;
 
-pub use crate::store::lock;
-
 /// The pool, if it was offered to the tenant (NOT_FOUND otherwise).
 pub async fn offered_pool(conn: &impl ConnectionTrait, tenant_id: &str, pool_id: &str) -> Result<PoolView> {
     let offered = pools::find_offer(conn, tenant_id, pool_id).await?;
@@ -37,7 +35,7 @@ pub async fn check_project(conn: &impl ConnectionTrait, tenant_id: &str, project
     Ok(())
 }
 
-pub use crate::store::list::ListFilter;
+use crate::store::list::ListFilter;
 
 /// Checks what a list asks for before it is read (`store::list`). `id_prefix` is the resources'
 /// id prefix, to check the cursor.

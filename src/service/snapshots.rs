@@ -3,7 +3,6 @@
 //! volume, books no quota, and can be restored into a new volume. Decided on
 //! `provider-snapshot/{id}` (`compute:volumes:read` / `…:manage`); taking one is decided on its
 //! volume.
-use crate::views::volumes::VolumeView;
 use sea_orm::ConnectionTrait;
 use serde::Serialize;
 use serde_json::json;
@@ -23,6 +22,7 @@ use crate::store::queue;
 use crate::store::session::Session;
 use crate::store::state::{Desired, State, VolumeFilesystem, VolumeKind};
 use crate::views::snapshots::{KIND, SnapshotView, event, view};
+use crate::views::volumes::VolumeView;
 
 /// The name a snapshot is taken under: derived from its id, so a lost answer is found by name.
 /// A share snapshot's name is at most 20 characters: `bc-` and 16 hex digits of the id's SHA-256.
@@ -61,7 +61,7 @@ pub struct SnapshotRestore {
 /// A snapshot list: `list` of the tenant's, optionally of one volume.
 pub struct SnapshotListFilter {
     pub volume_id: Option<String>,
-    pub list: rows::ListFilter,
+    pub list: crate::store::list::ListFilter,
 }
 
 impl Services {
@@ -110,7 +110,7 @@ impl Services {
             min_disk_size: current.size_gib,
         };
         let created = store::snapshots::insert(&txn, new, now).await?;
-        queue::wake(&txn, volumes::RECONCILER, &id, self.clock.now_ms()).await?;
+        queue::wake(&txn, crate::store::volumes::RECONCILER, &id, self.clock.now_ms()).await?;
         self.commit_and_wake(txn, vec![event("created", &created)]).await?;
         Ok(view(&created))
     }
@@ -156,7 +156,7 @@ impl Services {
         validate::tenant_id("tenantId", tenant_id)?;
         validate::id("snapshotId", ids::SNAPSHOT, snapshot_id)?;
         let txn = self.begin().await?;
-        rows::lock(&txn, "provider_snapshots", snapshot_id).await?;
+        crate::store::lock(&txn, "provider_snapshots", snapshot_id).await?;
         let current = find_snapshot(&txn, tenant_id, snapshot_id).await?;
         actor.decide(MANAGE, &Target::resource(tenant_id, current.project_id.as_deref(), KIND, snapshot_id))?;
         if current.state == State::Deleted {
@@ -166,7 +166,7 @@ impl Services {
             return Ok(view(&current));
         }
         let updated = store::snapshots::mark_deleting(&txn, snapshot_id, self.clock.now()).await?;
-        queue::wake(&txn, volumes::RECONCILER, snapshot_id, self.clock.now_ms()).await?;
+        queue::wake(&txn, crate::store::volumes::RECONCILER, snapshot_id, self.clock.now_ms()).await?;
         self.commit_and_wake(txn, vec![event("deleting", &updated)]).await?;
         Ok(view(&updated))
     }
@@ -188,7 +188,7 @@ impl Services {
             ));
         }
         let txn = self.begin().await?;
-        rows::lock(&txn, "provider_snapshots", &input.snapshot_id).await?;
+        crate::store::lock(&txn, "provider_snapshots", &input.snapshot_id).await?;
         let source = find_snapshot(&txn, &input.tenant_id, &input.snapshot_id).await?;
         // Decided on the snapshot alone (the seeds: a restore on the snapshot), and the key before
         // any state rule: a replay returns the volume it made, whatever the snapshot's state now.
@@ -241,7 +241,7 @@ impl Services {
         let created =
             volumes::insert_volume(&txn, &id, &create, &source.provider_account_id, Some(&source.id), now).await?;
         volumes::book(&txn, &created, size_gib).await?;
-        queue::wake(&txn, volumes::RECONCILER, &id, self.clock.now_ms()).await?;
+        queue::wake(&txn, crate::store::volumes::RECONCILER, &id, self.clock.now_ms()).await?;
         self.commit_and_wake(txn, vec![crate::views::volumes::event("created", &created, &[])]).await?;
         Ok(crate::views::volumes::view(&created, &[]))
     }

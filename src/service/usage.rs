@@ -10,10 +10,6 @@ use crate::error::{Error, Result};
 use crate::services::Services;
 
 pub const READ: &str = "compute:usage:read";
-pub use crate::store::usage::{
-    ADDRESS_HOURS, FILESYSTEM_GIB_HOURS, INSTANCE_HOURS, SHARE_GIB_HOURS, SNAPSHOT_GIB_HOURS, SOURCE_ADDRESS,
-    SOURCE_FILESYSTEM, SOURCE_INSTANCE, SOURCE_SNAPSHOT, SOURCE_VOLUME, VOLUME_GIB_HOURS,
-};
 /// The longest range one `usage` call totals.
 pub const MAX_RANGE_DAYS: i64 = 366;
 

@@ -348,7 +348,7 @@ db_test!(a_shared_volume_on_three_instances_detached_from_two, |backend: Backend
         v["attachments"].as_array().unwrap().iter().filter(|a| a["state"] == "READY").count() == 3
     })
     .await;
-    let tag = vps_graph::service::volumes::share_tag(&id);
+    let tag = vps_graph::store::volumes::share_tag(&id);
     let (_, tagged) = s.at_sim(&format!("/v2/droplets?tag_name={tag}")).await;
     assert_eq!(tagged["droplets"].as_array().unwrap().len(), 3, "each Droplet carries the share's tag");
     for (instance, _) in &instances[..2] {

@@ -29,7 +29,7 @@ use crate::store::queue;
 use crate::store::state::{Desired, Direction, Protocol, RuleAction, State};
 use crate::views::firewall_rules::{FirewallRuleView, KIND, Peers, event, view};
 
-pub use crate::store::networks::RECONCILER;
+use crate::store::networks::RECONCILER;
 /// Rules a network holds that are not deleted.
 pub const MAX_PER_NETWORK: u64 = 100;
 

@@ -319,7 +319,7 @@ impl Services {
         &self,
         actor: &Actor,
         tenant_id: &str,
-        filter: super::rows::ListFilter,
+        filter: crate::store::list::ListFilter,
     ) -> Result<NetworkPage> {
         actor.decide_list(READ, tenant_id)?;
         super::rows::check_list(tenant_id, &filter, ids::NETWORK)?;

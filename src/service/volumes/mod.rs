@@ -31,7 +31,7 @@ pub(crate) use checks::attachable_instance;
 use checks::*;
 pub use page::{VolumePage, VolumeReads};
 
-pub use crate::store::volumes::{QUOTA, RECONCILER, live_attachments, share_tag};
+use crate::store::volumes::{QUOTA, RECONCILER, live_attachments};
 pub const READ: &str = "compute:volumes:read";
 pub const MANAGE: &str = "compute:volumes:manage";
 pub const MAX_SIZE_GIB: i64 = 16_384;
@@ -124,7 +124,7 @@ impl Services {
         let txn = self.begin().await?;
         let (current, attached) = self.volume_for_change(&txn, actor, tenant_id, volume_id).await?;
         // The volume's lock, then the instance's: an instance's delete cannot slip in between.
-        rows::lock(&txn, "instances", instance_id).await?;
+        crate::store::lock(&txn, "instances", instance_id).await?;
         let found = attachable_instance(&txn, actor, tenant_id, instance_id).await?;
         check_instance_fits(
             &found,
@@ -188,7 +188,7 @@ impl Services {
             return self.volume_load(&self.db, tenant_id, volume_id).await;
         };
         if current.delete_with_instance {
-            rows::lock(&txn, "instances", &attached[position].instance_id).await?;
+            crate::store::lock(&txn, "instances", &attached[position].instance_id).await?;
             let on = self.instance_load(&txn, tenant_id, &attached[position].instance_id).await?;
             if on.desired_state == Desired::Absent {
                 return Err(invalid_state(
@@ -286,7 +286,7 @@ impl Services {
     ) -> Result<(volume::Model, Vec<attachment::Model>)> {
         validate::tenant_id("tenantId", tenant_id)?;
         validate::id("volumeId", ids::VOLUME, volume_id)?;
-        rows::lock(conn, "provider_volumes", volume_id).await?;
+        crate::store::lock(conn, "provider_volumes", volume_id).await?;
         let found = find_volume(conn, tenant_id, volume_id).await?;
         actor.decide(MANAGE, &Target::resource(tenant_id, found.project_id.as_deref(), KIND, volume_id))?;
         if found.state == State::Deleted {

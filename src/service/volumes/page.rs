@@ -1,8 +1,6 @@
 //! A page of volumes as a list shows them: the volumes, and as far as the caller asks, their
 //! attachments with those attachments' instances, and their snapshots, each read in one statement
 //! of only the columns asked (`store::columns`), whatever the page's size.
-use crate::views::instances::InstanceView;
-use crate::views::snapshots::SnapshotView;
 use std::sync::Arc;
 
 // The page's children by volume and instance id, hashed by foldhash: SipHash over those ids was
@@ -23,6 +21,8 @@ use crate::store::entity::{
     instance, provider_snapshot as snapshot, provider_volume as volume, volume_attachment as attachment,
 };
 use crate::store::session::Session;
+use crate::views::instances::InstanceView;
+use crate::views::snapshots::SnapshotView;
 use crate::views::volumes::{AttachmentView, KIND, VolumeView, view_of};
 
 /// What a page of volumes reads: the columns of each volume, and the columns of each kind of
@@ -51,7 +51,7 @@ impl Services {
         &self,
         actor: &Actor,
         tenant_id: &str,
-        filter: rows::ListFilter,
+        filter: crate::store::list::ListFilter,
         reads: &VolumeReads,
     ) -> Result<VolumePage> {
         actor.decide_list(READ, tenant_id)?;
