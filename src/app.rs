@@ -99,6 +99,9 @@ fn sqlite_in_memory(url: &str) -> bool {
 
 pub struct App {
     pub services: Services,
+    /// The provider clients, one per account: the reconcilers' (and the budget the GraphQL
+    /// layer shows).
+    pub providers: Arc<Providers>,
     pub schema: Schemas,
     pub stop: CancellationToken,
     /// Set on the first start of a database with the demo on: the tokens to print once.
@@ -142,11 +145,12 @@ impl App {
             None => (None, None),
         };
         let work = Arc::new(Notify::new());
+        let providers = Arc::new(Providers::new(sim_url.clone(), config.provider_timeout, metrics.clone()));
         let services = Services {
             db,
             deployment: feed.epoch().to_owned(),
             feed,
-            providers: Arc::new(Providers::new(sim_url, config.provider_timeout, metrics.clone())),
+            sim_url,
             metrics,
             admin_token_hash: config.admin_token.as_ref().map(|t| tokens::hash_secret(t.expose())),
             clock: config.clock.clone(),
@@ -168,7 +172,14 @@ impl App {
         for account in store::pools::all_accounts(&services.db).await? {
             queue::ensure(&services.db, inventory::KIND, &account.id, services.clock.now_ms()).await?;
         }
-        let runtime = reconcile::start(services.clone(), reconcilers, config.runtime.clone(), work, stop.clone());
+        let runtime = reconcile::start(
+            services.clone(),
+            providers.clone(),
+            reconcilers,
+            config.runtime.clone(),
+            work,
+            stop.clone(),
+        );
         let first_start = if config.demo { bootstrap::demo(&services).await? } else { None };
         let health = store::health::Health::up();
         health.watch(&config.database_url, stop.clone());
@@ -180,11 +191,12 @@ impl App {
             deadline: Duration::from_millis(config.limits.request_timeout_ms),
             introspection: config.limits.introspection == crate::config::Toggle::On,
         };
-        let schema = graphql::build(services.clone(), limits);
+        let schema = graphql::build(services.clone(), providers.clone(), limits);
         let metrics_token = config.metrics_token;
         let load = http::Load::new(config.load);
         Ok(App {
             services,
+            providers,
             schema,
             stop,
             first_start,

@@ -10,7 +10,6 @@ use crate::clock::Clock;
 use crate::error::Result;
 use crate::feed::Feed;
 use crate::metrics::Metrics;
-use crate::provider::Providers;
 use crate::store::outbox::{self, NewEvent};
 
 /// What every call and run needs; cheap to clone.
@@ -22,7 +21,8 @@ pub struct Services {
     /// SHA-256 of the static operator token given at start, if any.
     pub admin_token_hash: Option<String>,
     pub clock: Clock,
-    pub providers: Arc<Providers>,
+    /// The in-process simulated cloud's URL, when this process runs one (a `sim` account's API).
+    pub sim_url: Option<String>,
     /// This deployment's mark on what it makes at a provider (the database's feed epoch).
     pub deployment: String,
     /// Rouses this process's reconcile workers after a commit that woke work.

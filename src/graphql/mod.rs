@@ -28,6 +28,7 @@ use async_graphql::{Context, MergedObject, MergedSubscription, Schema};
 
 use crate::authz::Actor;
 use crate::error::{Code, Error};
+use crate::provider::Providers;
 use crate::services::Services;
 pub use limits::Limits;
 
@@ -205,9 +206,12 @@ impl Schemas {
 /// A document's text from which its parse and measure leave the async workers.
 const OFFLOAD_BYTES: usize = 8 * 1024;
 
-pub fn build(services: Services, limits: Limits) -> Schemas {
-    let schema =
-        || Schema::build(Query::default(), Mutation::default(), Subscription::default()).data(services.clone());
+pub fn build(services: Services, providers: Arc<Providers>, limits: Limits) -> Schemas {
+    let schema = || {
+        Schema::build(Query::default(), Mutation::default(), Subscription::default())
+            .data(services.clone())
+            .data(providers.clone())
+    };
     let checked = schema().extension(limits);
     // What `checked` validated is only measured again (complexity, depth), not re-validated;
     // with bounds of its own past anything an admitted request reaches, a floor should a
@@ -248,4 +252,9 @@ pub(crate) fn actor<'a>(ctx: &Context<'a>) -> Result<&'a Actor, Error> {
 
 pub(crate) fn services<'a>(ctx: &Context<'a>) -> &'a Services {
     ctx.data_unchecked::<Services>()
+}
+
+/// The provider clients (the accounts' request budgets live in them).
+pub(crate) fn providers<'a>(ctx: &Context<'a>) -> &'a Providers {
+    ctx.data_unchecked::<Arc<Providers>>()
 }

@@ -2,7 +2,7 @@
 use async_graphql::{Context, ID, InputObject, Object, Result, SimpleObject};
 use chrono::{DateTime, Utc};
 
-use super::{actor, services};
+use super::{actor, providers, services};
 use crate::service::pools::{self as svc, PoolView, QuotaLimit, strings};
 use crate::store::entity::{provider_account, quota};
 use crate::store::state::{Billing, ProviderKind};
@@ -44,8 +44,7 @@ impl ProviderAccount {
     /// Its request budget and the calls sent in the last hour, as this replica sees them: each
     /// replica counts its own calls; `remaining` is what the provider last said of the account.
     async fn budget(&self, ctx: &Context<'_>) -> ProviderBudget {
-        let services = services(ctx);
-        let view = services.providers.budget(&self.0.id, Utc::now().timestamp());
+        let view = providers(ctx).budget(&self.0.id, Utc::now().timestamp());
         let [asked, following, drift] = view.calls_last_hour.map(|n| n as i64);
         let read_at = self.0.listed_at;
         ProviderBudget {
@@ -54,7 +53,7 @@ impl ProviderAccount {
             reset_at: view.reset_at.and_then(|s| DateTime::from_timestamp(s, 0)),
             calls_last_hour: ProviderCalls { asked, following, drift },
             oldest_drift_read_at: read_at,
-            oldest_drift_read_seconds: read_at.map(|at| (services.clock.now() - at).num_seconds().max(0)),
+            oldest_drift_read_seconds: read_at.map(|at| (services(ctx).clock.now() - at).num_seconds().max(0)),
         }
     }
 }

@@ -28,6 +28,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::Result;
+use crate::provider::Providers;
 use crate::services::Services;
 use crate::store::notify;
 use crate::store::queue::{self, Claimed, Purpose};
@@ -66,6 +67,8 @@ pub trait Reconciler: Send + Sync {
 /// One claimed run: the services and the lease every write-back is fenced on.
 pub struct Run<'a> {
     pub services: &'a Services,
+    /// The provider clients, one per account.
+    pub providers: &'a Providers,
     pub claimed: &'a Claimed,
 }
 
@@ -79,7 +82,7 @@ impl Run<'_> {
         let account = crate::store::pools::find_account(&self.services.db, account_id)
             .await?
             .ok_or_else(|| crate::error::Error::internal(format!("no provider account {account_id}")))?;
-        Ok(self.services.providers.for_account(&crate::provider::AccountRef {
+        Ok(self.providers.for_account(&crate::provider::AccountRef {
             id: &account.id,
             kind: account.kind,
             api_url: &account.api_url,
@@ -196,6 +199,7 @@ impl Default for RuntimeConfig {
 
 struct Shared {
     services: Services,
+    providers: Arc<Providers>,
     reconcilers: Vec<Arc<dyn Reconciler>>,
     kinds: Vec<&'static str>,
     owner: String,
@@ -208,6 +212,7 @@ struct Shared {
 /// back their leases when `stop` is cancelled.
 pub fn start(
     services: Services,
+    providers: Arc<Providers>,
     reconcilers: Vec<Arc<dyn Reconciler>>,
     config: RuntimeConfig,
     wake: Arc<Notify>,
@@ -217,6 +222,7 @@ pub fn start(
     let shared = Arc::new(Shared {
         owner: crate::ids::new_id("worker"),
         services,
+        providers,
         reconcilers,
         kinds,
         config,
@@ -271,7 +277,7 @@ async fn work(shared: Arc<Shared>) {
 
 async fn run_one(shared: &Shared, claimed: Claimed) {
     let Some(reconciler) = shared.reconcilers.iter().find(|r| r.kind() == claimed.kind) else { return };
-    let run = Run { services: &shared.services, claimed: &claimed };
+    let run = Run { services: &shared.services, providers: &shared.providers, claimed: &claimed };
     let started = std::time::Instant::now();
     let resource = resource_of(&claimed.resource_id);
     let span = tracing::info_span!(

@@ -51,7 +51,7 @@ pub async fn demo(services: &Services) -> Result<Option<FirstStart>> {
                 kind: ProviderKind::Digitalocean,
                 api_url: None,
                 credential_ref: None,
-                sim: services.providers.sim_url.is_some(),
+                sim: services.sim_url.is_some(),
                 regions: vec!["nyc3".into(), "sfo3".into(), "ams3".into()],
                 zones: vec![],
                 tenant_id: None,
@@ -68,7 +68,7 @@ pub async fn demo(services: &Services) -> Result<Option<FirstStart>> {
     let pool = services.pool_create(&system, pool).await?;
     let quotas = limits(&[("diskGiB", 2000), ("addresses", 5), ("instances", 10), ("networks", 5)]);
     services.pool_offer(&system, PoolOffer { pool_id: pool.pool.id, tenant_id: DEMO_TENANT.into(), quotas }).await?;
-    if services.providers.sim_url.is_some() {
+    if services.sim_url.is_some() {
         demo_aws(services, &system).await?;
     }
     let (_, operator_token) = services

@@ -179,8 +179,7 @@ impl Services {
     /// The simulated cloud's URL for a `sim` account, in a process running it (it speaks both
     /// DigitalOcean's and AWS's APIs on one URL).
     fn sim_account_url(&self) -> Result<String> {
-        self.providers
-            .sim_url
+        self.sim_url
             .clone()
             .ok_or_else(|| Error::invalid_input("sim", "this process runs no simulated cloud (--no-sim)"))
     }

@@ -49,7 +49,7 @@ impl Setup {
 
     /// Calls the sim as an outsider (another client of the same account).
     async fn at_sim(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
-        let url = format!("{}{path}", self.server.app.services.providers.sim_url.clone().unwrap());
+        let url = format!("{}{path}", self.server.app.services.sim_url.clone().unwrap());
         let mut request = self.server.http.request(method, url).bearer_auth("outsider");
         if let Some(body) = body {
             request = request.json(&body);

@@ -39,7 +39,7 @@ impl std::ops::Deref for Setup {
 /// compute:*, on a manual clock (`common::until` moves it).
 async fn setup(backend: Backend) -> Setup {
     let app = common::TestApp::driven(backend).aws(&["us-east-1a", "us-east-1b"]).own_account().build().await;
-    let url = app.server.app.services.providers.sim_url.clone().expect("the in-process sim");
+    let url = app.server.app.services.sim_url.clone().expect("the in-process sim");
     let settings =
         Settings { timeout: Duration::from_secs(2), max_attempts: 3, initial_backoff: Duration::from_millis(5) };
     let ec2 =

@@ -34,7 +34,7 @@ impl Setup {
 
     /// An AWS client of the sim, to look at what it holds as an outsider would.
     fn aws(&self) -> Aws {
-        let url = self.server.app.services.providers.sim_url.clone();
+        let url = self.server.app.services.sim_url.clone();
         let credentials = Credentials::parse("AKIDTEST:secret").unwrap();
         Aws::new(url, Ok(credentials), Settings::default(), std::sync::Arc::new(Metrics::default()))
     }

@@ -48,7 +48,7 @@ impl Setup {
     fn aws(&self) -> std::sync::Arc<Provider> {
         let account =
             AccountRef { id: &self.account, kind: ProviderKind::Aws, api_url: "", credential_ref: "", sim: true };
-        self.server.app.services.providers.for_account(&account)
+        self.server.app.providers.for_account(&account)
     }
 
     fn db(&self) -> &sea_orm::DatabaseConnection {

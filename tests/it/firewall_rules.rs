@@ -80,7 +80,7 @@ impl Setup {
         let kind =
             if self.sim().calls("ec2.DescribeVpcs") > 0 { ProviderKind::Aws } else { ProviderKind::Digitalocean };
         let account = AccountRef { id: &self.account, kind, api_url: "", credential_ref: "", sim: true };
-        self.server.app.services.providers.for_account(&account)
+        self.server.app.providers.for_account(&account)
     }
 
     async fn gql(&self, query: &str, variables: Value) -> Value {

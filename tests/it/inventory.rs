@@ -94,7 +94,7 @@ impl World {
     }
 
     async fn delete_outside(&self, path: &str) {
-        let url = format!("{}{path}", self.s.server.app.services.providers.sim_url.clone().unwrap());
+        let url = format!("{}{path}", self.s.server.app.services.sim_url.clone().unwrap());
         let response = self.s.server.http.delete(url).bearer_auth("outsider").send().await.unwrap();
         assert_eq!(response.status().as_u16(), 204, "deleted outside: {path}");
     }

@@ -50,7 +50,7 @@ impl World {
 
     /// An AWS client of the sim's account, acting as someone outside vps-graph would.
     fn outsider(&self) -> Aws {
-        let url = self.s.server.app.services.providers.sim_url.clone();
+        let url = self.s.server.app.services.sim_url.clone();
         let credentials = Credentials::parse("AKIDTEST:secret").unwrap();
         Aws::new(url, Ok(credentials), Settings::default(), std::sync::Arc::new(Metrics::default()))
     }

@@ -69,7 +69,9 @@ db_test!(a_run_that_panics_backs_off_and_its_worker_goes_on, |backend: Backend| 
     let reconciler = Arc::new(PanicsOnce { runs: AtomicUsize::new(0) });
     let stop = CancellationToken::new();
     let config = RuntimeConfig { workers: 1, lease_ms: 5_000, poll: Duration::from_millis(20) };
-    let runtime = reconcile::start(services.clone(), vec![reconciler.clone()], config, Arc::default(), stop.clone());
+    let providers = s.server.app.providers.clone();
+    let runtime =
+        reconcile::start(services.clone(), providers, vec![reconciler.clone()], config, Arc::default(), stop.clone());
     let kind = reconciler.kind();
     queue::wake(&services.db, kind, "item", s.clock.now_ms()).await.unwrap();
 
@@ -141,7 +143,9 @@ async fn reserve_in_a_run(s: &TestApp, steal: bool) -> (Result<String, String>, 
     let reconciler = Arc::new(Reserves { account: s.account.clone(), steal, answer: Default::default() });
     let stop = CancellationToken::new();
     let config = RuntimeConfig { workers: 1, lease_ms: 5_000, poll: Duration::from_millis(20) };
-    let runtime = reconcile::start(services.clone(), vec![reconciler.clone()], config, Arc::default(), stop.clone());
+    let providers = s.server.app.providers.clone();
+    let runtime =
+        reconcile::start(services.clone(), providers, vec![reconciler.clone()], config, Arc::default(), stop.clone());
     queue::wake(&services.db, reconciler.kind(), "item", s.clock.now_ms()).await.unwrap();
     let answer = wait_for(|| async { reconciler.answer.lock().await.clone() }).await;
     let calls = wait_for(|| async {

@@ -75,7 +75,7 @@ impl Setup {
     }
 
     async fn vpcs_named(&self, name: &str) -> usize {
-        let url = self.server.app.services.providers.sim_url.clone().unwrap();
+        let url = self.server.app.services.sim_url.clone().unwrap();
         common::vpc_names(&url).await.iter().filter(|n| *n == name).count()
     }
 
@@ -234,7 +234,7 @@ db_test!(a_vpc_deleted_behind_our_back_goes_to_error_and_is_never_made_again, |b
         due = s.work_due(&id).await;
     }
     assert!(due > clock.now_ms() && due <= clock.now_ms() + 3_600_000, "a settled network is read within the hour");
-    let url = s.server.app.services.providers.sim_url.clone().unwrap();
+    let url = s.server.app.services.sim_url.clone().unwrap();
     let deleted = s.server.http.delete(format!("{url}/v2/vpcs/{vpc}")).bearer_auth("someone").send().await.unwrap();
     assert_eq!(deleted.status(), 204);
     clock.advance(3_600_000);
@@ -443,7 +443,7 @@ db_test!(a_vpc_under_our_name_that_we_did_not_make_is_never_adopted_or_deleted, 
     let name = provider_name(created["subnets"][0]["id"].as_str().unwrap());
     s.until(&id, "rate-limited", |n| n["subnets"][0]["message"].is_string()).await;
     // Someone else makes a VPC under the name meanwhile.
-    let url = s.server.app.services.providers.sim_url.clone().unwrap();
+    let url = s.server.app.services.sim_url.clone().unwrap();
     let made = s
         .server
         .http
@@ -555,7 +555,7 @@ db_test!(a_vpc_range_is_the_accounts_own_across_tenants_and_regions, |backend: B
         tokio::time::sleep(std::time::Duration::from_millis(25)).await;
     }
     assert_eq!(server.ok(Some(ADMIN), read, json!({ "n": theirs })).await["network"]["state"], "READY");
-    let sim_url = server.app.services.providers.sim_url.clone().unwrap();
+    let sim_url = server.app.services.sim_url.clone().unwrap();
     let direct = server
         .http
         .post(format!("{sim_url}/v2/vpcs"))

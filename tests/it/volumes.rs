@@ -34,7 +34,7 @@ impl Setup {
     }
 
     fn sim_url(&self) -> String {
-        self.server.app.services.providers.sim_url.clone().unwrap()
+        self.server.app.services.sim_url.clone().unwrap()
     }
 
     /// What the sim holds at `path`, read as an outsider.

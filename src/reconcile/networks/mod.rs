@@ -34,7 +34,7 @@ impl Reconciler for NetworkReconciler {
         let account = crate::store::pools::find_account(&services.db, &network.provider_account_id)
             .await?
             .ok_or_else(|| Error::internal("network without its account"))?;
-        let provider = services.providers.for_account(&AccountRef {
+        let provider = run.providers.for_account(&AccountRef {
             id: &account.id,
             kind: account.kind,
             api_url: &account.api_url,
