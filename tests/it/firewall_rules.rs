@@ -11,9 +11,9 @@ use std::sync::Arc;
 use common::{Backend, TestApp};
 use serde_json::{Value, json};
 use vps_graph::provider::{AccountRef, CloudFirewallRule, CloudFirewallSpec, Provider, RuleSource};
-use vps_graph::service::firewall_rules::targets;
 use vps_graph::sim::{Fault, Sim};
 use vps_graph::store::state::ProviderKind;
+use vps_graph::views::firewall_rules::targets;
 
 const CREATE: &str = "mutation($i: FirewallRuleCreateInput!) { firewallRuleCreate(input: $i) { id name state providerName direction protocol fromPort toPort peers { addresses instanceIds } appliesTo } }";
 const GET: &str = "query($n: String!, $r: String!) { firewallRule(tenantId: \"acme\", networkId: $n, firewallRuleId: $r) { id state message providerId providerName desiredState } }";

@@ -169,6 +169,19 @@ fn outside_the_store_nothing_imports_or_names_seaorms_query_builders() {
 }
 
 #[test]
+fn the_reconcilers_use_views_never_the_service() {
+    let mut found = Vec::new();
+    for path in sources(&crate_path("src/reconcile")) {
+        for (n, line) in code_lines(&path) {
+            if line.contains("crate::service::") || line.contains("crate::service;") {
+                found.push(format!("{}:{n}: {}", path.display(), line.trim()));
+            }
+        }
+    }
+    assert!(found.is_empty(), "reconcilers importing the service layer:\n{}", found.join("\n"));
+}
+
+#[test]
 fn no_state_kind_or_provider_word_is_compared_as_a_string_outside_the_store() {
     let phases = crate_path("src/provider/phases.rs");
     let mut found = Vec::new();

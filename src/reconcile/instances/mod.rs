@@ -289,7 +289,7 @@ async fn wake_network(txn: &sea_orm::DatabaseTransaction, current: &instance::Mo
 /// let nothing out), or AWS security groups (those of the made rules that apply, and the open
 /// egress one as needed).
 pub(super) async fn born_with(run: &Run<'_>, current: &instance::Model) -> Result<(Vec<String>, Vec<String>)> {
-    use crate::service::firewall_rules::targets;
+    use crate::views::firewall_rules::targets;
     let Some(network_id) = &current.network_id else { return Ok((Vec::new(), Vec::new())) };
     let db = &run.services.db;
     let rules = crate::store::firewall_rules::live_of(db, network_id).await?;

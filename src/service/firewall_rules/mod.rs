@@ -6,7 +6,6 @@
 //! network's (`network.firewallRule.*`, subject the network, with `networkId` and
 //! `firewallRuleId`). Calls record what the tenant wants and wake the network's reconciler.
 pub mod check;
-pub mod targets;
 
 use chrono::{DateTime, Utc};
 use sea_orm::ConnectionTrait;
@@ -104,7 +103,7 @@ impl Services {
             addresses: checked.addresses,
             peer_instance_ids: checked.peer_instance_ids,
             applies_to: checked.applies_to,
-            provider_name: targets::provider_name(&id),
+            provider_name: crate::views::firewall_rules::targets::provider_name(&id),
         };
         let created = store::firewall_rules::insert(&txn, new, self.clock.now()).await?;
         if pool.account.kind == ProviderKind::Aws {
@@ -238,8 +237,12 @@ fn check_groups_per_instance(
 ) -> Result<()> {
     let mut rules = live.to_vec();
     rules.push(created.clone());
-    let max = targets::MAX_GROUPS_PER_INSTANCE;
-    let over = |id: Option<&str>| targets::groups_needed(&targets::applying(&rules, id)) > max;
+    let max = crate::views::firewall_rules::targets::MAX_GROUPS_PER_INSTANCE;
+    let over = |id: Option<&str>| {
+        crate::views::firewall_rules::targets::groups_needed(&crate::views::firewall_rules::targets::applying(
+            &rules, id,
+        )) > max
+    };
     let mut crowded: Vec<String> = on_network
         .iter()
         .filter(|i| i.desired_state == Desired::Present && over(Some(&i.id)))

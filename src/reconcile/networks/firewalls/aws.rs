@@ -12,10 +12,10 @@ use crate::provider::{
     AwsInstances, Flow, GroupRule, MachineState, Provider, RuleSource, SecurityGroup, SecurityGroups, aws_owned,
     aws_tags,
 };
-use crate::service::firewall_rules::targets::needs_egress;
 use crate::store::entity::{firewall_rule, network};
 use crate::store::firewall_rules::strings;
 use crate::store::state::{Direction, Protocol};
+use crate::views::firewall_rules::targets::needs_egress;
 
 pub struct AwsCloud {
     groups: Arc<dyn SecurityGroups>,

@@ -9,10 +9,10 @@ use super::{Answer, Applying, Change, Cloud, Found, Machine, Picture, Want};
 use crate::provider::{
     CloudFirewall, CloudFirewallRule, CloudFirewallSpec, FirewallStatus, Firewalls, Instances, Provider,
 };
-use crate::service::firewall_rules::targets::{self, egress_tag, instance_tag, needs_egress, network_tag};
 use crate::store::entity::{firewall_rule, network};
 use crate::store::firewall_rules::strings;
 use crate::store::state::{Direction, Protocol};
+use crate::views::firewall_rules::targets::{self, egress_tag, instance_tag, needs_egress, network_tag};
 
 pub struct DoCloud {
     firewalls: Arc<dyn Firewalls>,

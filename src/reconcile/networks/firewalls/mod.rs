@@ -19,12 +19,11 @@ pub use decide::*;
 use crate::error::Result;
 use crate::provider::{Provider, ProviderError};
 use crate::reconcile::{ACTION_POLL_MS, ERROR_RETRY_MS, Next, Run, retry_after};
-use crate::service::firewall_rules as svc;
-use crate::service::firewall_rules::targets::applies;
 use crate::store::entity::{firewall_rule, network};
 use crate::store::firewall_rules as store;
 use crate::store::state::{Desired, Direction, ProviderKind, State};
 use crate::store::status::StatusWrite;
+use crate::views::firewall_rules::targets::applies;
 
 type Answer<T> = std::result::Result<T, ProviderError>;
 
@@ -289,7 +288,7 @@ impl<'r, 'a> Round<'r, 'a> {
     /// are not unique, and a run may outlive its lease), deleted so that nothing of a rule stays
     /// behind it.
     fn twins(&self, rules: &[firewall_rule::Model], egress: Option<&str>) -> Vec<String> {
-        let egress_name = svc::targets::egress_name(&self.network.id);
+        let egress_name = crate::views::firewall_rules::targets::egress_name(&self.network.id);
         let recorded = rules
             .iter()
             .filter_map(|r| Some((r.provider_name.as_str(), r.provider_id.as_deref()?)))
@@ -307,7 +306,7 @@ impl<'r, 'a> Round<'r, 'a> {
     async fn egress(&mut self, rules: &[firewall_rule::Model]) -> Result<Option<Egress>> {
         let wanted =
             rules.iter().any(|r| r.desired_state == Desired::Present && !r.lost && r.direction == Direction::Inbound);
-        let name = svc::targets::egress_name(&self.network.id);
+        let name = crate::views::firewall_rules::targets::egress_name(&self.network.id);
         let lines = self.cloud.lines(Want::Egress, &self.picture);
         let recorded = self.network.egress_provider_id.as_deref();
         let seen = self.picture.seen(recorded, &name, &lines);
@@ -362,7 +361,7 @@ impl<'r, 'a> Round<'r, 'a> {
     }
 
     fn egress_outcome(&mut self, outcome: After, done: &str) -> Option<String> {
-        let name = svc::targets::egress_name(&self.network.id);
+        let name = crate::views::firewall_rules::targets::egress_name(&self.network.id);
         let (message, next) = waits(outcome);
         self.then(next);
         let why = message.unwrap_or_else(|| done.to_owned());

@@ -1,4 +1,6 @@
 //! The firewall rule a client reads, and its `network.firewallRule.*` events.
+pub mod targets;
+
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
