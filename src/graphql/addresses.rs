@@ -1,7 +1,7 @@
 //! Provider addresses: reserved public IPs and their assignment to an instance.
 use async_graphql::{Context, ID, InputObject, Object, Result, SimpleObject, Subscription};
 use chrono::{DateTime, Utc};
-use futures_util::{Stream, StreamExt};
+use futures_util::Stream;
 
 use super::instances::Instance;
 use super::loaders::loaders;
@@ -260,11 +260,6 @@ impl AddressSubscription {
     ) -> Result<impl Stream<Item = Result<ProviderAddress>> + use<>> {
         let svc = services(ctx).clone();
         let filter = svc.address_watch(actor(ctx)?, &tenant_id, &address_id).await?;
-        Ok(svc.feed.subscribe(filter, None).map(|item| {
-            let event = item?;
-            let view: AddressView =
-                serde_json::from_value(event.data.clone()).map_err(|e| async_graphql::Error::new(e.to_string()))?;
-            Ok(ProviderAddress(view))
-        }))
+        Ok(super::changes(&svc.feed, filter, ProviderAddress))
     }
 }

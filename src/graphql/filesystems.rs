@@ -1,7 +1,7 @@
 //! Shared filesystems on a tenant network (EFS and FSx for Lustre on AWS).
 use async_graphql::{Context, ID, InputObject, Object, Result, SimpleObject, Subscription};
 use chrono::{DateTime, Utc};
-use futures_util::{Stream, StreamExt};
+use futures_util::Stream;
 
 use super::{actor, services};
 use crate::service::filesystems::FilesystemCreate;
@@ -179,11 +179,6 @@ impl FilesystemSubscription {
     ) -> Result<impl Stream<Item = Result<Filesystem>> + use<>> {
         let svc = services(ctx).clone();
         let filter = svc.filesystem_watch(actor(ctx)?, &tenant_id, &network_id, &filesystem_id).await?;
-        Ok(svc.feed.subscribe(filter, None).map(|item| {
-            let event = item?;
-            let view: FilesystemView =
-                serde_json::from_value(event.data.clone()).map_err(|e| async_graphql::Error::new(e.to_string()))?;
-            Ok(Filesystem(view))
-        }))
+        Ok(super::changes(&svc.feed, filter, Filesystem))
     }
 }

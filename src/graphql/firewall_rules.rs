@@ -1,7 +1,7 @@
 //! Firewall rules of a tenant network (DigitalOcean cloud firewalls, AWS security groups).
 use async_graphql::{Context, ID, InputObject, Object, Result, SimpleObject, Subscription};
 use chrono::{DateTime, Utc};
-use futures_util::{Stream, StreamExt};
+use futures_util::Stream;
 
 use super::{actor, services};
 use crate::service::firewall_rules::FirewallRuleCreate;
@@ -217,11 +217,6 @@ impl FirewallRuleSubscription {
     ) -> Result<impl Stream<Item = Result<FirewallRule>> + use<>> {
         let svc = services(ctx).clone();
         let filter = svc.firewall_rule_watch(actor(ctx)?, &tenant_id, &network_id, &firewall_rule_id).await?;
-        Ok(svc.feed.subscribe(filter, None).map(|item| {
-            let event = item?;
-            let view: FirewallRuleView =
-                serde_json::from_value(event.data.clone()).map_err(|e| async_graphql::Error::new(e.to_string()))?;
-            Ok(FirewallRule(view))
-        }))
+        Ok(super::changes(&svc.feed, filter, FirewallRule))
     }
 }

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use async_graphql::parser::types::Field;
 use async_graphql::{Context, ID, InputObject, Object, Result, SimpleObject, Subscription};
 use chrono::{DateTime, Utc};
-use futures_util::{Stream, StreamExt};
+use futures_util::Stream;
 
 use super::networks::PageInfo;
 use super::render::{Edge, Planner, Render, Rendered, Step, enumerated, optional, optional_text, scalar, text};
@@ -313,11 +313,6 @@ impl InstanceSubscription {
     ) -> Result<impl Stream<Item = Result<Instance>> + use<>> {
         let svc = services(ctx).clone();
         let filter = svc.instance_watch(actor(ctx)?, &tenant_id, &instance_id).await?;
-        Ok(svc.feed.subscribe(filter, None).map(|item| {
-            let event = item?;
-            let view: InstanceView =
-                serde_json::from_value(event.data.clone()).map_err(|e| async_graphql::Error::new(e.to_string()))?;
-            Ok(Instance::from(view))
-        }))
+        Ok(super::changes::<InstanceView, _>(&svc.feed, filter, Instance::from))
     }
 }

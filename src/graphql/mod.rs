@@ -258,3 +258,23 @@ pub(crate) fn services<'a>(ctx: &Context<'a>) -> &'a Services {
 pub(crate) fn providers<'a>(ctx: &Context<'a>) -> &'a Providers {
     ctx.data_unchecked::<Arc<Providers>>()
 }
+
+/// What a `…Changed` subscription yields: each event of `filter` (from now on), its data read
+/// back as the view `V` it was written from, made the GraphQL type by `to`.
+pub(crate) fn changes<V, T>(
+    feed: &crate::feed::Feed,
+    filter: crate::feed::Filter,
+    to: fn(V) -> T,
+) -> impl futures_util::Stream<Item = async_graphql::Result<T>> + Send + 'static + use<V, T>
+where
+    V: serde::de::DeserializeOwned + 'static,
+    T: Send + 'static,
+{
+    use futures_util::StreamExt;
+    feed.subscribe(filter, None).map(move |item| {
+        let event = item?;
+        let view: V =
+            serde_json::from_value(event.data.clone()).map_err(|e| async_graphql::Error::new(e.to_string()))?;
+        Ok(to(view))
+    })
+}

@@ -1,7 +1,7 @@
 //! Tenant networks and their subnets.
 use async_graphql::{Context, ID, InputObject, Object, Result, SimpleObject, Subscription};
 use chrono::{DateTime, Utc};
-use futures_util::{Stream, StreamExt};
+use futures_util::Stream;
 
 use super::{actor, services};
 use crate::service::networks::{NetworkAdopt, NetworkCreate, SubnetInput};
@@ -309,11 +309,6 @@ impl NetworkSubscription {
     ) -> Result<impl Stream<Item = Result<Network>> + use<>> {
         let svc = services(ctx).clone();
         let filter = svc.network_watch(actor(ctx)?, &tenant_id, &network_id).await?;
-        Ok(svc.feed.subscribe(filter, None).map(|item| {
-            let event = item?;
-            let view: NetworkView =
-                serde_json::from_value(event.data.clone()).map_err(|e| async_graphql::Error::new(e.to_string()))?;
-            Ok(Network(view))
-        }))
+        Ok(super::changes(&svc.feed, filter, Network))
     }
 }

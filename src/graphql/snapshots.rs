@@ -2,7 +2,7 @@
 use async_graphql::parser::types::Field;
 use async_graphql::{Context, ID, InputObject, Object, Result, SimpleObject, Subscription};
 use chrono::{DateTime, Utc};
-use futures_util::{Stream, StreamExt};
+use futures_util::Stream;
 
 use super::networks::PageInfo;
 use super::render::{Edge, Planner, Render, Rendered, Step, enumerated, optional, optional_text, scalar, text};
@@ -228,11 +228,6 @@ impl SnapshotSubscription {
     ) -> Result<impl Stream<Item = Result<ProviderSnapshot>> + use<>> {
         let svc = services(ctx).clone();
         let filter = svc.snapshot_watch(actor(ctx)?, &tenant_id, &snapshot_id).await?;
-        Ok(svc.feed.subscribe(filter, None).map(|item| {
-            let event = item?;
-            let view: SnapshotView =
-                serde_json::from_value(event.data.clone()).map_err(|e| async_graphql::Error::new(e.to_string()))?;
-            Ok(ProviderSnapshot(view))
-        }))
+        Ok(super::changes(&svc.feed, filter, ProviderSnapshot))
     }
 }

@@ -4,7 +4,7 @@ use std::borrow::Cow;
 use async_graphql::parser::types::Field;
 use async_graphql::{Context, ID, InputObject, Lookahead, Object, Result, SimpleObject, Subscription};
 use chrono::{DateTime, Utc};
-use futures_util::{Stream, StreamExt};
+use futures_util::Stream;
 
 use super::instances::Instance;
 use super::loaders::loaders;
@@ -679,11 +679,6 @@ impl VolumeSubscription {
     ) -> Result<impl Stream<Item = Result<ProviderVolume>> + use<>> {
         let svc = services(ctx).clone();
         let filter = svc.volume_watch(actor(ctx)?, &tenant_id, &volume_id).await?;
-        Ok(svc.feed.subscribe(filter, None).map(|item| {
-            let event = item?;
-            let view: VolumeView =
-                serde_json::from_value(event.data.clone()).map_err(|e| async_graphql::Error::new(e.to_string()))?;
-            Ok(ProviderVolume::whole(view))
-        }))
+        Ok(super::changes(&svc.feed, filter, ProviderVolume::whole))
     }
 }
