@@ -162,16 +162,8 @@ pub async fn addresses(conn: &impl ConnectionTrait, account_id: &str) -> Result<
         .collect()
 }
 
-pub async fn instances(conn: &impl ConnectionTrait, account_id: &str) -> Result<Vec<SettledOne>> {
-    let sql = format!(
-        "SELECT id, provider_id FROM instances WHERE provider_account_id = $1 AND {} AND provider_id IS NOT NULL",
-        settled("")
-    );
-    ones(conn, &sql, account_id).await
-}
-
-/// An AWS account's settled instances, with their regions: (row, provider id, region).
-pub async fn aws_instances(conn: &impl ConnectionTrait, account_id: &str) -> Result<Vec<(SettledOne, String)>> {
+/// The account's settled instances, each with its region (AWS lists machines by region).
+pub async fn instances(conn: &impl ConnectionTrait, account_id: &str) -> Result<Vec<(SettledOne, String)>> {
     let sql = format!(
         "SELECT id, provider_id, region FROM instances WHERE provider_account_id = $1 AND {} \
          AND provider_id IS NOT NULL",

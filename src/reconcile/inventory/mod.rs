@@ -124,7 +124,7 @@ async fn expected_on_digitalocean(db: &sea_orm::DatabaseConnection, account_id: 
         };
         expected.push(Expected { work_kind: resources, resource_id: a.id, expect });
     }
-    for i in settled::instances(db, account_id).await? {
+    for (i, _) in settled::instances(db, account_id).await? {
         let expect = Expect::Machine { id: i.provider_id };
         expected.push(Expected { work_kind: instances::RECONCILER, resource_id: i.id, expect });
     }
@@ -142,7 +142,7 @@ async fn expected_on_aws(db: &sea_orm::DatabaseConnection, account_id: &str) -> 
         let expect = Expect::AwsNetwork { region: n.region, vpc: n.vpc_id, subnets: n.subnet_ids };
         expected.push(Expected { work_kind: networks::RECONCILER, resource_id: n.id, expect });
     }
-    for (i, region) in settled::aws_instances(db, account_id).await? {
+    for (i, region) in settled::instances(db, account_id).await? {
         let expect = Expect::AwsMachine { region, id: i.provider_id };
         expected.push(Expected { work_kind: instances::RECONCILER, resource_id: i.id, expect });
     }
