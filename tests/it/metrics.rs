@@ -23,13 +23,18 @@ db_test!(metrics_have_latency_histograms_and_the_queue_and_feed_gauges, |backend
         server.ok(Some(ADMIN), "mutation($i: NetworkCreateInput!) { networkCreate(input: $i) { id } }", input).await;
     let id = made["networkCreate"]["id"].as_str().unwrap().to_owned();
     let read = "query($n: String!) { network(tenantId: \"acme\", networkId: $n) { state } }";
-    for _ in 0..200 {
-        if server.ok(Some(ADMIN), read, json!({ "n": id })).await["network"]["state"] == "READY" {
-            break;
+    // A run's latency is observed after its write-back commits, so READY alone can be read a moment
+    // before the run's series exists: wait for both (bounded, for a loaded machine).
+    let run_series = "vps_graph_reconcile_run_seconds_count{kind=\"vps.networks\",resource=\"network\",outcome=";
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let metrics = loop {
+        let ready = server.ok(Some(ADMIN), read, json!({ "n": id })).await["network"]["state"] == "READY";
+        let metrics = scrape(&server).await;
+        if (ready && metrics.contains(run_series)) || std::time::Instant::now() > deadline {
+            break metrics;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let metrics = scrape(&server).await;
+    };
     for series in [
         "vps_graph_http_request_seconds_bucket{le=\"0.001\",operation=\"query\"}",
         "vps_graph_http_request_seconds_count{operation=\"mutation\"}",
