@@ -1,11 +1,14 @@
 //! Provider addresses: reserved public IPs and their assignment to an instance.
-use async_graphql::{Context, ID, InputObject, Object, Result, SimpleObject, Subscription};
+use async_graphql::{Context, ID, InputObject, Object, Result, Subscription};
 use chrono::{DateTime, Utc};
 use futures_util::Stream;
 
+use async_graphql::parser::types::Field;
+
 use super::instances::Instance;
 use super::loaders::loaders;
-use super::networks::PageInfo;
+use super::pages::Connection;
+use super::render::{Planner, Render, Step};
 use super::{actor, services};
 use crate::service::addresses::AddressCreate;
 use crate::store::list::ListFilter;
@@ -62,7 +65,7 @@ impl ProviderAddress {
     /// That instance, when the caller may read it.
     async fn instance(&self, ctx: &Context<'_>) -> Result<Option<Instance>> {
         let Some(instance_id) = &self.0.instance_id else { return Ok(None) };
-        Ok(loaders(ctx)?.instances.load_one(instance_id.clone()).await?.flatten().map(Instance))
+        Ok(loaders(ctx)?.instances.load_one(instance_id.clone()).await?.flatten().map(Instance::from))
     }
     async fn assignment_state(&self) -> Assignment {
         self.0.assignment_state
@@ -88,16 +91,11 @@ impl ProviderAddress {
     }
 }
 
-#[derive(SimpleObject)]
-pub struct ProviderAddressEdge {
-    pub cursor: String,
-    pub node: ProviderAddress,
-}
-
-#[derive(SimpleObject)]
-pub struct ProviderAddressConnection {
-    pub edges: Vec<ProviderAddressEdge>,
-    pub page_info: PageInfo,
+/// A page of addresses goes to the executor: an address's instance is read by a loader.
+impl Render for ProviderAddress {
+    fn step(_: &Field, _: &Planner<'_>) -> Option<Step<Self>> {
+        None
+    }
 }
 
 #[derive(InputObject)]
@@ -160,7 +158,7 @@ impl AddressQuery {
         #[graphql(default)] include_deleted: bool,
         #[graphql(default = 100)] first: i32,
         after: Option<String>,
-    ) -> Result<ProviderAddressConnection> {
+    ) -> Result<Connection<ProviderAddress>> {
         let filter = ListFilter { pool_id, project_id, include_deleted, first: first.max(0) as u64, after };
         let page = services(ctx).address_list(actor(ctx)?, &tenant_id, filter).await?;
         if ctx.look_ahead().field("edges").field("node").field("instance").exists() {
@@ -169,15 +167,7 @@ impl AddressQuery {
                 page.items.iter().filter_map(|a| a.instance_id.clone()).collect();
             loaders(ctx)?.instances.load_many(instance_ids).await?;
         }
-        let edges = page
-            .items
-            .into_iter()
-            .map(|view| ProviderAddressEdge { cursor: view.id.clone(), node: ProviderAddress(view) })
-            .collect();
-        Ok(ProviderAddressConnection {
-            edges,
-            page_info: PageInfo { end_cursor: page.end_cursor, has_next_page: page.has_next_page },
-        })
+        Ok(Connection::of(page, |a| &a.id, ProviderAddress))
     }
 }
 

@@ -1,10 +1,14 @@
 //! The event feed: a page query and a live subscription that can resume after a cursor.
 use std::sync::Arc;
 
-use async_graphql::{Context, Json, Object, Result, SimpleObject, Subscription};
+use async_graphql::{Context, Json, Object, Result, Subscription};
 use chrono::{DateTime, Utc};
 use futures_util::{Stream, StreamExt};
 
+use async_graphql::parser::types::Field;
+
+use super::pages::{Connection, Edge};
+use super::render::{Planner, Render, Step};
 use super::{actor, services};
 use crate::store::outbox;
 
@@ -56,23 +60,11 @@ impl Event {
     }
 }
 
-#[derive(SimpleObject)]
-pub struct EventEdge {
-    pub cursor: String,
-    pub node: Event,
-}
-
-#[derive(SimpleObject)]
-pub struct EventPageInfo {
-    /// Pass as `after` for the next page, or to a subscription to go on live from here.
-    pub end_cursor: String,
-    pub has_next_page: bool,
-}
-
-#[derive(SimpleObject)]
-pub struct EventConnection {
-    pub edges: Vec<EventEdge>,
-    pub page_info: EventPageInfo,
+/// A page of events goes to the executor: an event's data is JSON of any shape.
+impl Render for Event {
+    fn step(_: &Field, _: &Planner<'_>) -> Option<Step<Self>> {
+        None
+    }
 }
 
 #[derive(Default)]
@@ -89,7 +81,7 @@ impl EventQuery {
         tenant_id: Option<String>,
         after: Option<String>,
         #[graphql(default = 100)] first: i32,
-    ) -> Result<EventConnection> {
+    ) -> Result<Connection<Event>> {
         let svc = services(ctx);
         let page = svc.event_list(actor(ctx)?, tenant_id, after.as_deref(), first).await?;
         let edges = page
@@ -97,13 +89,10 @@ impl EventQuery {
             .into_iter()
             .map(|event| {
                 let cursor = svc.feed.cursor(event.position);
-                EventEdge { cursor: cursor.clone(), node: Event { event, cursor } }
+                Edge { cursor: cursor.clone(), node: Event { event, cursor } }
             })
             .collect();
-        Ok(EventConnection {
-            edges,
-            page_info: EventPageInfo { end_cursor: svc.feed.cursor(page.end), has_next_page: page.has_next_page },
-        })
+        Ok(Connection::new(edges, Some(svc.feed.cursor(page.end)), page.has_next_page))
     }
 }
 

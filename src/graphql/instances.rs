@@ -2,179 +2,64 @@
 use std::sync::Arc;
 
 use async_graphql::parser::types::Field;
-use async_graphql::{Context, ID, InputObject, Object, Result, SimpleObject, Subscription};
-use chrono::{DateTime, Utc};
+use async_graphql::{ComplexObject, Context, ID, InputObject, Object, Result, SimpleObject, Subscription};
 use futures_util::Stream;
 
-use super::networks::PageInfo;
-use super::render::{Edge, Planner, Render, Rendered, Step, enumerated, optional, optional_text, scalar, text};
+use super::pages::Connection;
+use super::render::{Planner, Render, Step, view_field};
 use super::{actor, services};
 use crate::service::instances::{FilesystemMountInput, InstanceCreate};
-use crate::store::entity::instance;
 use crate::store::list::ListFilter;
-use crate::store::state::{Desired, OnDelete, State};
+use crate::store::state::OnDelete;
 use crate::views::instances::InstanceView;
 
-#[derive(Clone)]
-pub struct Instance(pub Arc<InstanceView>);
+/// A machine of the tenant's.
+#[derive(Clone, SimpleObject)]
+#[graphql(complex, serial)]
+pub struct Instance {
+    #[graphql(flatten)]
+    pub view: Arc<InstanceView>,
+}
 
 impl From<InstanceView> for Instance {
     fn from(view: InstanceView) -> Self {
-        Instance(Arc::new(view))
+        Instance { view: Arc::new(view) }
     }
 }
 
-// Its fields are read from memory: resolved one after another (`serial`), a page of them costs no
-// task node and waker per field.
-#[Object(serial)]
+impl From<Arc<InstanceView>> for Instance {
+    fn from(view: Arc<InstanceView>) -> Self {
+        Instance { view }
+    }
+}
+
+#[ComplexObject]
 impl Instance {
     pub async fn id(&self) -> ID {
-        ID(self.0.id.clone())
-    }
-    async fn tenant_id(&self) -> &str {
-        &self.0.tenant_id
-    }
-    async fn project_id(&self) -> Option<&str> {
-        self.0.project_id.as_deref()
-    }
-    async fn pool_id(&self) -> &str {
-        &self.0.pool_id
-    }
-    async fn network_id(&self) -> Option<&str> {
-        self.0.network_id.as_deref()
-    }
-    async fn name(&self) -> &str {
-        &self.0.name
-    }
-    async fn region(&self) -> &str {
-        &self.0.region
-    }
-    /// AWS: the zone of the network's subnet it runs in.
-    async fn zone(&self) -> Option<&str> {
-        self.0.zone.as_deref()
+        ID(self.view.id.clone())
     }
     /// The filesystems it mounts at boot, in the order asked.
     #[graphql(complexity = "super::limits::list(16, child_complexity)")]
     async fn filesystems(&self, ctx: &Context<'_>) -> Result<Vec<InstanceFilesystem>> {
         let loaders = super::loaders::loaders(ctx)?;
-        let mounts = loaders.mounts.load_one(self.0.id.clone()).await?.unwrap_or_default();
+        let mounts = loaders.mounts.load_one(self.view.id.clone()).await?.unwrap_or_default();
         Ok(mounts.into_iter().map(|m| InstanceFilesystem { filesystem_id: m.filesystem_id, path: m.path }).collect())
     }
-    /// The provider's size slug.
-    async fn size(&self) -> &str {
-        &self.0.size
-    }
-    /// The provider's image slug.
-    async fn image(&self) -> &str {
-        &self.0.image
-    }
-    /// What its delete does to the machine.
-    async fn on_delete(&self) -> OnDelete {
-        self.0.on_delete
-    }
-    async fn state(&self) -> State {
-        self.0.state
-    }
-    async fn desired_state(&self) -> Desired {
-        self.0.desired_state
-    }
-    /// The provider's id of its machine, once made.
-    async fn provider_id(&self) -> Option<&str> {
-        self.0.provider_id.as_deref()
-    }
-    async fn message(&self) -> Option<&str> {
-        self.0.message.as_deref()
-    }
-    async fn version(&self) -> i64 {
-        self.0.version
-    }
-    async fn created_at(&self) -> DateTime<Utc> {
-        self.0.created_at
-    }
-    async fn ready_at(&self) -> Option<DateTime<Utc>> {
-        self.0.ready_at
-    }
-    async fn deleted_at(&self) -> Option<DateTime<Utc>> {
-        self.0.deleted_at
-    }
 }
 
-/// Each field of `Instance` as a page renders it (`render`), as its resolver gives it; its
-/// filesystems are read apart.
+/// `Instance` as a page renders it: its view's fields; its filesystems are read apart.
 impl Render for Instance {
     fn step(field: &Field, _: &Planner<'_>) -> Option<Step<Self>> {
-        match field.name.node.as_str() {
-            "id" => text(|i| &i.0.id),
-            "tenantId" => text(|i| &i.0.tenant_id),
-            "projectId" => optional_text(|i| i.0.project_id.as_deref()),
-            "poolId" => text(|i| &i.0.pool_id),
-            "networkId" => optional_text(|i| i.0.network_id.as_deref()),
-            "name" => text(|i| &i.0.name),
-            "region" => text(|i| &i.0.region),
-            "zone" => optional_text(|i| i.0.zone.as_deref()),
-            "size" => text(|i| &i.0.size),
-            "image" => text(|i| &i.0.image),
-            "onDelete" => enumerated(|i| i.0.on_delete),
-            "state" => enumerated(|i| i.0.state),
-            "desiredState" => enumerated(|i| i.0.desired_state),
-            "providerId" => optional_text(|i| i.0.provider_id.as_deref()),
-            "message" => optional_text(|i| i.0.message.as_deref()),
-            "version" => scalar(|i| i.0.version),
-            "createdAt" => scalar(|i| i.0.created_at),
-            "readyAt" => optional(|i| i.0.ready_at),
-            "deletedAt" => optional(|i| i.0.deleted_at),
-            _ => None,
-        }
+        view_field(field, |i: &Instance| &*i.view)
     }
 }
 
-/// The columns each field of `Instance` is built from (`Columns::for_fields`).
-pub(super) fn instance_columns(field: &str) -> Option<&'static [instance::Column]> {
-    use instance::Column::*;
+/// The view fields each field of `Instance` that is not its view's is built from.
+pub(super) fn derived(field: &str) -> Option<&'static [&'static str]> {
     Some(match field {
-        "id" | "filesystems" | "__typename" => &[],
-        "tenantId" => &[TenantId],
-        "projectId" => &[ProjectId],
-        "poolId" => &[PoolId],
-        "networkId" => &[NetworkId],
-        "name" => &[Name],
-        "region" => &[Region],
-        "zone" => &[Zone],
-        "size" => &[Size],
-        "image" => &[Image],
-        "onDelete" => &[OnDelete],
-        "state" => &[State],
-        "desiredState" => &[DesiredState],
-        "providerId" => &[ProviderId],
-        "message" => &[Message],
-        "version" => &[Version],
-        "createdAt" => &[CreatedAt],
-        "readyAt" => &[ReadyAt],
-        "deletedAt" => &[DeletedAt],
+        "id" | "filesystems" => &[],
         _ => return None,
     })
-}
-
-#[derive(SimpleObject)]
-pub struct InstanceEdge {
-    pub cursor: String,
-    pub node: Instance,
-}
-
-impl Edge for InstanceEdge {
-    type Node = Instance;
-    fn cursor(&self) -> &str {
-        &self.cursor
-    }
-    fn node(&self) -> &Instance {
-        &self.node
-    }
-}
-
-#[derive(SimpleObject)]
-pub struct InstanceConnection {
-    pub edges: Rendered<InstanceEdge>,
-    pub page_info: PageInfo,
 }
 
 #[derive(InputObject)]
@@ -250,15 +135,10 @@ impl InstanceQuery {
         #[graphql(default)] include_deleted: bool,
         #[graphql(default = 100)] first: i32,
         after: Option<String>,
-    ) -> Result<InstanceConnection> {
+    ) -> Result<Connection<Instance>> {
         let filter = ListFilter { pool_id, project_id, include_deleted, first: first.max(0) as u64, after };
         let page = services(ctx).instance_list(actor(ctx)?, &tenant_id, filter).await?;
-        let edges =
-            page.items.into_iter().map(|i| InstanceEdge { cursor: i.id.clone(), node: Instance::from(i) }).collect();
-        Ok(InstanceConnection {
-            edges: Rendered(edges),
-            page_info: PageInfo { end_cursor: page.end_cursor, has_next_page: page.has_next_page },
-        })
+        Ok(Connection::of(page, |i| &i.id, Instance::from))
     }
 }
 

@@ -12,6 +12,7 @@ pub mod loaders;
 mod measure;
 mod networks;
 mod nodes;
+mod pages;
 mod pools;
 mod reads;
 pub(crate) mod render;

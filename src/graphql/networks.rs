@@ -1,8 +1,12 @@
 //! Tenant networks and their subnets.
-use async_graphql::{Context, ID, InputObject, Object, Result, SimpleObject, Subscription};
+use async_graphql::{Context, ID, InputObject, Object, Result, Subscription};
 use chrono::{DateTime, Utc};
 use futures_util::Stream;
 
+use async_graphql::parser::types::Field;
+
+use super::pages::{Connection, Edge};
+use super::render::{Planner, Render, Step};
 use super::{actor, services};
 use crate::service::networks::{NetworkAdopt, NetworkCreate, SubnetInput};
 use crate::store::list::ListFilter;
@@ -114,22 +118,11 @@ impl Network {
     }
 }
 
-#[derive(SimpleObject)]
-pub struct NetworkEdge {
-    pub cursor: String,
-    pub node: Network,
-}
-
-#[derive(SimpleObject)]
-pub struct PageInfo {
-    pub end_cursor: Option<String>,
-    pub has_next_page: bool,
-}
-
-#[derive(SimpleObject)]
-pub struct NetworkConnection {
-    pub edges: Vec<NetworkEdge>,
-    pub page_info: PageInfo,
+/// A page of networks goes to the executor: a network's subnets are objects of their own.
+impl Render for Network {
+    fn step(_: &Field, _: &Planner<'_>) -> Option<Step<Self>> {
+        None
+    }
 }
 
 /// A subnet: on DigitalOcean in a `region` (a VPC of its own), on AWS in a `zone` of the
@@ -221,15 +214,14 @@ impl NetworkQuery {
         #[graphql(default)] include_deleted: bool,
         #[graphql(default = 100)] first: i32,
         after: Option<String>,
-    ) -> Result<NetworkConnection> {
+    ) -> Result<Connection<Network>> {
         let filter = ListFilter { pool_id, project_id, include_deleted, first: first.max(0) as u64, after };
         let page = services(ctx).network_list(actor(ctx)?, &tenant_id, filter).await?;
-        let edges: Vec<NetworkEdge> =
-            page.networks.into_iter().map(|n| NetworkEdge { cursor: n.id.clone(), node: Network(n) }).collect();
-        Ok(NetworkConnection {
-            edges,
-            page_info: PageInfo { end_cursor: page.end_cursor, has_next_page: page.has_next_page },
-        })
+        Ok(Connection::new(
+            page.networks.into_iter().map(|n| Edge { cursor: n.id.clone(), node: Network(n) }).collect(),
+            page.end_cursor,
+            page.has_next_page,
+        ))
     }
 }
 

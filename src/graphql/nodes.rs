@@ -94,7 +94,7 @@ impl From<NodeView> for Node {
             NodeView::Instance(i) => Node::Instance(Instance::from(i)),
             NodeView::ProviderVolume(v) => Node::ProviderVolume(ProviderVolume::whole(v)),
             NodeView::Attachment(a) => Node::Attachment(Attachment::from(a)),
-            NodeView::ProviderSnapshot(s) => Node::ProviderSnapshot(ProviderSnapshot(s)),
+            NodeView::ProviderSnapshot(s) => Node::ProviderSnapshot(ProviderSnapshot::from(s)),
             NodeView::ProviderAddress(a) => Node::ProviderAddress(ProviderAddress(a)),
             NodeView::Filesystem(f) => Node::Filesystem(Filesystem(f)),
             NodeView::FirewallRule(r) => Node::FirewallRule(FirewallRule(r)),

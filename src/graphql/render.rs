@@ -20,9 +20,10 @@ use std::collections::HashMap;
 
 use async_graphql::parser::types::{Field, FragmentDefinition, Selection, SelectionSet};
 use async_graphql::registry::Registry;
-use async_graphql::{
-    ContextSelectionSet, EnumType, Name, OutputType, Positioned, Response, ScalarType, ServerResult, Value,
-};
+use async_graphql::{ContextSelectionSet, Name, OutputType, Positioned, Response, ServerResult, Value};
+
+use crate::views::fields::View;
+use crate::views::json::{write_null, write_text};
 
 /// How one field of `T` is written: its JSON value appended to the output; None when the item
 /// does not hold it.
@@ -155,7 +156,7 @@ impl Planner<'_> {
         let plan = self.plan::<C>(&field.selection_set.node)?;
         Some(Box::new(move |item, out| match child(item)? {
             Some(child) => plan.write(child, out),
-            None => null(out),
+            None => write_null(out),
         }))
     }
 
@@ -177,30 +178,9 @@ fn json(text: &str) -> Vec<u8> {
     out
 }
 
-/// `text` as a JSON string, as serde_json writes it. Most text here (ids, names, states) needs
-/// no escape, and is then copied as it is after one pass over its bytes, which costs fewer
-/// instructions than serde_json's escaper looking each byte up in its table.
-fn write_text(out: &mut Vec<u8>, text: &str) -> Option<()> {
-    let plain = text.bytes().fold(true, |plain, b| plain & (b >= 0x20) & (b != b'"') & (b != b'\\'));
-    if !plain {
-        return serde_json::to_writer(out, text).ok();
-    }
-    out.reserve(text.len() + 2);
-    out.push(b'"');
-    out.extend_from_slice(text.as_bytes());
-    out.push(b'"');
-    Some(())
-}
-
 /// A value as the executor would give it (a scalar or an enum), written as JSON.
 fn write_value(out: &mut Vec<u8>, value: &Value) -> Option<()> {
     serde_json::to_writer(out, value).ok()
-}
-
-/// `null`, the value of an absent object or optional field.
-pub fn null(out: &mut Vec<u8>) -> Option<()> {
-    out.extend_from_slice(b"null");
-    Some(())
 }
 
 /// A string field, as the executor writes a `String`, `&str` or `ID`.
@@ -208,61 +188,11 @@ pub fn text<T: 'static>(get: fn(&T) -> &str) -> Option<Step<T>> {
     Some(Box::new(move |item, out| write_text(out, get(item))))
 }
 
-/// A nullable string field.
-pub fn optional_text<T: 'static>(get: fn(&T) -> Option<&str>) -> Option<Step<T>> {
-    Some(Box::new(move |item, out| match get(item) {
-        Some(text) => write_text(out, text),
-        None => null(out),
-    }))
-}
-
-/// A scalar field (numbers, booleans, times).
-pub fn scalar<T: 'static, V: ScalarType + 'static>(get: fn(&T) -> V) -> Option<Step<T>> {
-    Some(Box::new(move |item, out| write_value(out, &get(item).to_value())))
-}
-
-/// A nullable scalar field.
-pub fn optional<T: 'static, V: ScalarType + 'static>(get: fn(&T) -> Option<V>) -> Option<Step<T>> {
-    Some(Box::new(move |item, out| match get(item) {
-        Some(v) => write_value(out, &v.to_value()),
-        None => null(out),
-    }))
-}
-
-/// An enum field.
-pub fn enumerated<T: 'static, E: EnumType + 'static>(get: fn(&T) -> E) -> Option<Step<T>> {
-    Some(Box::new(move |item, out| write_enum(out, get(item))))
-}
-
-/// A nullable enum field.
-pub fn optional_enum<T: 'static, E: EnumType + 'static>(get: fn(&T) -> Option<E>) -> Option<Step<T>> {
-    Some(Box::new(move |item, out| match get(item) {
-        Some(e) => write_enum(out, e),
-        None => null(out),
-    }))
-}
-
-/// An enum value by its name, as `enum_value` names it (without the `Value` it allocates).
-fn write_enum<E: EnumType>(out: &mut Vec<u8>, value: E) -> Option<()> {
-    let item = E::items().iter().find(|item| item.value == value)?;
-    write_text(out, item.name)
-}
-
-/// An edge of a connection: its cursor and its node, rendered as the node's plan says.
-pub trait Edge: OutputType + 'static {
-    type Node: Render;
-    fn cursor(&self) -> &str;
-    fn node(&self) -> &Self::Node;
-}
-
-impl<E: Edge> Render for E {
-    fn step(field: &Field, planner: &Planner<'_>) -> Option<Step<Self>> {
-        match field.name.node.as_str() {
-            "cursor" => text(|edge: &E| edge.cursor()),
-            "node" => planner.object(field, |edge: &E| Some(Some(edge.node()))),
-            _ => None,
-        }
-    }
+/// The step of a field the view `V` declares (`views::fields`), written from the view `view`
+/// finds in the item.
+pub fn view_field<T: 'static, V: View>(field: &Field, view: fn(&T) -> &V) -> Option<Step<T>> {
+    let write = V::field(field.name.node.as_str())?.write;
+    Some(Box::new(move |item, out| write(view(item), out)))
 }
 
 /// A list typed as `Vec<T>` in the schema, rendered from its plan when its selection is plain.
@@ -365,8 +295,9 @@ mod tests {
     use async_graphql::parser::parse_query;
     use async_graphql::parser::types::{DocumentOperations, ExecutableDocument};
 
+    use super::super::pages::Edge;
     use super::super::snapshots::ProviderSnapshot;
-    use super::super::volumes::ProviderVolumeEdge;
+    use super::super::volumes::ProviderVolume;
     use super::super::{Mutation, Query, Subscription};
     use super::*;
 
@@ -399,23 +330,6 @@ mod tests {
     }
 
     #[test]
-    fn text_is_written_as_serde_json_writes_it_escaped_or_not() {
-        let texts = [
-            "pvol_01m90av50exw7pxbk2nvstn6rm",
-            "",
-            "a \"quoted\" name",
-            "back\\slash",
-            "tab\tnew\nline\u{1}",
-            "é ü 名前 \u{7f}",
-        ];
-        for text in texts {
-            let mut out = Vec::new();
-            write_text(&mut out, text);
-            assert_eq!(String::from_utf8(out).unwrap(), serde_json::to_string(text).unwrap(), "{text:?}");
-        }
-    }
-
-    #[test]
     fn plain_fields_aliases_and_fragments_on_the_type_itself_are_planned() {
         assert!(plans::<ProviderSnapshot>("{ id name label: name __typename }"));
         assert!(plans::<ProviderSnapshot>(
@@ -430,7 +344,7 @@ mod tests {
         // A fragment on an interface, an object selected twice (merged by the executor), a field
         // unknown to the renderer, a directive the executor applies, and nothing selected.
         assert!(!plans::<ProviderSnapshot>("{ id ... on Node { id } }"));
-        assert!(!plans::<ProviderVolumeEdge>("{ node { id } node { state } }"));
+        assert!(!plans::<Edge<ProviderVolume>>("{ node { id } node { state } }"));
         assert!(!plans::<ProviderSnapshot>("{ id nope }"));
         assert!(!plans::<ProviderSnapshot>("{ id name @custom }"));
         assert!(!plans::<ProviderSnapshot>("{ ... on ProviderSnapshot @custom { id } }"));
@@ -440,8 +354,8 @@ mod tests {
 
     #[test]
     fn a_field_with_arguments_goes_to_the_executor() {
-        assert!(plans::<ProviderVolumeEdge>("{ node { mount { source type } } }"));
-        assert!(!plans::<ProviderVolumeEdge>("{ node { mount { mountLines(path: \"/mnt/a\") { fstab } } } }"));
+        assert!(plans::<Edge<ProviderVolume>>("{ node { mount { source type } } }"));
+        assert!(!plans::<Edge<ProviderVolume>>("{ node { mount { mountLines(path: \"/mnt/a\") { fstab } } } }"));
     }
 
     /// A selection of every field of `type_name` that takes no argument, objects in full, from
@@ -476,6 +390,6 @@ mod tests {
         assert!(every.contains("snapshots {") && every.contains("instance {"), "{every}");
         // An instance's filesystems are read by a loader, not along with the page.
         let every = every.replace("filesystems { filesystemId path }", "");
-        assert!(plans::<ProviderVolumeEdge>(&format!("{{ {every} }}")), "{every}");
+        assert!(plans::<Edge<ProviderVolume>>(&format!("{{ {every} }}")), "{every}");
     }
 }

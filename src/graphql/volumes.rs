@@ -2,25 +2,24 @@
 use std::borrow::Cow;
 
 use async_graphql::parser::types::Field;
-use async_graphql::{Context, ID, InputObject, Lookahead, Object, Result, SimpleObject, Subscription};
-use chrono::{DateTime, Utc};
+use async_graphql::{ComplexObject, Context, ID, InputObject, Lookahead, Object, Result, SimpleObject, Subscription};
 use futures_util::Stream;
 
 use super::instances::Instance;
 use super::loaders::loaders;
-use super::networks::PageInfo;
-use super::render::{
-    Edge, Planner, Render, Rendered, Step, enumerated, null, optional, optional_enum, optional_text, scalar, text,
-};
+use super::pages::Connection;
+use super::render::{Planner, Render, Step, text, view_field};
 use super::snapshots::ProviderSnapshot;
 use super::{actor, reads, services};
 use crate::service::mounts;
+use crate::service::rows::Page;
 use crate::service::snapshots::{SnapshotRestore, SnapshotTake};
 use crate::service::volumes::{VolumeCreate, VolumePage, VolumeReads};
-use crate::store::columns::Columns;
-use crate::store::entity::{provider_volume as volume, volume_attachment as attachment};
 use crate::store::list::ListFilter;
-use crate::store::state::{Desired, State, VolumeFilesystem, VolumeKind};
+use crate::store::state::{VolumeFilesystem, VolumeKind};
+use crate::views::instances::InstanceView;
+use crate::views::json::write_null;
+use crate::views::snapshots::SnapshotView;
 use crate::views::volumes::{AttachmentView, VolumeView};
 
 #[derive(InputObject)]
@@ -40,9 +39,14 @@ pub struct ProviderSnapshotRestoreInput {
     pub idempotency_key: String,
 }
 
-/// A volume on an instance; `instance` is Some when the page it is on read its instance along.
+/// A volume on an instance.
+// `instance` is Some when the page it is on read its instance along.
+#[derive(SimpleObject)]
+#[graphql(complex, serial)]
 pub struct Attachment {
+    #[graphql(flatten)]
     pub view: AttachmentView,
+    #[graphql(skip)]
     instance: Option<Option<Instance>>,
 }
 
@@ -52,66 +56,36 @@ impl From<AttachmentView> for Attachment {
     }
 }
 
-/// A volume on an instance.
-// Its fields are read from memory: resolved one after another (`serial`), a page of them costs no
-// task node and waker per field.
-#[Object(serial)]
+#[ComplexObject]
 impl Attachment {
     pub async fn id(&self) -> ID {
         ID(self.view.id.clone())
-    }
-    async fn instance_id(&self) -> &str {
-        &self.view.instance_id
     }
     /// The instance, when the caller may read it.
     async fn instance(&self, ctx: &Context<'_>) -> Result<Option<Instance>> {
         if let Some(read) = &self.instance {
             return Ok(read.clone());
         }
-        Ok(loaders(ctx)?.instances.load_one(self.view.instance_id.clone()).await?.flatten().map(Instance))
-    }
-    /// PENDING (attaching), READY (attached), DELETING (detaching) or ERROR.
-    async fn state(&self) -> State {
-        self.view.state
-    }
-    async fn desired_state(&self) -> Desired {
-        self.view.desired_state
-    }
-    async fn message(&self) -> Option<&str> {
-        self.view.message.as_deref()
-    }
-    async fn ready_at(&self) -> Option<DateTime<Utc>> {
-        self.view.ready_at
+        Ok(loaders(ctx)?.instances.load_one(self.view.instance_id.clone()).await?.flatten().map(Instance::from))
     }
 }
 
-/// Each field of `Attachment` as a page renders it (`render`), as its resolver gives it; its
-/// instance only when the page read it along.
+/// `Attachment` as a page renders it: its view's fields, its instance only when the page read it
+/// along.
 impl Render for Attachment {
     fn step(field: &Field, planner: &Planner<'_>) -> Option<Step<Self>> {
         match field.name.node.as_str() {
-            "id" => text(|a| &a.view.id),
-            "instanceId" => text(|a| &a.view.instance_id),
             "instance" => planner.object(field, |a: &Attachment| a.instance.as_ref().map(Option::as_ref)),
-            "state" => enumerated(|a| a.view.state),
-            "desiredState" => enumerated(|a| a.view.desired_state),
-            "message" => optional_text(|a| a.view.message.as_deref()),
-            "readyAt" => optional(|a| a.view.ready_at),
-            _ => None,
+            _ => view_field(field, |a: &Attachment| &a.view),
         }
     }
 }
 
-/// The columns each field of `Attachment` is built from (`Columns::for_fields`).
-pub(super) fn attachment_columns(field: &str) -> Option<&'static [attachment::Column]> {
-    use attachment::Column::*;
+/// The view fields each field of `Attachment` that is not its view's is built from.
+pub(super) fn attachment_derived(field: &str) -> Option<&'static [&'static str]> {
     Some(match field {
-        "id" | "__typename" => &[],
-        "instanceId" | "instance" => &[InstanceId],
-        "state" => &[State],
-        "desiredState" => &[DesiredState],
-        "message" => &[Message],
-        "readyAt" => &[ReadyAt],
+        "id" => &[],
+        "instance" => &["instance_id"],
         _ => return None,
     })
 }
@@ -159,11 +133,17 @@ impl Render for Mount {
     }
 }
 
-/// A volume with its attachments; its snapshots are Some when the page it is on read them along
-/// (else the loaders read them when asked).
+/// A block volume or an NFS share, with its attachments and snapshots.
+// Its snapshots are Some when the page it is on read them along (else the loaders read them when
+// asked).
+#[derive(SimpleObject)]
+#[graphql(complex, serial)]
 pub struct ProviderVolume {
+    #[graphql(flatten)]
     pub view: VolumeView,
+    #[graphql(skip)]
     attachments: Vec<Attachment>,
+    #[graphql(skip)]
     snapshots: Option<Vec<ProviderSnapshot>>,
 }
 
@@ -176,6 +156,10 @@ impl ProviderVolume {
         self.attachments.first()
     }
 
+    fn mount(&self) -> Option<Mount> {
+        self.view.mount_source.clone().map(|source| Mount { source })
+    }
+
     /// A volume read on its own: its attachments are in its view.
     pub fn whole(mut view: VolumeView) -> Self {
         let attachments = std::mem::take(&mut view.attachments).into_iter().map(Attachment::from).collect();
@@ -184,206 +168,27 @@ impl ProviderVolume {
 
     /// A volume of `page`, with the children the page read along.
     fn on_page(mut view: VolumeView, page: &mut VolumePage, reads: &VolumeReads) -> Self {
-        let instance = |id: &str| reads.instances.as_ref().map(|_| page.instances.get(id).cloned().map(Instance));
+        let instance = |id: &str| reads.instances.as_ref().map(|_| page.instances.get(id).cloned().map(Instance::from));
         let attachments = std::mem::take(&mut view.attachments)
             .into_iter()
             .map(|a| Attachment { instance: instance(&a.instance_id), view: a })
             .collect();
-        let snapshots = reads
-            .snapshots
-            .as_ref()
-            .map(|_| page.snapshots.remove(&view.id).unwrap_or_default().into_iter().map(ProviderSnapshot).collect());
+        let snapshots = reads.snapshots.as_ref().map(|_| {
+            page.snapshots.remove(&view.id).unwrap_or_default().into_iter().map(ProviderSnapshot::from).collect()
+        });
         ProviderVolume { view, attachments, snapshots }
     }
 }
 
-/// The columns each field of `ProviderVolume` is built from (`Columns::for_fields`); its
-/// attachments and snapshots are read apart.
-pub(super) fn volume_columns(field: &str) -> Option<&'static [volume::Column]> {
-    use volume::Column::*;
-    Some(match field {
-        "id" | "attachments" | "snapshots" | "__typename" => &[],
-        "tenantId" => &[TenantId],
-        "projectId" => &[ProjectId],
-        "poolId" => &[PoolId],
-        "name" => &[Name],
-        "description" => &[Description],
-        "region" => &[Region],
-        "kind" | "attachment" => &[Kind],
-        "networkId" => &[NetworkId],
-        "filesystem" => &[Filesystem],
-        "deleteWithInstance" => &[DeleteWithInstance],
-        "sourceSnapshotId" => &[SourceSnapshotId],
-        "sizeGiB" => &[SizeGib],
-        "observedSizeGiB" => &[ObservedSizeGib],
-        "state" => &[State],
-        "desiredState" => &[DesiredState],
-        "message" => &[Message],
-        "device" => &[Device],
-        "mount" => &[MountSource],
-        "version" => &[Version],
-        "createdAt" => &[CreatedAt],
-        "readyAt" => &[ReadyAt],
-        "deletedAt" => &[DeletedAt],
-        _ => return None,
-    })
-}
-
-/// Each field of `ProviderVolume` as a page renders it (`render`), as its resolver gives it; its
-/// snapshots only when the page read them along.
-impl Render for ProviderVolume {
-    fn step(field: &Field, planner: &Planner<'_>) -> Option<Step<Self>> {
-        match field.name.node.as_str() {
-            "id" => text(|v| &v.view.id),
-            "tenantId" => text(|v| &v.view.tenant_id),
-            "projectId" => optional_text(|v| v.view.project_id.as_deref()),
-            "poolId" => text(|v| &v.view.pool_id),
-            "name" => text(|v| &v.view.name),
-            "description" => optional_text(|v| v.view.description.as_deref()),
-            "region" => text(|v| &v.view.region),
-            "kind" => enumerated(|v| v.view.kind),
-            "networkId" => optional_text(|v| v.view.network_id.as_deref()),
-            "filesystem" => optional_enum(|v| v.view.filesystem),
-            "deleteWithInstance" => scalar(|v| v.view.delete_with_instance),
-            "sourceSnapshotId" => optional_text(|v| v.view.source_snapshot_id.as_deref()),
-            "sizeGiB" => scalar(|v| v.view.size_gib),
-            "observedSizeGiB" => optional(|v| v.view.observed_size_gib),
-            "state" => enumerated(|v| v.view.state),
-            "desiredState" => enumerated(|v| v.view.desired_state),
-            "message" => optional_text(|v| v.view.message.as_deref()),
-            "device" => optional_text(|v| v.view.device.as_deref()),
-            "mount" => {
-                let plan = planner.plan::<Mount>(&field.selection_set.node)?;
-                Some(Box::new(move |v: &ProviderVolume, out| match &v.view.mount_source {
-                    Some(source) => plan.write(&Mount { source: source.clone() }, out),
-                    None => null(out),
-                }))
-            }
-            "attachment" => planner.object(field, |v: &ProviderVolume| Some(v.block_attachment())),
-            "attachments" => planner.list(field, |v: &ProviderVolume| Some(&v.attachments[..])),
-            "snapshots" => planner.list(field, |v: &ProviderVolume| v.snapshots.as_deref()),
-            "version" => scalar(|v| v.view.version),
-            "createdAt" => scalar(|v| v.view.created_at),
-            "readyAt" => optional(|v| v.view.ready_at),
-            "deletedAt" => optional(|v| v.view.deleted_at),
-            _ => None,
-        }
-    }
-}
-
-impl Edge for ProviderVolumeEdge {
-    type Node = ProviderVolume;
-    fn cursor(&self) -> &str {
-        &self.cursor
-    }
-    fn node(&self) -> &ProviderVolume {
-        &self.node
-    }
-}
-
-/// What a page of volumes reads for `node` (the selection of its edges' node).
-fn volume_reads(node: &Lookahead<'_>) -> VolumeReads {
-    use crate::store::entity::{instance, provider_snapshot as snapshot};
-    let attachments = [node.field("attachments"), node.field("attachment")];
-    let instances = [attachments[0].field("instance"), attachments[1].field("instance")];
-    let snapshots = [node.field("snapshots")];
-    let asked = |fields: &[Lookahead<'_>]| fields.iter().any(Lookahead::exists);
-    VolumeReads {
-        volumes: Columns::for_fields(
-            reads::fields(std::slice::from_ref(node)),
-            &[volume::Column::Id, volume::Column::TenantId, volume::Column::ProjectId],
-            volume_columns,
-        ),
-        attachments: asked(&attachments).then(|| {
-            let needed = [attachment::Column::Id, attachment::Column::VolumeId];
-            Columns::for_fields(reads::fields(&attachments), &needed, attachment_columns)
-        }),
-        instances: asked(&instances).then(|| {
-            let needed = [instance::Column::Id, instance::Column::TenantId, instance::Column::ProjectId];
-            Columns::for_fields(reads::fields(&instances), &needed, super::instances::instance_columns)
-        }),
-        snapshots: asked(&snapshots).then(|| {
-            use snapshot::Column::{Id, ProjectId, TenantId, VolumeId};
-            let needed = [Id, TenantId, ProjectId, VolumeId];
-            Columns::for_fields(reads::fields(&snapshots), &needed, super::snapshots::snapshot_columns)
-        }),
-    }
-}
-
-// Its fields are read from memory: resolved one after another (`serial`), a page of them costs no
-// task node and waker per field.
-#[Object(serial)]
+#[ComplexObject]
 impl ProviderVolume {
     pub async fn id(&self) -> ID {
         ID(self.view.id.clone())
     }
-    async fn tenant_id(&self) -> &str {
-        &self.view.tenant_id
-    }
-    async fn project_id(&self) -> Option<&str> {
-        self.view.project_id.as_deref()
-    }
-    async fn pool_id(&self) -> &str {
-        &self.view.pool_id
-    }
-    async fn name(&self) -> &str {
-        &self.view.name
-    }
-    async fn description(&self) -> Option<&str> {
-        self.view.description.as_deref()
-    }
-    async fn region(&self) -> &str {
-        &self.view.region
-    }
-    /// BLOCK (one instance at a time) or SHARED (an NFS share on a network).
-    async fn kind(&self) -> VolumeKind {
-        self.view.kind
-    }
-    /// A shared volume's network.
-    async fn network_id(&self) -> Option<&str> {
-        self.view.network_id.as_deref()
-    }
-    /// The filesystem it was formatted with at create (never changed later); none for a shared
-    /// volume.
-    async fn filesystem(&self) -> Option<VolumeFilesystem> {
-        self.view.filesystem
-    }
-    /// Deleted with the instance it is attached to (else deleting the instance detaches it).
-    async fn delete_with_instance(&self) -> bool {
-        self.view.delete_with_instance
-    }
-    /// The snapshot it was restored from.
-    async fn source_snapshot_id(&self) -> Option<&str> {
-        self.view.source_snapshot_id.as_deref()
-    }
-    /// The size asked for (and booked on diskGiB).
-    #[graphql(name = "sizeGiB")]
-    async fn size_gib(&self) -> i64 {
-        self.view.size_gib
-    }
-    /// The size the provider last reported.
-    #[graphql(name = "observedSizeGiB")]
-    async fn observed_size_gib(&self) -> Option<i64> {
-        self.view.observed_size_gib
-    }
-    async fn state(&self) -> State {
-        self.view.state
-    }
-    async fn desired_state(&self) -> Desired {
-        self.view.desired_state
-    }
-    /// Why it is not ready: the provider's words, or ours.
-    async fn message(&self) -> Option<&str> {
-        self.view.message.as_deref()
-    }
-    /// The path the guest sees a block volume at (`/dev/disk/by-id/scsi-0DO_Volume_…`), or a
-    /// shared volume's NFS source.
-    async fn device(&self) -> Option<&str> {
-        self.view.device.as_deref()
-    }
     /// How a guest mounts a shared volume, once the provider reports its source.
-    async fn mount(&self) -> Option<Mount> {
-        self.view.mount_source.clone().map(|source| Mount { source })
+    #[graphql(name = "mount")]
+    async fn mount_of(&self) -> Option<Mount> {
+        self.mount()
     }
     /// A block volume's attachment, when it has one (a shared volume's are in `attachments`).
     async fn attachment(&self) -> Option<&Attachment> {
@@ -401,36 +206,53 @@ impl ProviderVolume {
             return Ok(Cow::Borrowed(read));
         }
         let found = loaders(ctx)?.snapshots.load_one(self.view.id.clone()).await?.unwrap_or_default();
-        Ok(Cow::Owned(found.into_iter().map(ProviderSnapshot).collect()))
-    }
-    /// Bumped by every change: keep the view with the highest.
-    async fn version(&self) -> i64 {
-        self.view.version
-    }
-    async fn created_at(&self) -> DateTime<Utc> {
-        self.view.created_at
-    }
-    /// Billing starts here.
-    async fn ready_at(&self) -> Option<DateTime<Utc>> {
-        self.view.ready_at
-    }
-    /// Billing ends here.
-    async fn deleted_at(&self) -> Option<DateTime<Utc>> {
-        self.view.deleted_at
+        Ok(Cow::Owned(found.into_iter().map(ProviderSnapshot::from).collect()))
     }
 }
 
-#[derive(SimpleObject)]
-#[graphql(serial)]
-pub struct ProviderVolumeEdge {
-    pub cursor: String,
-    pub node: ProviderVolume,
+/// `ProviderVolume` as a page renders it: its view's fields, its attachments, and its snapshots
+/// only when the page read them along.
+impl Render for ProviderVolume {
+    fn step(field: &Field, planner: &Planner<'_>) -> Option<Step<Self>> {
+        match field.name.node.as_str() {
+            "mount" => {
+                let plan = planner.plan::<Mount>(&field.selection_set.node)?;
+                Some(Box::new(move |v: &ProviderVolume, out| match v.mount() {
+                    Some(mount) => plan.write(&mount, out),
+                    None => write_null(out),
+                }))
+            }
+            "attachment" => planner.object(field, |v: &ProviderVolume| Some(v.block_attachment())),
+            "attachments" => planner.list(field, |v: &ProviderVolume| Some(&v.attachments[..])),
+            "snapshots" => planner.list(field, |v: &ProviderVolume| v.snapshots.as_deref()),
+            _ => view_field(field, |v: &ProviderVolume| &v.view),
+        }
+    }
 }
 
-#[derive(SimpleObject)]
-pub struct ProviderVolumeConnection {
-    pub edges: Rendered<ProviderVolumeEdge>,
-    pub page_info: PageInfo,
+/// The view fields each field of `ProviderVolume` that is not its view's is built from; its
+/// attachments and snapshots are read apart.
+pub(super) fn volume_derived(field: &str) -> Option<&'static [&'static str]> {
+    Some(match field {
+        "id" | "attachments" | "snapshots" => &[],
+        "attachment" => &["kind"],
+        "mount" => &["mount_source"],
+        _ => return None,
+    })
+}
+
+/// What a page of volumes reads for `node` (the selection of its edges' node).
+fn volume_reads(node: &Lookahead<'_>) -> VolumeReads {
+    let attachments = [node.field("attachments"), node.field("attachment")];
+    let instances = [attachments[0].field("instance"), attachments[1].field("instance")];
+    let snapshots = [node.field("snapshots")];
+    let asked = |fields: &[Lookahead<'_>]| fields.iter().any(Lookahead::exists);
+    VolumeReads {
+        volumes: reads::selected::<VolumeView>(std::slice::from_ref(node), volume_derived),
+        attachments: asked(&attachments).then(|| reads::selected::<AttachmentView>(&attachments, attachment_derived)),
+        instances: asked(&instances).then(|| reads::selected::<InstanceView>(&instances, super::instances::derived)),
+        snapshots: asked(&snapshots).then(|| reads::selected::<SnapshotView>(&snapshots, super::snapshots::derived)),
+    }
 }
 
 #[derive(InputObject)]
@@ -521,23 +343,12 @@ impl VolumeQuery {
         #[graphql(default)] include_deleted: bool,
         #[graphql(default = 100)] first: i32,
         after: Option<String>,
-    ) -> Result<ProviderVolumeConnection> {
+    ) -> Result<Connection<ProviderVolume>> {
         let filter = ListFilter { pool_id, project_id, include_deleted, first: first.max(0) as u64, after };
         let reads = volume_reads(&ctx.look_ahead().field("edges").field("node"));
         let mut page = services(ctx).volume_page(actor(ctx)?, &tenant_id, filter, &reads).await?;
-        let volumes = std::mem::take(&mut page.volumes.items);
-        let edges = volumes
-            .into_iter()
-            .map(|view| ProviderVolumeEdge {
-                cursor: view.id.clone(),
-                node: ProviderVolume::on_page(view, &mut page, &reads),
-            })
-            .collect();
-        let page = page.volumes;
-        Ok(ProviderVolumeConnection {
-            edges: Rendered(edges),
-            page_info: PageInfo { end_cursor: page.end_cursor, has_next_page: page.has_next_page },
-        })
+        let volumes = std::mem::replace(&mut page.volumes, Page::empty());
+        Ok(Connection::of(volumes, |v| &v.id, |view| ProviderVolume::on_page(view, &mut page, &reads)))
     }
 }
 
@@ -630,7 +441,7 @@ impl VolumeMutation {
             name: input.name,
             idempotency_key: input.idempotency_key,
         };
-        Ok(ProviderSnapshot(services(ctx).volume_snapshot(actor(ctx)?, take).await?))
+        Ok(ProviderSnapshot::from(services(ctx).volume_snapshot(actor(ctx)?, take).await?))
     }
 
     /// Marks it for deletion and returns it DELETING; publishes `providerVolume.deleted` once

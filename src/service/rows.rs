@@ -57,6 +57,12 @@ pub struct Page<T> {
     pub has_next_page: bool,
 }
 
+impl<T> Page<T> {
+    pub fn empty() -> Self {
+        Page { items: Vec::new(), end_cursor: None, has_next_page: false }
+    }
+}
+
 /// Splits one extra row off a page read with `limit(first + 1)`, then keeps the rows `keep`
 /// allows, as views.
 pub fn page<M, T>(mut rows: Vec<M>, first: u64, id: impl Fn(&M) -> &str, keep: impl FnMut(M) -> Option<T>) -> Page<T> {

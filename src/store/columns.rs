@@ -23,19 +23,16 @@ impl<E: EntityTrait> Columns<E> {
         Columns(E::Column::iter().collect())
     }
 
-    /// The columns `fields` are built from (`columns_of`), `needed` first; every column when one
-    /// of the fields is not in `columns_of`, so that a field added without its columns costs
-    /// speed, never a wrong value.
-    pub fn for_fields<'a>(
-        fields: impl IntoIterator<Item = &'a str>,
-        needed: &[E::Column],
-        columns_of: fn(&str) -> Option<&'static [E::Column]>,
-    ) -> Self {
-        let mut asked = Vec::new();
-        for field in fields {
-            match columns_of(field) {
-                Some(columns) => asked.extend_from_slice(columns),
-                None => return Columns::all(),
+    /// The columns of `names` (a view's fields, each read from the column of its name; None:
+    /// all), `needed` first; every column when a name is not one, so that a field that is not a
+    /// column costs speed, never a wrong value.
+    pub fn named(names: Option<&[&str]>, needed: &[E::Column]) -> Self {
+        let Some(names) = names else { return Columns::all() };
+        let mut asked = Vec::with_capacity(names.len());
+        for name in names {
+            match name.parse::<E::Column>() {
+                Ok(column) => asked.push(column),
+                Err(_) => return Columns::all(),
             }
         }
         Columns::of(needed, asked)

@@ -1,67 +1,76 @@
 //! What a volume looks like to its callers and in its `providerVolume.*` events: the views
 //! built from its rows.
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
 
+use super::fields::view;
 use crate::store::entity::{provider_volume as volume, volume_attachment as attachment};
 use crate::store::outbox::{NewEvent, Payload};
 use crate::store::state::{Desired, State, VolumeFilesystem, VolumeKind};
 
 pub const KIND: &str = "provider-volume";
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct AttachmentView {
-    pub id: String,
-    pub instance_id: String,
-    pub state: State,
-    pub desired_state: Desired,
-    pub message: Option<String>,
-    pub ready_at: Option<DateTime<Utc>>,
+view! {
+    /// A volume on an instance.
+    pub struct AttachmentView from attachment::Model {
+        #[graphql(skip)]
+        pub id: String,
+        pub instance_id: String,
+        /// PENDING (attaching), READY (attached), DELETING (detaching) or ERROR.
+        pub state: State,
+        pub desired_state: Desired,
+        pub message: Option<String>,
+        pub ready_at: Option<DateTime<Utc>>,
+    }
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct VolumeView {
-    pub id: String,
-    pub tenant_id: String,
-    pub project_id: Option<String>,
-    pub pool_id: String,
-    pub name: String,
-    pub description: Option<String>,
-    pub region: String,
-    pub kind: VolumeKind,
-    pub network_id: Option<String>,
-    pub filesystem: Option<VolumeFilesystem>,
-    pub delete_with_instance: bool,
-    pub source_snapshot_id: Option<String>,
-    pub size_gib: i64,
-    pub observed_size_gib: Option<i64>,
-    pub state: State,
-    pub desired_state: Desired,
-    pub message: Option<String>,
-    /// The path the guest sees a block volume at; a shared volume's NFS source.
-    pub device: Option<String>,
-    /// A shared volume's NFS source `<host>:<path>`, once the provider reports it.
-    pub mount_source: Option<String>,
-    pub version: i64,
-    pub created_at: DateTime<Utc>,
-    pub ready_at: Option<DateTime<Utc>>,
-    pub deleted_at: Option<DateTime<Utc>>,
-    /// The attachments that are not finished (detached ones are left out).
-    pub attachments: Vec<AttachmentView>,
-}
-
-impl From<attachment::Model> for AttachmentView {
-    fn from(a: attachment::Model) -> Self {
-        AttachmentView {
-            id: a.id,
-            instance_id: a.instance_id,
-            state: a.state,
-            desired_state: a.desired_state,
-            message: a.message,
-            ready_at: a.ready_at,
-        }
+view! {
+    /// A volume with its attachments.
+    pub struct VolumeView from volume::Model {
+        #[graphql(skip)]
+        pub id: String,
+        pub tenant_id: String,
+        pub project_id: Option<String>,
+        pub pool_id: String,
+        pub name: String,
+        pub description: Option<String>,
+        pub region: String,
+        /// BLOCK (one instance at a time) or SHARED (an NFS share on a network).
+        pub kind: VolumeKind,
+        /// A shared volume's network.
+        pub network_id: Option<String>,
+        /// The filesystem it was formatted with at create (never changed later); none for a shared
+        /// volume.
+        pub filesystem: Option<VolumeFilesystem>,
+        /// Deleted with the instance it is attached to (else deleting the instance detaches it).
+        pub delete_with_instance: bool,
+        /// The snapshot it was restored from.
+        pub source_snapshot_id: Option<String>,
+        /// The size asked for (and booked on diskGiB).
+        pub size_gib: i64 as "sizeGiB",
+        /// The size the provider last reported.
+        pub observed_size_gib: Option<i64> as "observedSizeGiB",
+        pub state: State,
+        pub desired_state: Desired,
+        /// Why it is not ready: the provider's words, or ours.
+        pub message: Option<String>,
+        /// The path the guest sees a block volume at (`/dev/disk/by-id/scsi-0DO_Volume_…`), or a
+        /// shared volume's NFS source.
+        pub device: Option<String>,
+        /// A shared volume's NFS source `<host>:<path>`, once the provider reports it (GraphQL
+        /// shows it as `mount`).
+        #[graphql(skip)]
+        pub mount_source: Option<String>,
+        /// Bumped by every change: keep the view with the highest.
+        pub version: i64,
+        pub created_at: DateTime<Utc>,
+        /// Billing starts here.
+        pub ready_at: Option<DateTime<Utc>>,
+        /// Billing ends here.
+        pub deleted_at: Option<DateTime<Utc>>,
+    }
+    also {
+        /// The attachments that are not finished (detached ones are left out).
+        pub attachments: Vec<AttachmentView>,
     }
 }
 
@@ -78,32 +87,7 @@ pub fn view(v: &volume::Model, attachments: &[attachment::Model]) -> VolumeView 
 
 /// The view of `v` with `attachments` (already its own, not finished).
 pub fn view_of(v: volume::Model, attachments: Vec<AttachmentView>) -> VolumeView {
-    VolumeView {
-        id: v.id,
-        tenant_id: v.tenant_id,
-        project_id: v.project_id,
-        pool_id: v.pool_id,
-        name: v.name,
-        description: v.description,
-        region: v.region,
-        kind: v.kind,
-        network_id: v.network_id,
-        filesystem: v.filesystem,
-        delete_with_instance: v.delete_with_instance,
-        source_snapshot_id: v.source_snapshot_id,
-        size_gib: v.size_gib,
-        observed_size_gib: v.observed_size_gib,
-        state: v.state,
-        desired_state: v.desired_state,
-        message: v.message,
-        device: v.device,
-        mount_source: v.mount_source,
-        version: v.version,
-        created_at: v.created_at,
-        ready_at: v.ready_at,
-        deleted_at: v.deleted_at,
-        attachments,
-    }
+    VolumeView { attachments, ..v.into() }
 }
 
 /// The `providerVolume.*` event of a change to `v`.

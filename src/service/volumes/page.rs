@@ -21,18 +21,40 @@ use crate::store::entity::{
     instance, provider_snapshot as snapshot, provider_volume as volume, volume_attachment as attachment,
 };
 use crate::store::session::Session;
+use crate::views::fields::Selected;
 use crate::views::instances::InstanceView;
 use crate::views::snapshots::SnapshotView;
 use crate::views::volumes::{AttachmentView, KIND, VolumeView, view_of};
 
-/// What a page of volumes reads: the columns of each volume, and the columns of each kind of
-/// child it reads along (None: not read; a child not asked for is not read).
+/// What a page of volumes shows: the fields of each volume, and of each kind of child it reads
+/// along (None: not read; a child not asked for is not read).
 pub struct VolumeReads {
-    pub volumes: Columns<volume::Entity>,
-    pub attachments: Option<Columns<attachment::Entity>>,
+    pub volumes: Selected,
+    pub attachments: Option<Selected>,
     /// The attachments' instances (read only with the attachments).
-    pub instances: Option<Columns<instance::Entity>>,
-    pub snapshots: Option<Columns<snapshot::Entity>>,
+    pub instances: Option<Selected>,
+    pub snapshots: Option<Selected>,
+}
+
+/// The columns of `selected`, with those every read of them needs: the id, and what
+/// authorization decides on.
+fn volume_columns(selected: &Selected) -> Columns<volume::Entity> {
+    use volume::Column::{Id, ProjectId, TenantId};
+    Columns::named(selected.names(), &[Id, TenantId, ProjectId])
+}
+
+fn attachment_columns(selected: &Selected) -> Columns<attachment::Entity> {
+    Columns::named(selected.names(), &[attachment::Column::Id, attachment::Column::VolumeId])
+}
+
+fn instance_columns(selected: &Selected) -> Columns<instance::Entity> {
+    use instance::Column::{Id, ProjectId, TenantId};
+    Columns::named(selected.names(), &[Id, TenantId, ProjectId])
+}
+
+fn snapshot_columns(selected: &Selected) -> Columns<snapshot::Entity> {
+    use snapshot::Column::{Id, ProjectId, TenantId, VolumeId};
+    Columns::named(selected.names(), &[Id, TenantId, ProjectId, VolumeId])
 }
 
 /// A page of volumes, each view with its attachments when they were read, and the children
@@ -59,8 +81,14 @@ impl Services {
         // One connection for the page's statements (`store::session`).
         let session = Session::open(&self.db).await?;
         let readable = actor.readable(READ, tenant_id, Some(KIND));
-        let found =
-            store::list::page_of::<volume::Entity>(&session, tenant_id, &filter, &readable, &reads.volumes).await?;
+        let found = store::list::page_of::<volume::Entity>(
+            &session,
+            tenant_id,
+            &filter,
+            &readable,
+            &volume_columns(&reads.volumes),
+        )
+        .await?;
         let mut volumes = rows::page(
             found,
             filter.first,
@@ -75,12 +103,13 @@ impl Services {
             return Ok(VolumePage { volumes, instances: HashMap::new(), snapshots: HashMap::new() });
         }
         let attached = async {
-            let Some(columns) = &reads.attachments else { return Ok(HashMap::new()) };
+            let Some(selected) = &reads.attachments else { return Ok(HashMap::new()) };
+            let columns = &attachment_columns(selected);
             let (found, instances) = match &reads.instances {
-                Some(instance_columns) => {
+                Some(instances) => {
+                    let instances = &instance_columns(instances);
                     let (found, instances) =
-                        store::volumes::live_attachments_with_instances(&session, &ids, columns, instance_columns)
-                            .await?;
+                        store::volumes::live_attachments_with_instances(&session, &ids, columns, instances).await?;
                     (found, readable_instances(actor, instances))
                 }
                 None => (store::volumes::live_attachments_of(&session, &ids, columns).await?, HashMap::new()),
@@ -93,7 +122,7 @@ impl Services {
         };
         let snapshots = async {
             match &reads.snapshots {
-                Some(columns) => snapshots_in(&session, actor, &ids, columns).await,
+                Some(selected) => snapshots_in(&session, actor, &ids, &snapshot_columns(selected)).await,
                 None => Ok(HashMap::new()),
             }
         };
