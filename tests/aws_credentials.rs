@@ -15,7 +15,6 @@ use common::{ADMIN, Backend, TestDb, TestServer};
 use serde_json::json;
 use vps_graph::metrics::Metrics;
 use vps_graph::provider::aws::{Aws, Settings, ToolingSource};
-use vps_graph::provider::{AwsNetworks, Filesystems};
 use vps_graph::sim::{Sim, SimConfig};
 
 const REGION: &str = "us-east-1";

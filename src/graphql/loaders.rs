@@ -12,7 +12,6 @@ use crate::authz::Actor;
 use crate::error::Error;
 use crate::services::Services;
 use crate::store::STATEMENTS;
-use crate::store::columns::Columns;
 use crate::views::instances::InstanceView;
 use crate::views::snapshots::SnapshotView;
 
@@ -56,7 +55,7 @@ impl Loader<String> for SnapshotLoader {
     type Error = Error;
 
     async fn load(&self, keys: &[String]) -> Result<HashMap<String, Self::Value>, Self::Error> {
-        Ok(every_key(keys, self.0.services.snapshots_of(&self.0.actor, keys, &Columns::all()).await?))
+        Ok(every_key(keys, self.0.services.snapshots_of(&self.0.actor, keys).await?))
     }
 }
 
@@ -68,7 +67,7 @@ impl Loader<String> for InstanceLoader {
     type Error = Error;
 
     async fn load(&self, keys: &[String]) -> Result<HashMap<String, Self::Value>, Self::Error> {
-        let mut found = self.0.services.instances_by_id(&self.0.actor, keys, &Columns::all()).await?;
+        let mut found = self.0.services.instances_by_id(&self.0.actor, keys).await?;
         Ok(keys.iter().map(|k| (k.clone(), found.remove(k))).collect())
     }
 }

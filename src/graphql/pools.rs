@@ -3,12 +3,12 @@ use async_graphql::{Context, ID, InputObject, Object, Result, SimpleObject};
 use chrono::{DateTime, Utc};
 
 use super::{actor, providers, services};
-use crate::service::pools::{self as svc, PoolView, QuotaLimit, strings};
-use crate::store::entity::{provider_account, quota};
+use crate::service::pools::{self as svc, QuotaLimit};
 use crate::store::state::{Billing, ProviderKind};
+use crate::views::pools::{AccountView, PoolView, QuotaView};
 
 /// A provider account. Its credentials are never returned, nor where they are kept.
-pub struct ProviderAccount(pub provider_account::Model);
+pub struct ProviderAccount(pub AccountView);
 
 #[Object]
 impl ProviderAccount {
@@ -25,10 +25,10 @@ impl ProviderAccount {
         Some(self.0.api_url.as_str()).filter(|u| !u.is_empty())
     }
     async fn regions(&self) -> Vec<String> {
-        strings(&self.0.regions)
+        self.0.regions.clone()
     }
     async fn zones(&self) -> Vec<String> {
-        strings(&self.0.zones)
+        self.0.zones.clone()
     }
     /// Set for a tenant's own (BYO) account.
     async fn tenant_id(&self) -> Option<&str> {
@@ -95,41 +95,41 @@ pub struct Pool(pub PoolView);
 #[Object]
 impl Pool {
     pub async fn id(&self) -> ID {
-        ID(self.0.pool.id.clone())
+        ID(self.0.id.clone())
     }
     async fn name(&self) -> &str {
-        &self.0.pool.name
+        &self.0.name
     }
     async fn billing(&self) -> Billing {
-        self.0.pool.billing
+        self.0.billing
     }
     async fn provider_account_id(&self) -> &str {
-        &self.0.pool.provider_account_id
+        &self.0.provider_account_id
     }
     async fn provider_kind(&self) -> ProviderKind {
         self.0.account.kind
     }
     async fn regions(&self) -> Vec<String> {
-        strings(&self.0.account.regions)
+        self.0.account.regions.clone()
     }
     async fn zones(&self) -> Vec<String> {
-        strings(&self.0.account.zones)
+        self.0.account.zones.clone()
     }
     /// The machine sizes an instance of this pool may ask (empty: any the provider makes).
     async fn sizes(&self) -> Vec<String> {
-        strings(&self.0.pool.sizes)
+        self.0.sizes.clone()
     }
     /// The images an instance of this pool may ask (empty: any).
     async fn images(&self) -> Vec<String> {
-        strings(&self.0.pool.images)
+        self.0.images.clone()
     }
     async fn created_at(&self) -> DateTime<Utc> {
-        self.0.pool.created_at
+        self.0.created_at
     }
 }
 
 /// How much of one resource a tenant may hold in one pool, and holds now.
-pub struct Quota(pub quota::Model);
+pub struct Quota(pub QuotaView);
 
 #[Object]
 impl Quota {

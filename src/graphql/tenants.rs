@@ -4,9 +4,9 @@ use chrono::{DateTime, Utc};
 
 use super::{actor, services};
 use crate::service::tenants::{ProjectCreate, TenantCreate};
-use crate::store::entity::{project, tenant};
+use crate::views::tenants::{ProjectView, TenantView};
 
-pub struct Tenant(pub tenant::Model);
+pub struct Tenant(pub TenantView);
 
 #[Object]
 impl Tenant {
@@ -24,7 +24,7 @@ impl Tenant {
     }
 }
 
-pub struct Project(pub project::Model);
+pub struct Project(pub ProjectView);
 
 #[Object]
 impl Project {

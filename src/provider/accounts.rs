@@ -4,24 +4,44 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use super::aws::Aws;
+use super::digitalocean::DigitalOcean;
 use super::*;
 use crate::metrics::Metrics;
 use crate::secret::Secret;
 use crate::store::state::ProviderKind;
 
-/// A provider account's client, with the capabilities it has.
-pub struct Provider {
-    pub networks: Option<Arc<dyn Networks>>,
-    pub actions: Option<Arc<dyn Actions>>,
-    pub instances: Option<Arc<dyn Instances>>,
-    pub firewalls: Option<Arc<dyn Firewalls>>,
-    pub volumes: Option<Arc<dyn Volumes>>,
-    pub snapshots: Option<Arc<dyn Snapshots>>,
-    pub addresses: Option<Arc<dyn Addresses>>,
-    pub aws_networks: Option<Arc<dyn AwsNetworks>>,
-    pub security_groups: Option<Arc<dyn SecurityGroups>>,
-    pub aws_instances: Option<Arc<dyn AwsInstances>>,
-    pub filesystems: Option<Arc<dyn Filesystems>>,
+/// A provider account's client: the cloud it is on, with all that cloud offers. A reconciler
+/// matches on it; what a cloud does not offer is refused by the service before anything is
+/// recorded (`supports_*`).
+pub enum Provider {
+    DigitalOcean(Arc<DigitalOcean>),
+    Aws(Arc<Aws>),
+}
+
+impl Provider {
+    /// The DigitalOcean client, None on AWS.
+    pub fn digitalocean(&self) -> Option<&Arc<DigitalOcean>> {
+        match self {
+            Provider::DigitalOcean(client) => Some(client),
+            Provider::Aws(_) => None,
+        }
+    }
+
+    /// The AWS client, None on DigitalOcean.
+    pub fn aws(&self) -> Option<&Arc<Aws>> {
+        match self {
+            Provider::Aws(client) => Some(client),
+            Provider::DigitalOcean(_) => None,
+        }
+    }
+
+    fn budget(&self) -> Arc<super::budget::AccountBudget> {
+        match self {
+            Provider::DigitalOcean(client) => client.budget(),
+            Provider::Aws(client) => client.budget(),
+        }
+    }
 }
 
 /// Which capabilities a kind of account has, known without a client (to refuse before recording).
@@ -97,77 +117,50 @@ impl Providers {
     }
 
     fn build(&self, account: &AccountRef<'_>) -> Client {
-        let none = Provider {
-            networks: None,
-            actions: None,
-            instances: None,
-            firewalls: None,
-            volumes: None,
-            snapshots: None,
-            addresses: None,
-            aws_networks: None,
-            security_groups: None,
-            aws_instances: None,
-            filesystems: None,
+        let (provider, credential_read) = match account.kind {
+            ProviderKind::Aws => self.aws(account),
+            ProviderKind::Digitalocean => self.digitalocean(account),
         };
-        if account.kind == ProviderKind::Aws {
-            let settings = aws::Settings { timeout: self.timeout, ..aws::Settings::default() };
-            let metrics = self.metrics.clone();
-            let mut credential_read = true;
-            let client = Arc::new(if account.sim {
-                aws::Aws::new(self.sim_url.clone(), Ok(aws::Credentials::sim(account.id)), settings, metrics)
-            } else {
-                let endpoint = Some(account.api_url.to_owned()).filter(|url| !url.is_empty());
-                match aws::ToolingSource::parse(account.credential_ref) {
-                    Some(Ok(source)) => aws::Aws::from_tooling(endpoint, source, settings, metrics),
-                    Some(Err(message)) => aws::Aws::new(endpoint, Err(message), settings, metrics),
-                    None => {
-                        let pair = read_credential(account.credential_ref).and_then(|s| aws::Credentials::parse(&s));
-                        credential_read = pair.is_ok();
-                        aws::Aws::new(endpoint, pair, settings, metrics)
-                    }
+        Client { budget: provider.budget(), provider: Arc::new(provider), credential_read }
+    }
+
+    fn aws(&self, account: &AccountRef<'_>) -> (Provider, bool) {
+        let settings = aws::Settings { timeout: self.timeout, ..aws::Settings::default() };
+        let metrics = self.metrics.clone();
+        let mut credential_read = true;
+        let client = if account.sim {
+            aws::Aws::new(self.sim_url.clone(), Ok(aws::Credentials::sim(account.id)), settings, metrics)
+        } else {
+            let endpoint = Some(account.api_url.to_owned()).filter(|url| !url.is_empty());
+            match aws::ToolingSource::parse(account.credential_ref) {
+                Some(Ok(source)) => aws::Aws::from_tooling(endpoint, source, settings, metrics),
+                Some(Err(message)) => aws::Aws::new(endpoint, Err(message), settings, metrics),
+                None => {
+                    let pair = read_credential(account.credential_ref).and_then(|s| aws::Credentials::parse(&s));
+                    credential_read = pair.is_ok();
+                    aws::Aws::new(endpoint, pair, settings, metrics)
                 }
-            });
-            let client_budget = client.budget();
-            let provider = Provider {
-                aws_networks: Some(client.clone()),
-                security_groups: Some(client.clone()),
-                aws_instances: Some(client.clone()),
-                filesystems: Some(client),
-                ..none
-            };
-            return Client { budget: Some(client_budget), provider: Arc::new(provider), credential_read };
-        }
-        if account.kind != ProviderKind::Digitalocean {
-            return Client { provider: Arc::new(none), credential_read: true, budget: None };
-        }
+            }
+        };
+        (Provider::Aws(Arc::new(client)), credential_read)
+    }
+
+    fn digitalocean(&self, account: &AccountRef<'_>) -> (Provider, bool) {
         let (base, token) = if account.sim {
             (self.sim_url.clone().unwrap_or_default(), Ok(Secret::new(format!("sim-{}", account.id))))
         } else {
             (account.api_url.to_owned(), read_credential(account.credential_ref).map(Secret::new))
         };
         let credential_read = token.is_ok();
-        let client =
-            Arc::new(digitalocean::DigitalOcean::new(account.id, &base, token, self.timeout, self.metrics.clone()));
-        let budget = Some(client.budget());
-        let provider = Provider {
-            networks: Some(client.clone()),
-            actions: Some(client.clone()),
-            instances: Some(client.clone()),
-            firewalls: Some(client.clone()),
-            volumes: Some(client.clone()),
-            snapshots: Some(client.clone()),
-            addresses: Some(client),
-            ..none
-        };
-        Client { provider: Arc::new(provider), credential_read, budget }
+        let client = DigitalOcean::new(account.id, &base, token, self.timeout, self.metrics.clone());
+        (Provider::DigitalOcean(Arc::new(client)), credential_read)
     }
 
     /// The account's budget as this replica's client of it sees it; nothing sent yet (no client
     /// made) reads as an empty one.
     pub fn budget(&self, account_id: &str, now_s: i64) -> super::budget::BudgetView {
         let clients = self.clients.lock().unwrap_or_else(|e| e.into_inner());
-        clients.get(account_id).and_then(|c| c.budget.as_ref()).map(|b| b.view(now_s)).unwrap_or_default()
+        clients.get(account_id).map(|c| c.budget.view(now_s)).unwrap_or_default()
     }
 }
 
@@ -175,7 +168,7 @@ impl Providers {
 struct Client {
     provider: Arc<Provider>,
     credential_read: bool,
-    budget: Option<Arc<super::budget::AccountBudget>>,
+    budget: Arc<super::budget::AccountBudget>,
 }
 
 /// The secret behind `env:NAME` or `file:/path`, read when the client is made.

@@ -1,8 +1,8 @@
-//! Providers: one trait per capability (networks, instances, volumes and shares, snapshots,
-//! addresses, and on AWS networks, security groups, machines and shared filesystems),
-//! implemented per cloud. A provider that lacks a capability
-//! says so, and the service answers UNSUPPORTED before anything is recorded. This layer knows
-//! nothing of the database.
+//! Providers: the client of each cloud (`digitalocean::DigitalOcean`, `aws::Aws`), with what it
+//! offers as its own methods, and `Provider`, an account's client as one of the two, which a
+//! reconciler matches on. What a kind of account does not offer is known without a client
+//! (`supports_*`), and the service answers UNSUPPORTED before anything is recorded. This layer
+//! knows nothing of the database.
 mod accounts;
 pub mod aws;
 pub mod budget;
@@ -40,19 +40,6 @@ pub struct VpcCreate<'a> {
     pub description: &'a str,
 }
 
-/// Tenant networks: one VPC per subnet.
-#[async_trait::async_trait]
-pub trait Networks: Send + Sync {
-    async fn vpc_create(&self, request: &VpcCreate<'_>) -> ProviderResult<Vpc>;
-    /// None when the provider has no such VPC.
-    async fn vpc_get(&self, id: &str) -> ProviderResult<Option<Vpc>>;
-    async fn vpc_find_by_name(&self, name: &str) -> ProviderResult<Option<Vpc>>;
-    /// False when it was already gone.
-    async fn vpc_delete(&self, id: &str) -> ProviderResult<bool>;
-    /// Every VPC of the account, in pages of the API's largest size.
-    async fn vpcs_list(&self) -> ProviderResult<Vec<Vpc>>;
-}
-
 /// A machine as the provider shows it (a DigitalOcean Droplet). `status` is the provider's word:
 /// `new` while it is being made, then `active`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -75,23 +62,6 @@ pub struct DropletCreate<'a> {
     pub tags: &'a [String],
     /// The tenant's user data, as text.
     pub user_data: Option<&'a str>,
-}
-
-/// Machines, and the tags that mark them.
-#[async_trait::async_trait]
-pub trait Instances: Send + Sync {
-    async fn droplet_create(&self, request: &DropletCreate<'_>) -> ProviderResult<Droplet>;
-    async fn droplet_get(&self, id: &str) -> ProviderResult<Option<Droplet>>;
-    async fn droplet_find_by_name(&self, name: &str) -> ProviderResult<Option<Droplet>>;
-    /// False when it was already gone.
-    async fn droplet_delete(&self, id: &str) -> ProviderResult<bool>;
-    /// Deletes the Droplet with exactly the volumes named (a selective destroy: what is not
-    /// named is kept); false when the Droplet was already gone.
-    async fn droplet_destroy_with_volumes(&self, id: &str, volume_ids: &[String]) -> ProviderResult<bool>;
-    async fn droplets_tagged(&self, tag: &str) -> ProviderResult<Vec<Droplet>>;
-    /// Tags (`on`) or untags Droplets, all in one call; tagging makes the tag first.
-    async fn tag_droplets(&self, tag: &str, droplet_ids: &[String], on: bool) -> ProviderResult<()>;
-    async fn tag_delete(&self, tag: &str) -> ProviderResult<()>;
 }
 
 /// One rule of a DigitalOcean cloud firewall: `protocol` `tcp`, `udp` or `icmp`; `ports` as the
@@ -127,22 +97,6 @@ pub struct CloudFirewallSpec<'a> {
     pub tags: &'a [String],
     pub inbound: &'a [CloudFirewallRule],
     pub outbound: &'a [CloudFirewallRule],
-}
-
-/// DigitalOcean's cloud firewalls. A create has no idempotency key: a create whose answer was
-/// lost is found by its name in the list.
-#[async_trait::async_trait]
-pub trait Firewalls: Send + Sync {
-    /// Needs at least one rule, and every tag it names to exist (`tag_create`).
-    async fn firewall_create(&self, spec: &CloudFirewallSpec<'_>) -> ProviderResult<CloudFirewall>;
-    /// Every firewall of the account.
-    async fn firewalls(&self) -> ProviderResult<Vec<CloudFirewall>>;
-    /// Replaces the firewall with `spec`; None when it is gone.
-    async fn firewall_update(&self, id: &str, spec: &CloudFirewallSpec<'_>) -> ProviderResult<Option<CloudFirewall>>;
-    /// False when it was already gone.
-    async fn firewall_delete(&self, id: &str) -> ProviderResult<bool>;
-    /// Makes the tag (making one that exists succeeds).
-    async fn tag_create(&self, name: &str) -> ProviderResult<()>;
 }
 
 /// A block volume as the provider shows it.
@@ -205,32 +159,6 @@ pub enum ShareAction {
     Snapshot { name: String },
 }
 
-/// Block volumes and network file shares.
-#[async_trait::async_trait]
-pub trait Volumes: Send + Sync {
-    async fn volume_create(&self, request: &VolumeCreate<'_>) -> ProviderResult<BlockVolume>;
-    async fn volume_get(&self, id: &str) -> ProviderResult<Option<BlockVolume>>;
-    async fn volume_find_by_name(&self, name: &str, region: &str) -> ProviderResult<Option<BlockVolume>>;
-    /// False when it was already gone.
-    async fn volume_delete(&self, id: &str) -> ProviderResult<bool>;
-    /// Starts an action; returns its id, to be looked at through `Actions`.
-    async fn volume_action(&self, volume_id: &str, region: &str, action: &VolumeAction) -> ProviderResult<u64>;
-    /// The id of an action of `kind` the provider is still running on the volume: what a call
-    /// whose answer was lost may have started.
-    async fn volume_action_running(&self, volume_id: &str, kind: VolumeActionKind) -> ProviderResult<Option<u64>>;
-    async fn share_create(&self, name: &str, region: &str, size_gib: i64, vpc_id: &str) -> ProviderResult<Share>;
-    async fn share_get(&self, id: &str, region: &str) -> ProviderResult<Option<Share>>;
-    async fn share_find_by_name(&self, name: &str, region: &str) -> ProviderResult<Option<Share>>;
-    async fn share_delete(&self, id: &str, region: &str) -> ProviderResult<bool>;
-    /// Starts a share action; its effect shows on the share (there is no action to poll). A
-    /// snapshot answers the new snapshot's id.
-    async fn share_action(&self, share_id: &str, action: &ShareAction) -> ProviderResult<Option<String>>;
-    /// Every block volume of the account, in pages of the API's largest size.
-    async fn volumes_list(&self) -> ProviderResult<Vec<BlockVolume>>;
-    /// Every share of the account in `region`, in pages of the API's largest size.
-    async fn shares_list(&self, region: &str) -> ProviderResult<Vec<Share>>;
-}
-
 /// A volume or share snapshot as the provider shows it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Snapshot {
@@ -249,21 +177,6 @@ impl Snapshot {
     pub fn started(id: String, name: &str) -> Snapshot {
         Snapshot { id, name: name.to_owned(), size_gib: 0.0, min_disk_size: None, ready: false, failed: false }
     }
-}
-
-#[async_trait::async_trait]
-pub trait Snapshots: Send + Sync {
-    async fn volume_snapshot_create(&self, volume_id: &str, name: &str, tags: &[String]) -> ProviderResult<Snapshot>;
-    async fn volume_snapshot_get(&self, id: &str) -> ProviderResult<Option<Snapshot>>;
-    async fn volume_snapshot_find(&self, volume_id: &str, name: &str) -> ProviderResult<Option<Snapshot>>;
-    async fn volume_snapshot_delete(&self, id: &str) -> ProviderResult<bool>;
-    async fn share_snapshot_get(&self, id: &str, region: &str) -> ProviderResult<Option<Snapshot>>;
-    async fn share_snapshot_find(&self, share_id: &str, name: &str, region: &str) -> ProviderResult<Option<Snapshot>>;
-    async fn share_snapshot_delete(&self, id: &str, region: &str) -> ProviderResult<bool>;
-    /// Every volume snapshot of the account, in pages of the API's largest size.
-    async fn volume_snapshots_list(&self) -> ProviderResult<Vec<Snapshot>>;
-    /// Every share snapshot of the account in `region`, in pages of the API's largest size.
-    async fn share_snapshots_list(&self, region: &str) -> ProviderResult<Vec<Snapshot>>;
 }
 
 /// The two families of reserved address.
@@ -287,37 +200,12 @@ pub struct ReservedAddress {
     pub reserved_at: Option<String>,
 }
 
-/// Reserved addresses and their assignment to machines. Assign and unassign are actions,
-/// looked at through `Actions` until done.
-#[async_trait::async_trait]
-pub trait Addresses: Send + Sync {
-    async fn address_reserve(&self, family: Family, region: &str) -> ProviderResult<ReservedAddress>;
-    /// None when the provider has no such address.
-    async fn address_get(&self, family: Family, ip: &str) -> ProviderResult<Option<ReservedAddress>>;
-    /// Releases it; false when it was already gone.
-    async fn address_release(&self, family: Family, ip: &str) -> ProviderResult<bool>;
-    /// Starts assigning it to a Droplet; returns the action's id.
-    async fn address_assign(&self, family: Family, ip: &str, droplet_id: &str) -> ProviderResult<u64>;
-    /// Starts unassigning it; returns the action's id.
-    async fn address_unassign(&self, family: Family, ip: &str) -> ProviderResult<u64>;
-    /// Every reserved address of `family` of the account, in pages of the API's largest size.
-    async fn addresses_list(&self, family: Family) -> ProviderResult<Vec<ReservedAddress>>;
-}
-
 /// Where an asynchronous provider action is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ActionStatus {
     InProgress,
     Completed,
     Errored,
-}
-
-/// Provider actions (attach, detach, resize, snapshot) are started, then looked at through the
-/// action endpoints until done; a run never waits on one (it looks again 5 s later).
-#[async_trait::async_trait]
-pub trait Actions: Send + Sync {
-    /// None when the provider knows no such action.
-    async fn action_get(&self, id: u64) -> ProviderResult<Option<ActionStatus>>;
 }
 
 /// A tag on an AWS resource.
@@ -356,39 +244,6 @@ pub struct AwsSubnet {
     pub cidr_block: String,
     pub state: String,
     pub tags: Vec<Tag>,
-}
-
-/// AWS networks: a VPC (with DNS support and DNS hostnames, which EFS names need) and one subnet
-/// per zone. Tags (a `Name` and the caller's ownership tag) are written in the create call
-/// itself. Names are not unique at EC2: a find answers every match, for the caller to check
-/// ownership. Every call names its region.
-#[async_trait::async_trait]
-pub trait AwsNetworks: Send + Sync {
-    /// CreateVpc, then `vpc_enable_dns`. A failure after the create is `Unknown` (the VPC
-    /// exists): find it by name and call `vpc_enable_dns` again.
-    async fn vpc_create(&self, region: &str, cidr_block: &str, tags: &[Tag]) -> ProviderResult<AwsVpc>;
-    /// Sets EnableDnsSupport and EnableDnsHostnames (idempotent).
-    async fn vpc_enable_dns(&self, region: &str, vpc_id: &str) -> ProviderResult<()>;
-    /// None when EC2 has no such VPC.
-    async fn vpc_get(&self, region: &str, vpc_id: &str) -> ProviderResult<Option<AwsVpc>>;
-    async fn vpcs_find_by_name(&self, region: &str, name: &str) -> ProviderResult<Vec<AwsVpc>>;
-    /// False when it was already gone; `DependencyViolation` while subnets or interfaces remain.
-    async fn vpc_delete(&self, region: &str, vpc_id: &str) -> ProviderResult<bool>;
-    async fn subnet_create(
-        &self,
-        region: &str,
-        vpc_id: &str,
-        availability_zone: &str,
-        cidr_block: &str,
-        tags: &[Tag],
-    ) -> ProviderResult<AwsSubnet>;
-    async fn subnets_of_vpc(&self, region: &str, vpc_id: &str) -> ProviderResult<Vec<AwsSubnet>>;
-    /// False when it was already gone.
-    async fn subnet_delete(&self, region: &str, subnet_id: &str) -> ProviderResult<bool>;
-    /// Every VPC of the region (an adopted one carries no tag of ours), in pages of 1,000.
-    async fn vpcs_in(&self, region: &str) -> ProviderResult<Vec<AwsVpc>>;
-    /// Every subnet of the region, in pages of 1,000.
-    async fn subnets_in(&self, region: &str) -> ProviderResult<Vec<AwsSubnet>>;
 }
 
 /// Where a security group rule admits traffic from (inbound) or lets it go to (outbound).
@@ -458,52 +313,6 @@ pub enum Flow {
     Egress,
 }
 
-/// EC2 security groups. A create has no idempotency token: a create whose answer was lost ends
-/// in `InvalidGroup.Duplicate` next time, resolved by `security_group_find` and the tags.
-#[async_trait::async_trait]
-pub trait SecurityGroups: Send + Sync {
-    /// Answers the new group's id.
-    async fn security_group_create(
-        &self,
-        region: &str,
-        vpc_id: &str,
-        name: &str,
-        description: &str,
-        tags: &[Tag],
-    ) -> ProviderResult<String>;
-    /// All rules in one call: one that exists already fails the whole call with
-    /// `InvalidPermission.Duplicate` (compare with the group's rules first).
-    async fn security_group_authorize(
-        &self,
-        region: &str,
-        group_id: &str,
-        flow: Flow,
-        rules: &[GroupRule],
-    ) -> ProviderResult<()>;
-    /// All rules in one call; one the group lacks fails the whole call with
-    /// `InvalidPermission.NotFound`.
-    async fn security_group_revoke(
-        &self,
-        region: &str,
-        group_id: &str,
-        flow: Flow,
-        rules: &[GroupRule],
-    ) -> ProviderResult<()>;
-    /// Every group of the VPC, its `default` one too.
-    async fn security_groups_of_vpc(&self, region: &str, vpc_id: &str) -> ProviderResult<Vec<SecurityGroup>>;
-    /// The group of that name in the VPC, with its tags for the ownership check.
-    async fn security_group_find(
-        &self,
-        region: &str,
-        vpc_id: &str,
-        name: &str,
-    ) -> ProviderResult<Option<SecurityGroup>>;
-    /// False when it was already gone; `DependencyViolation` while an interface uses it.
-    async fn security_group_delete(&self, region: &str, group_id: &str) -> ProviderResult<bool>;
-    /// Every group of the region carrying `deployment`'s ownership tag, in pages of 1,000.
-    async fn security_groups_owned(&self, region: &str, deployment: &str) -> ProviderResult<Vec<SecurityGroup>>;
-}
-
 /// An EC2 machine.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AwsInstance {
@@ -531,24 +340,6 @@ pub struct InstanceRun<'a> {
     /// Idempotency: the same token within a day answers the same machine (use the provider name).
     pub client_token: &'a str,
     pub tags: &'a [Tag],
-}
-
-/// EC2 machines, one per RunInstances.
-#[async_trait::async_trait]
-pub trait AwsInstances: Send + Sync {
-    async fn instance_run(&self, region: &str, request: &InstanceRun<'_>) -> ProviderResult<AwsInstance>;
-    /// None when EC2 has no such machine (a terminated one stays visible for a while).
-    async fn instance_get(&self, region: &str, instance_id: &str) -> ProviderResult<Option<AwsInstance>>;
-    async fn instances_find_by_name(&self, region: &str, name: &str) -> ProviderResult<Vec<AwsInstance>>;
-    /// False when it was already gone.
-    async fn instance_terminate(&self, region: &str, instance_id: &str) -> ProviderResult<bool>;
-    /// Every machine in the VPC (terminated ones too, while EC2 still shows them).
-    async fn instances_in_vpc(&self, region: &str, vpc_id: &str) -> ProviderResult<Vec<AwsInstance>>;
-    /// Replaces the machine's security groups with `group_ids` (at least one).
-    async fn instance_set_groups(&self, region: &str, instance_id: &str, group_ids: &[String]) -> ProviderResult<()>;
-    /// Every machine of the region carrying `deployment`'s ownership tag (terminated ones too,
-    /// while EC2 still shows them), in pages of 1,000.
-    async fn instances_owned(&self, region: &str, deployment: &str) -> ProviderResult<Vec<AwsInstance>>;
 }
 
 /// An EFS file system. `dns_name` is built from the id and region (the API does not return it).
@@ -610,44 +401,6 @@ pub struct LustreFileSystem {
     pub vpc_id: Option<String>,
     pub failure_message: Option<String>,
     pub tags: Vec<Tag>,
-}
-
-/// Shared filesystems: EFS (NFS, with one mount target per zone) and FSx for Lustre.
-#[async_trait::async_trait]
-pub trait Filesystems: Send + Sync {
-    /// Encrypted, with `creation_token` (the provider name) as its idempotency key. A token held
-    /// already (ours after a lost answer, or anyone's) is `FileSystemAlreadyExists`, with that
-    /// file system's id in the message: look it up and check its tags.
-    async fn efs_create(&self, region: &str, creation_token: &str, tags: &[Tag]) -> ProviderResult<EfsFileSystem>;
-    /// None when EFS has no such file system.
-    async fn efs_get(&self, region: &str, file_system_id: &str) -> ProviderResult<Option<EfsFileSystem>>;
-    async fn efs_find_by_token(&self, region: &str, creation_token: &str) -> ProviderResult<Option<EfsFileSystem>>;
-    /// False when it was already gone; `FileSystemInUse` while a mount target remains.
-    async fn efs_delete(&self, region: &str, file_system_id: &str) -> ProviderResult<bool>;
-    async fn mount_target_create(
-        &self,
-        region: &str,
-        file_system_id: &str,
-        subnet_id: &str,
-        security_group_ids: &[String],
-    ) -> ProviderResult<MountTarget>;
-    /// Empty when the file system has none, or is gone.
-    async fn mount_targets_of(&self, region: &str, file_system_id: &str) -> ProviderResult<Vec<MountTarget>>;
-    /// False when it was already gone.
-    async fn mount_target_delete(&self, region: &str, mount_target_id: &str) -> ProviderResult<bool>;
-    /// A token reused with the same parameters answers the earlier file system (a success that
-    /// does not prove we made it: check the tags).
-    async fn lustre_create(&self, region: &str, request: &LustreCreate<'_>) -> ProviderResult<LustreFileSystem>;
-    /// None when FSx has no such file system.
-    async fn lustre_get(&self, region: &str, file_system_id: &str) -> ProviderResult<Option<LustreFileSystem>>;
-    /// Every Lustre file system tagged `Name=name` (FSx has no filter: this lists them all).
-    async fn lustre_find_by_name(&self, region: &str, name: &str) -> ProviderResult<Vec<LustreFileSystem>>;
-    /// Without a final backup; false when it was already gone.
-    async fn lustre_delete(&self, region: &str, file_system_id: &str) -> ProviderResult<bool>;
-    /// Every EFS file system of the region (not yet deleted), in pages of 100, EFS's largest.
-    async fn efs_list(&self, region: &str) -> ProviderResult<Vec<EfsFileSystem>>;
-    /// Every Lustre file system of the region, in the pages FSx gives.
-    async fn lustre_list(&self, region: &str) -> ProviderResult<Vec<LustreFileSystem>>;
 }
 
 /// The tag that marks what this deployment made at DigitalOcean (Droplets, volumes, snapshots).

@@ -387,6 +387,13 @@ fn panicked(panic: &(dyn std::any::Any + Send)) -> crate::error::Error {
     crate::error::Error::internal(format!("the run panicked: {text}"))
 }
 
+/// The run of a resource on an account whose cloud does not offer its kind: the service refuses
+/// such a resource before recording it (`provider::supports_*`), so only a row written around it
+/// gets here, and it waits as a failure says, never calling the wrong cloud.
+pub(crate) fn not_offered(kind: &str, account_id: &str) -> crate::error::Error {
+    crate::error::Error::new(crate::error::Code::Unsupported, format!("account {account_id}'s cloud offers no {kind}"))
+}
+
 /// Queue depth and the oldest due item, for /metrics.
 async fn report_depth(shared: Arc<Shared>) {
     loop {

@@ -67,7 +67,7 @@ pub async fn demo(services: &Services) -> Result<Option<FirstStart>> {
     };
     let pool = services.pool_create(&system, pool).await?;
     let quotas = limits(&[("diskGiB", 2000), ("addresses", 5), ("instances", 10), ("networks", 5)]);
-    services.pool_offer(&system, PoolOffer { pool_id: pool.pool.id, tenant_id: DEMO_TENANT.into(), quotas }).await?;
+    services.pool_offer(&system, PoolOffer { pool_id: pool.id, tenant_id: DEMO_TENANT.into(), quotas }).await?;
     if services.sim_url.is_some() {
         demo_aws(services, &system).await?;
     }
@@ -131,6 +131,6 @@ async fn demo_aws(services: &Services, system: &Actor) -> Result<()> {
     let pool = services.pool_create(system, pool).await?;
     let quotas =
         limits(&[("diskGiB", 500), ("instances", 10), ("networks", 5), ("filesystems", 4), ("filesystemGiB", 10_000)]);
-    services.pool_offer(system, PoolOffer { pool_id: pool.pool.id, tenant_id: DEMO_TENANT.into(), quotas }).await?;
+    services.pool_offer(system, PoolOffer { pool_id: pool.id, tenant_id: DEMO_TENANT.into(), quotas }).await?;
     Ok(())
 }

@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::networks;
-use super::pools::{find_pool, strings};
+use super::pools::find_pool;
 use super::validate;
 use crate::authz::Actor;
 use crate::error::{Code, Error, Result};
@@ -22,6 +22,7 @@ use crate::store::idempotency::{self, Claim};
 use crate::store::queue;
 use crate::store::state::{Deployment, Desired, FilesystemKind, State};
 use crate::views::filesystems::{FilesystemView, KIND, event, view};
+use crate::views::pools::strings;
 
 use crate::store::filesystems::RECONCILER;
 /// Filesystems a network holds that are not deleted.

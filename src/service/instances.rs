@@ -101,7 +101,7 @@ impl Services {
             }
             (None, false) => None,
             (Some(network_id), _) => {
-                let zones = super::pools::strings(&pool.account.zones);
+                let zones = crate::views::pools::strings(&pool.account.zones);
                 let place = Placement { account_id: &pool.account.id, region: &input.region, zones: &zones, aws };
                 let (network, zone) =
                     check_network(&txn, actor, &input.tenant_id, network_id, &place, input.zone.as_deref()).await?;
@@ -259,7 +259,7 @@ fn check_create(input: &InstanceCreate) -> Result<()> {
 /// what the instance books on `diskGiB`), and a size and image of the pool's lists when it has
 /// them. A machine left running when its row is deleted (`onDelete: DETACH`) is the tenant's own
 /// account's only: on the platform's no row would track it any more.
-fn check_machine(pool: &super::pools::PoolView, input: &InstanceCreate) -> Result<i64> {
+fn check_machine(pool: &super::pools::PoolRow, input: &InstanceCreate) -> Result<i64> {
     let kind = pool.account.kind;
     let not_offered = |field: &str, asked: &str, offered: Vec<String>| {
         Error::invalid_input(field, format!("pool {} offers no {field} {asked}", pool.pool.id))
@@ -269,11 +269,11 @@ fn check_machine(pool: &super::pools::PoolView, input: &InstanceCreate) -> Resul
         Error::invalid_input("size", format!("{kind} makes no machine of size {}", input.size))
             .with_details(json!({ "field": "size", "reason": "size" }))
     })?;
-    let sizes = super::pools::strings(&pool.pool.sizes);
+    let sizes = crate::views::pools::strings(&pool.pool.sizes);
     if !sizes.is_empty() && !sizes.contains(&input.size) {
         return Err(not_offered("size", &input.size, sizes));
     }
-    let images = super::pools::strings(&pool.pool.images);
+    let images = crate::views::pools::strings(&pool.pool.images);
     if !images.is_empty() && !images.contains(&input.image) {
         return Err(not_offered("image", &input.image, images));
     }

@@ -6,7 +6,6 @@
 use std::collections::HashMap;
 
 use super::networks::{self};
-use super::pools::PoolView;
 use super::tokens::Token;
 use super::volumes::{self};
 use super::{addresses, instances};
@@ -22,7 +21,9 @@ use crate::store::{networks as network_rows, nodes as store, pools as pool_rows,
 use crate::views::filesystems::FilesystemView;
 use crate::views::firewall_rules::FirewallRuleView;
 use crate::views::networks::{NetworkView, SubnetView};
+use crate::views::pools::{AccountView, PoolView};
 use crate::views::snapshots::SnapshotView;
+use crate::views::tenants::{ProjectView, TenantView};
 use crate::views::volumes::{AttachmentView, VolumeView};
 
 /// The kinds of object `node(id:)` resolves, told apart by the id's prefix. A tenant's id is
@@ -74,9 +75,9 @@ pub fn node_kind(id: &str) -> Option<NodeKind> {
 
 /// An object `node(id:)` answers.
 pub enum NodeView {
-    Tenant(tenant::Model),
-    Project(project::Model),
-    ProviderAccount(provider_account::Model),
+    Tenant(TenantView),
+    Project(ProjectView),
+    ProviderAccount(AccountView),
     Pool(PoolView),
     Token(Token),
     Network(NetworkView),
@@ -161,7 +162,7 @@ impl Services {
             |tenant_id: &Option<String>| actor.is_operator() || (tenant_id.is_some() && *tenant_id == actor.tenant_id);
         for account in store::rows_by_id::<provider_account::Entity>(&self.db, account_ids).await? {
             let decided = if own(&account.tenant_id) { actor.require_operator() } else { Err(missing(&account.id)) };
-            found.insert(account.id.clone(), decided.map(|_| NodeView::ProviderAccount(account)));
+            found.insert(account.id.clone(), decided.map(|_| NodeView::ProviderAccount(AccountView::from(&account))));
         }
         let pools = store::rows_by_id::<pool::Entity>(&self.db, pool_ids).await?;
         if !pools.is_empty() {
@@ -184,8 +185,8 @@ impl Services {
                     }
                     _ => Err(missing(&pool.id)),
                 };
-                let Some(account) = accounts.get(&pool.provider_account_id).cloned() else { continue };
-                found.insert(pool.id.clone(), decided.map(|_| NodeView::Pool(PoolView { pool, account })));
+                let Some(account) = accounts.get(&pool.provider_account_id) else { continue };
+                found.insert(pool.id.clone(), decided.map(|_| NodeView::Pool(PoolView::of(&pool, account))));
             }
         }
         let tokens = store::rows_by_id::<api_token::Entity>(&self.db, token_ids).await?;
@@ -213,12 +214,12 @@ impl Services {
     ) -> Result<()> {
         for tenant in store::rows_by_id::<tenant::Entity>(&self.db, tenant_ids).await? {
             let decided = actor.decide("compute:tenants:read", &Target::tenant(&tenant.id));
-            found.insert(tenant.id.clone(), decided.map(|_| NodeView::Tenant(tenant)));
+            found.insert(tenant.id.clone(), decided.map(|_| NodeView::Tenant(tenant.into())));
         }
         for project in store::rows_by_id::<project::Entity>(&self.db, project_ids).await? {
             let target = Target::resource(&project.tenant_id, Some(&project.id), "project", &project.id);
             let decided = actor.decide("compute:projects:read", &target);
-            found.insert(project.id.clone(), decided.map(|_| NodeView::Project(project)));
+            found.insert(project.id.clone(), decided.map(|_| NodeView::Project(project.into())));
         }
         Ok(())
     }

@@ -14,12 +14,14 @@ use crate::authz::{Actor, Target};
 use crate::error::{Code, Error, Result};
 use crate::ids;
 use crate::services::Services;
-use crate::store::entity::{pool, provider_account, quota};
-use crate::store::outbox::NewEvent;
+use crate::store::entity::{pool, provider_account};
 use crate::store::pools::{self as store, NewAccount, NewPool};
 use crate::store::quota as quota_rows;
 use crate::store::state::{Billing, ProviderKind};
 use crate::store::taken;
+use crate::views::pools::{
+    AccountView, PoolView, QuotaView, account_event, pool_event, pool_offered_event, quota_event,
+};
 
 const MAX_REGIONS: usize = 32;
 const MAX_QUOTAS_PER_OFFER: usize = 32;
@@ -71,29 +73,17 @@ pub struct QuotaSet {
     pub max: i64,
 }
 
-/// A pool with the account it is on.
+/// A pool's row with its account's.
 #[derive(Clone, Debug)]
-pub struct PoolView {
+pub struct PoolRow {
     pub pool: pool::Model,
     pub account: provider_account::Model,
 }
 
-pub fn strings(json: &serde_json::Value) -> Vec<String> {
-    json.as_array().map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect()).unwrap_or_default()
-}
-
-pub fn account_view(a: &provider_account::Model) -> serde_json::Value {
-    // Never the credential reference: the API does not return where secrets live.
-    json!({ "id": a.id, "name": a.name, "kind": a.kind, "apiUrl": a.api_url, "regions": a.regions, "zones": a.zones, "tenantId": a.tenant_id, "version": a.version })
-}
-
-pub fn pool_view(p: &pool::Model) -> serde_json::Value {
-    json!({ "id": p.id, "name": p.name, "providerAccountId": p.provider_account_id, "billing": p.billing,
-        "sizes": p.sizes, "images": p.images, "version": p.version })
-}
-
-pub fn quota_view(q: &quota::Model) -> serde_json::Value {
-    json!({ "tenantId": q.tenant_id, "poolId": q.pool_id, "resource": q.resource, "max": q.max, "used": q.used, "version": q.version })
+impl PoolRow {
+    pub fn view(&self) -> PoolView {
+        PoolView::of(&self.pool, &self.account)
+    }
 }
 
 fn default_api_url(kind: ProviderKind) -> Option<&'static str> {
@@ -104,11 +94,7 @@ fn default_api_url(kind: ProviderKind) -> Option<&'static str> {
 }
 
 impl Services {
-    pub async fn provider_account_create(
-        &self,
-        actor: &Actor,
-        input: ProviderAccountCreate,
-    ) -> Result<provider_account::Model> {
+    pub async fn provider_account_create(&self, actor: &Actor, input: ProviderAccountCreate) -> Result<AccountView> {
         actor.require_operator()?;
         validate::name("name", &input.name)?;
         if let Some(tenant_id) = &input.tenant_id {
@@ -163,17 +149,8 @@ impl Services {
         // Its inventory pass: nothing settled yet, so its first pass lists nothing.
         let due = now.timestamp_millis();
         crate::store::queue::ensure(&txn, crate::store::inventory::RECONCILER, &created.id, due).await?;
-        let event = NewEvent {
-            event_type: "providerAccount.created".into(),
-            subject_kind: "provider-account",
-            subject: created.id.clone(),
-            tenant_id: created.tenant_id.clone(),
-            project_id: None,
-            version: created.version,
-            data: account_view(&created).into(),
-        };
-        self.commit(txn, vec![event]).await?;
-        Ok(created)
+        self.commit(txn, vec![account_event("providerAccount.created", &created)]).await?;
+        Ok(AccountView::from(&created))
     }
 
     /// The simulated cloud's URL for a `sim` account, in a process running it (it speaks both
@@ -184,9 +161,9 @@ impl Services {
             .ok_or_else(|| Error::invalid_input("sim", "this process runs no simulated cloud (--no-sim)"))
     }
 
-    pub async fn provider_account_list(&self, actor: &Actor) -> Result<Vec<provider_account::Model>> {
+    pub async fn provider_account_list(&self, actor: &Actor) -> Result<Vec<AccountView>> {
         actor.require_operator()?;
-        store::all_accounts(&self.db).await
+        Ok(store::all_accounts(&self.db).await?.iter().map(AccountView::from).collect())
     }
 
     pub async fn pool_create(&self, actor: &Actor, input: PoolCreate) -> Result<PoolView> {
@@ -222,17 +199,9 @@ impl Services {
         let created = store::insert(&txn, new, now)
             .await
             .map_err(taken("name", || format!("a pool named {} exists", input.name)))?;
-        let event = NewEvent {
-            event_type: "pool.created".into(),
-            subject_kind: "pool",
-            subject: created.id.clone(),
-            tenant_id: account.tenant_id.clone(),
-            project_id: None,
-            version: created.version,
-            data: pool_view(&created).into(),
-        };
-        self.commit(txn, vec![event]).await?;
-        Ok(PoolView { pool: created, account })
+        let view = PoolView::of(&created, &account);
+        self.commit(txn, vec![pool_event("pool.created", &view)]).await?;
+        Ok(view)
     }
 
     /// Sets the machine sizes and images a pool offers (operator); an instance asks one of each
@@ -246,23 +215,14 @@ impl Services {
         check_sizes_offered(view.account.kind, &input.sizes)?;
         let now = Utc::now();
         store::set_machines(&txn, &input.pool_id, &input.sizes, &input.images, now).await?;
-        let updated = find_pool(&txn, &input.pool_id).await?;
-        let event = NewEvent {
-            event_type: "pool.updated".into(),
-            subject_kind: "pool",
-            subject: updated.pool.id.clone(),
-            tenant_id: updated.account.tenant_id.clone(),
-            project_id: None,
-            version: updated.pool.version,
-            data: pool_view(&updated.pool).into(),
-        };
-        self.commit(txn, vec![event]).await?;
+        let updated = find_pool(&txn, &input.pool_id).await?.view();
+        self.commit(txn, vec![pool_event("pool.updated", &updated)]).await?;
         Ok(updated)
     }
 
     /// Offers a pool to a tenant: records the offer and creates (or resets the max of) the
     /// tenant's quota rows on it.
-    pub async fn pool_offer(&self, actor: &Actor, input: PoolOffer) -> Result<Vec<quota::Model>> {
+    pub async fn pool_offer(&self, actor: &Actor, input: PoolOffer) -> Result<Vec<QuotaView>> {
         actor.require_operator()?;
         validate::id("poolId", ids::POOL, &input.pool_id)?;
         validate::tenant_id("tenantId", &input.tenant_id)?;
@@ -288,29 +248,21 @@ impl Services {
         store::offer(&txn, &input.tenant_id, &input.pool_id, now).await?;
         // Its offers are part of the pool: the event carries a new version.
         store::bump(&txn, &input.pool_id, now).await?;
-        let offered_pool = find_pool(&txn, &input.pool_id).await?.pool;
+        let offered_pool = find_pool(&txn, &input.pool_id).await?.view();
         let mut quotas = Vec::new();
-        let mut events = vec![NewEvent {
-            event_type: "pool.offered".into(),
-            subject_kind: "pool",
-            subject: input.pool_id.clone(),
-            tenant_id: Some(input.tenant_id.clone()),
-            project_id: None,
-            version: offered_pool.version,
-            data: json!({ "pool": pool_view(&offered_pool), "tenantId": input.tenant_id }).into(),
-        }];
+        let mut events = vec![pool_offered_event(&offered_pool, &input.tenant_id)];
         for limit in input.quotas {
             let row =
                 quota_rows::set_max(&txn, &input.tenant_id, &input.pool_id, &limit.resource, limit.max, Utc::now())
                     .await?;
             events.push(quota_event(&row));
-            quotas.push(row);
+            quotas.push(QuotaView::from(row));
         }
         self.commit(txn, events).await?;
         Ok(quotas)
     }
 
-    pub async fn quota_set(&self, actor: &Actor, input: QuotaSet) -> Result<quota::Model> {
+    pub async fn quota_set(&self, actor: &Actor, input: QuotaSet) -> Result<QuotaView> {
         actor.require_operator()?;
         validate::tenant_id("tenantId", &input.tenant_id)?;
         validate::id("poolId", ids::POOL, &input.pool_id)?;
@@ -330,7 +282,7 @@ impl Services {
         let row =
             quota_rows::set_max(&txn, &input.tenant_id, &input.pool_id, &input.resource, input.max, Utc::now()).await?;
         self.commit(txn, vec![quota_event(&row)]).await?;
-        Ok(row)
+        Ok(QuotaView::from(row))
     }
 
     /// The pools offered to the tenant.
@@ -344,19 +296,17 @@ impl Services {
             store::find_accounts(&self.db, account_ids).await?.into_iter().map(|a| (a.id.clone(), a)).collect();
         Ok(pools
             .into_iter()
-            .filter_map(|pool| {
-                accounts.get(&pool.provider_account_id).cloned().map(|account| PoolView { pool, account })
-            })
+            .filter_map(|pool| accounts.get(&pool.provider_account_id).map(|account| PoolView::of(&pool, account)))
             .collect())
     }
 
     /// The tenant's quotas, on one pool or on all.
-    pub async fn quota_list(&self, actor: &Actor, tenant_id: &str, pool_id: Option<&str>) -> Result<Vec<quota::Model>> {
+    pub async fn quota_list(&self, actor: &Actor, tenant_id: &str, pool_id: Option<&str>) -> Result<Vec<QuotaView>> {
         if let Some(pool_id) = pool_id {
             validate::id("poolId", ids::POOL, pool_id)?;
         }
         actor.decide("compute:quotas:read", &Target::tenant(tenant_id))?;
-        quota_rows::list(&self.db, tenant_id, pool_id).await
+        Ok(quota_rows::list(&self.db, tenant_id, pool_id).await?.into_iter().map(QuotaView::from).collect())
     }
 }
 
@@ -400,22 +350,10 @@ fn check_places(
     Ok(())
 }
 
-pub(crate) async fn find_pool(conn: &impl ConnectionTrait, pool_id: &str) -> Result<PoolView> {
+pub(crate) async fn find_pool(conn: &impl ConnectionTrait, pool_id: &str) -> Result<PoolRow> {
     let pool = store::find(conn, pool_id).await?.ok_or_else(|| Error::not_found("pool", pool_id))?;
     let account = store::find_account(conn, &pool.provider_account_id)
         .await?
         .ok_or_else(|| Error::internal(format!("pool {pool_id} has no account")))?;
-    Ok(PoolView { pool, account })
-}
-
-fn quota_event(q: &quota::Model) -> NewEvent {
-    NewEvent {
-        event_type: "quota.updated".into(),
-        subject_kind: "quota",
-        subject: format!("{}/{}", q.pool_id, q.resource),
-        tenant_id: Some(q.tenant_id.clone()),
-        project_id: None,
-        version: q.version,
-        data: quota_view(q).into(),
-    }
+    Ok(PoolRow { pool, account })
 }

@@ -2,7 +2,7 @@
 //! the project a resource goes in, and pages in the order resources were made.
 use sea_orm::ConnectionTrait;
 
-use super::pools::{PoolView, find_pool};
+use super::pools::{PoolRow, find_pool};
 use super::validate;
 use crate::error::{Error, Result};
 use crate::store::{pools, tenants};
@@ -10,7 +10,7 @@ use crate::store::{pools, tenants};
 pub const MAX_PAGE: u64 = 1000;
 
 /// The pool, if it was offered to the tenant (NOT_FOUND otherwise).
-pub async fn offered_pool(conn: &impl ConnectionTrait, tenant_id: &str, pool_id: &str) -> Result<PoolView> {
+pub async fn offered_pool(conn: &impl ConnectionTrait, tenant_id: &str, pool_id: &str) -> Result<PoolRow> {
     let offered = pools::find_offer(conn, tenant_id, pool_id).await?;
     if offered.is_none() {
         return Err(Error::not_found("pool", pool_id));
@@ -19,8 +19,8 @@ pub async fn offered_pool(conn: &impl ConnectionTrait, tenant_id: &str, pool_id:
 }
 
 /// The region must be one the pool's account uses.
-pub fn check_region(pool: &PoolView, region: &str) -> Result<()> {
-    let regions = super::pools::strings(&pool.account.regions);
+pub fn check_region(pool: &PoolRow, region: &str) -> Result<()> {
+    let regions = crate::views::pools::strings(&pool.account.regions);
     if regions.iter().any(|r| r == region) {
         return Ok(());
     }

@@ -146,9 +146,8 @@ impl Services {
         &self,
         actor: &Actor,
         volume_ids: &[String],
-        columns: &Columns<snapshot::Entity>,
     ) -> Result<foldhash::HashMap<String, Vec<SnapshotView>>> {
-        snapshots_in(&Session::open(&self.db).await?, actor, volume_ids, columns).await
+        snapshots_in(&Session::open(&self.db).await?, actor, volume_ids, &Columns::all()).await
     }
 
     /// Marks the snapshot for deletion and returns it deleting; one being deleted is returned.

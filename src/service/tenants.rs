@@ -3,18 +3,16 @@
 use chrono::Utc;
 use sea_orm::ConnectionTrait;
 use serde::Serialize;
-use serde_json::json;
 
 use super::validate;
 use crate::authz::{Actor, Target};
 use crate::error::{Error, Result};
 use crate::ids;
 use crate::services::Services;
-use crate::store::entity::{project, tenant};
 use crate::store::idempotency::{self, Claim};
-use crate::store::outbox::NewEvent;
 use crate::store::taken;
 use crate::store::tenants::{self as store, NewProject};
+use crate::views::tenants::{ProjectView, TenantView, project_event, tenant_event};
 
 pub struct TenantCreate {
     pub id: String,
@@ -30,16 +28,8 @@ pub struct ProjectCreate {
     pub idempotency_key: Option<String>,
 }
 
-pub fn tenant_view(t: &tenant::Model) -> serde_json::Value {
-    json!({ "id": t.id, "name": t.name, "version": t.version, "createdAt": t.created_at })
-}
-
-pub fn project_view(p: &project::Model) -> serde_json::Value {
-    json!({ "id": p.id, "tenantId": p.tenant_id, "name": p.name, "description": p.description, "version": p.version, "createdAt": p.created_at })
-}
-
 impl Services {
-    pub async fn tenant_create(&self, actor: &Actor, input: TenantCreate) -> Result<tenant::Model> {
+    pub async fn tenant_create(&self, actor: &Actor, input: TenantCreate) -> Result<TenantView> {
         actor.require_operator()?;
         validate::tenant_id("id", &input.id)?;
         validate::max_len("name", &input.name, 128)?;
@@ -52,20 +42,20 @@ impl Services {
         let created = created.map_err(taken("id", || format!("tenant {} exists", input.id)))?;
         let event = tenant_event("tenant.created", &created);
         self.commit(txn, vec![event]).await?;
-        Ok(created)
+        Ok(created.into())
     }
 
-    pub async fn tenant_get(&self, actor: &Actor, tenant_id: &str) -> Result<tenant::Model> {
+    pub async fn tenant_get(&self, actor: &Actor, tenant_id: &str) -> Result<TenantView> {
         actor.decide("compute:tenants:read", &Target::tenant(tenant_id))?;
         find_tenant(&self.db, tenant_id).await
     }
 
-    pub async fn tenant_list(&self, actor: &Actor) -> Result<Vec<tenant::Model>> {
+    pub async fn tenant_list(&self, actor: &Actor) -> Result<Vec<TenantView>> {
         actor.require_operator()?;
-        store::all(&self.db).await
+        Ok(store::all(&self.db).await?.into_iter().map(Into::into).collect())
     }
 
-    pub async fn project_create(&self, actor: &Actor, input: ProjectCreate) -> Result<project::Model> {
+    pub async fn project_create(&self, actor: &Actor, input: ProjectCreate) -> Result<ProjectView> {
         actor.require_operator()?;
         validate::tenant_id("tenantId", &input.tenant_id)?;
         validate::name("name", &input.name)?;
@@ -96,27 +86,18 @@ impl Services {
         };
         let taken_name = taken("name", || format!("project {} exists in tenant {}", input.name, input.tenant_id));
         let created = store::insert_project(&txn, new, now).await.map_err(taken_name)?;
-        let event = NewEvent {
-            event_type: "project.created".into(),
-            subject_kind: "project",
-            subject: created.id.clone(),
-            tenant_id: Some(created.tenant_id.clone()),
-            project_id: Some(created.id.clone()),
-            version: created.version,
-            data: project_view(&created).into(),
-        };
-        self.commit(txn, vec![event]).await?;
-        Ok(created)
+        self.commit(txn, vec![project_event("project.created", &created)]).await?;
+        Ok(created.into())
     }
 
-    pub async fn project_get(&self, actor: &Actor, tenant_id: &str, project_id: &str) -> Result<project::Model> {
+    pub async fn project_get(&self, actor: &Actor, tenant_id: &str, project_id: &str) -> Result<ProjectView> {
         validate::id("projectId", ids::PROJECT, project_id)?;
         actor.decide("compute:projects:read", &Target::resource(tenant_id, Some(project_id), "project", project_id))?;
         find_project(&self.db, tenant_id, project_id).await
     }
 
     /// The tenant's projects the caller may read, oldest first.
-    pub async fn project_list(&self, actor: &Actor, tenant_id: &str) -> Result<Vec<project::Model>> {
+    pub async fn project_list(&self, actor: &Actor, tenant_id: &str) -> Result<Vec<ProjectView>> {
         actor.decide_list("compute:projects:read", tenant_id)?;
         let projects = store::projects_of(&self.db, tenant_id).await?;
         Ok(projects
@@ -124,26 +105,16 @@ impl Services {
             .filter(|p| {
                 actor.allows("compute:projects:read", &Target::resource(tenant_id, Some(&p.id), "project", &p.id))
             })
+            .map(Into::into)
             .collect())
     }
 }
 
-pub(crate) fn tenant_event(event_type: &str, t: &tenant::Model) -> NewEvent {
-    NewEvent {
-        event_type: event_type.into(),
-        subject_kind: "tenant",
-        subject: t.id.clone(),
-        tenant_id: Some(t.id.clone()),
-        project_id: None,
-        version: t.version,
-        data: tenant_view(t).into(),
-    }
+pub(crate) async fn find_tenant(conn: &impl ConnectionTrait, tenant_id: &str) -> Result<TenantView> {
+    store::find(conn, tenant_id).await?.map(Into::into).ok_or_else(|| Error::not_found("tenant", tenant_id))
 }
 
-pub(crate) async fn find_tenant(conn: &impl ConnectionTrait, tenant_id: &str) -> Result<tenant::Model> {
-    store::find(conn, tenant_id).await?.ok_or_else(|| Error::not_found("tenant", tenant_id))
-}
-
-async fn find_project(conn: &impl ConnectionTrait, tenant_id: &str, project_id: &str) -> Result<project::Model> {
-    store::find_project(conn, tenant_id, project_id).await?.ok_or_else(|| Error::not_found("project", project_id))
+async fn find_project(conn: &impl ConnectionTrait, tenant_id: &str, project_id: &str) -> Result<ProjectView> {
+    let found = store::find_project(conn, tenant_id, project_id).await?;
+    found.map(Into::into).ok_or_else(|| Error::not_found("project", project_id))
 }

@@ -8,5 +8,7 @@ pub mod firewall_rules;
 pub mod instances;
 pub mod json;
 pub mod networks;
+pub mod pools;
 pub mod snapshots;
+pub mod tenants;
 pub mod volumes;

@@ -8,8 +8,7 @@ use std::time::Duration;
 use vps_graph::metrics::Metrics;
 use vps_graph::provider::aws::{Aws, Credentials, Settings};
 use vps_graph::provider::{
-    AwsInstances, AwsNetworks, Filesystems, Flow, GroupRule, InstanceRun, LustreCreate, LustreDeployment,
-    ProviderError, RuleSource, SecurityGroups, Tag, tag_value,
+    Flow, GroupRule, InstanceRun, LustreCreate, LustreDeployment, ProviderError, RuleSource, Tag, tag_value,
 };
 use vps_graph::provider::{Lifecycle, MachineState};
 use vps_graph::sim::{Fault, Sim, SimConfig};
@@ -264,17 +263,16 @@ async fn aws_accounts_reach_their_endpoint_through_the_registry_sim_or_with_a_ke
     let sim_account =
         AccountRef { id: "acct-sim", kind: ProviderKind::Aws, api_url: "", credential_ref: "", sim: true };
     let provider = providers.for_account(&sim_account);
-    let vpc =
-        provider.aws_networks.as_ref().unwrap().vpc_create(REGION, "10.40.0.0/16", &ours("bc-net6")).await.unwrap();
+    let vpc = provider.aws().unwrap().clone().vpc_create(REGION, "10.40.0.0/16", &ours("bc-net6")).await.unwrap();
     assert!(vpc.id.starts_with("vpc-"));
-    assert!(provider.volumes.is_none() && provider.networks.is_none());
+    assert!(provider.digitalocean().is_none());
 
     let path = std::env::temp_dir().join(format!("vps-graph-aws-test-{}", std::process::id()));
     std::fs::write(&path, "AKIDFILE:secret-from-file\n").unwrap();
     let reference = format!("file:{}", path.display());
     let keyed =
         AccountRef { id: "acct-keyed", kind: ProviderKind::Aws, api_url: &url, credential_ref: &reference, sim: false };
-    let filesystems = providers.for_account(&keyed).filesystems.clone().unwrap();
+    let filesystems = providers.for_account(&keyed).aws().unwrap().clone();
     assert_eq!(filesystems.efs_find_by_token(REGION, "bc-none").await, Ok(None));
     std::fs::remove_file(&path).unwrap();
 
@@ -285,7 +283,7 @@ async fn aws_accounts_reach_their_endpoint_through_the_registry_sim_or_with_a_ke
         credential_ref: "env:VPS_GRAPH_NO_SUCH_KEY",
         sim: false,
     };
-    let groups = providers.for_account(&unset).security_groups.clone().unwrap();
+    let groups = providers.for_account(&unset).aws().unwrap().clone();
     let refused = groups.security_group_find(REGION, &vpc.id, "bc-x").await.unwrap_err();
     assert!(matches!(refused, ProviderError::Misconfigured { .. }), "{refused:?}");
 }

@@ -10,7 +10,7 @@ use common::Backend;
 use serde_json::{Value, json};
 use vps_graph::metrics::Metrics;
 use vps_graph::provider::aws::{Aws, Credentials, Settings};
-use vps_graph::provider::{AWS_OWNER_TAG, AwsNetworks, Tag, tag_value};
+use vps_graph::provider::{AWS_OWNER_TAG, Tag, tag_value};
 use vps_graph::sim::Fault;
 
 const REGION: &str = "us-east-1";

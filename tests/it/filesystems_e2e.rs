@@ -10,7 +10,6 @@ use std::time::Duration;
 use common::{ADMIN, Backend};
 use serde_json::{Value, json};
 use vps_graph::metrics::Metrics;
-use vps_graph::provider::AwsInstances;
 use vps_graph::provider::aws::{Aws, Credentials, Settings};
 use vps_graph::sim::{Fault, Sim};
 

@@ -156,7 +156,7 @@ db_test!(nfs_is_made_behind_its_group_with_a_target_per_zone_and_deleted_in_orde
     assert!(ready["message"].is_null(), "{ready}");
 
     let aws = s.aws();
-    let (groups, api) = (aws.security_groups.as_ref().unwrap(), aws.filesystems.as_ref().unwrap());
+    let (groups, api) = (aws.aws().unwrap().clone(), aws.aws().unwrap().clone());
     let deployment = &s.server.app.services.deployment;
     let group = groups.security_group_find(REGION, &s.vpc, &f.provider_name).await.unwrap().unwrap();
     assert_eq!(Some(&group.id), row.security_group_id.as_ref());
@@ -204,7 +204,7 @@ db_test!(lustre_is_made_in_its_zone_and_reads_its_dns_and_mount_names, |backend|
     assert_eq!(ready["mount"]["fstype"], "lustre");
 
     let aws = s.aws();
-    let (groups, api) = (aws.security_groups.as_ref().unwrap(), aws.filesystems.as_ref().unwrap());
+    let (groups, api) = (aws.aws().unwrap().clone(), aws.aws().unwrap().clone());
     let lustre = api.lustre_get(REGION, &id).await.unwrap().unwrap();
     assert_eq!(lustre.subnet_ids, vec![s.subnets[1].clone()], "in the filesystem's zone");
     assert_eq!((lustre.storage_capacity_gib, lustre.deployment_type.as_deref()), (1200, Some("SCRATCH_2")));
@@ -252,7 +252,7 @@ db_test!(a_foreign_file_system_under_our_token_is_an_error_and_never_deleted, |b
     s.clock.advance(60_000 + 1_000);
     common::until(&s.clock, "the retry", || async { json!(looks()) }, |n| n.as_u64() > Some(before)).await;
     assert_eq!(s.view(&f.id).await["state"], State::Error.as_str());
-    let api = s.aws().filesystems.clone().unwrap();
+    let api = s.aws().aws().unwrap().clone();
     s.delete(&f.id).await;
     s.until_state(&f.id, State::Deleted).await;
     let still = api.efs_get(REGION, &foreign).await.unwrap();
@@ -262,7 +262,7 @@ db_test!(a_foreign_file_system_under_our_token_is_an_error_and_never_deleted, |b
     );
     assert_eq!(s.sim().calls("efs.DeleteFileSystem"), 0);
     assert_eq!(s.sim().calls("efs.CreateMountTarget"), 0);
-    let groups = s.aws().security_groups.clone().unwrap();
+    let groups = s.aws().aws().unwrap().clone();
     assert_eq!(groups.security_group_find(REGION, &s.vpc, &f.provider_name).await.unwrap(), None, "our group goes");
     let types = s.events_through("network.filesystem.deleted").await;
     assert_eq!(count(&types, "network.filesystem.error"), 1, "{types:?}");
@@ -273,7 +273,7 @@ db_test!(a_throttled_create_still_converges, |backend| async move {
     s.sim().inject("efs.CreateFileSystem", Fault::Status { status: 429 }, 4);
     let f = s.create(FilesystemKind::Nfs, None).await;
     s.until_state(&f.id, State::Ready).await;
-    let api = s.aws().filesystems.clone().unwrap();
+    let api = s.aws().aws().unwrap().clone();
     let made = api.efs_find_by_token(REGION, &f.provider_name).await.unwrap().unwrap();
     assert_eq!(s.row(&f.id).await.provider_id, Some(made.id));
     assert!(s.sim().calls("efs.CreateFileSystem") >= 5, "the throttled ones and the one that made it");
@@ -288,7 +288,7 @@ db_test!(creates_whose_answers_were_lost_are_found_by_name_and_made_once, |backe
     let sim = s.sim();
     assert_eq!(sim.calls("ec2.CreateSecurityGroup"), 1, "the group was found, not made again");
     assert_eq!(sim.calls("efs.CreateFileSystem"), 1, "the file system was found, not made again");
-    let api = s.aws().filesystems.clone().unwrap();
+    let api = s.aws().aws().unwrap().clone();
     let made = api.efs_find_by_token(REGION, &f.provider_name).await.unwrap().unwrap();
     let row = s.row(&f.id).await;
     assert_eq!(row.provider_id, Some(made.id));
@@ -304,7 +304,7 @@ db_test!(a_delete_after_a_lost_create_answer_finds_ours_and_deletes_it, |backend
         .await;
     s.delete(&f.id).await;
     s.until_state(&f.id, State::Deleted).await;
-    let api = s.aws().filesystems.clone().unwrap();
+    let api = s.aws().aws().unwrap().clone();
     assert_eq!(api.efs_find_by_token(REGION, &f.provider_name).await.unwrap(), None, "never orphaned");
     assert_eq!(s.sim().calls("efs.DeleteFileSystem"), 1);
 });

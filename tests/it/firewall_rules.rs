@@ -188,7 +188,7 @@ impl Setup {
 
     /// The account's firewalls named `name` (DigitalOcean).
     async fn firewalls_named(&self, name: &str) -> Vec<vps_graph::provider::CloudFirewall> {
-        let all = self.provider().firewalls.clone().unwrap().firewalls().await.unwrap();
+        let all = self.provider().digitalocean().unwrap().clone().firewalls().await.unwrap();
         all.into_iter().filter(|f| f.name == name).collect()
     }
 
@@ -199,13 +199,13 @@ impl Setup {
     /// The VPC's groups named `name` (AWS).
     async fn groups_named(&self, name: &str) -> Vec<vps_graph::provider::SecurityGroup> {
         let vpc = self.network_view().await["providerId"].as_str().unwrap().to_owned();
-        let groups = self.provider().security_groups.clone().unwrap();
+        let groups = self.provider().aws().unwrap().clone();
         let all = groups.security_groups_of_vpc(AWS_REGION, &vpc).await.unwrap();
         all.into_iter().filter(|g| g.name == name).collect()
     }
 
     async fn machine_groups(&self, machine: &str) -> BTreeSet<String> {
-        let api = self.provider().aws_instances.clone().unwrap();
+        let api = self.provider().aws().unwrap().clone();
         let m = api.instance_get(AWS_REGION, machine).await.unwrap().unwrap();
         m.security_group_ids.into_iter().collect()
     }
@@ -564,7 +564,7 @@ db_test!(a_firewall_under_the_rules_name_not_ours_is_left_alone, |backend: Backe
         ..Default::default()
     }];
     let spec = CloudFirewallSpec { name: &name, tags: &[], inbound: &rules, outbound: &[] };
-    let firewalls = s.provider().firewalls.clone().unwrap();
+    let firewalls = s.provider().digitalocean().unwrap().clone();
     let theirs = firewalls.firewall_create(&spec).await.unwrap();
     let failed = s.until_rule(&id, "error", |r| r["state"] == "ERROR").await;
     assert!(failed["message"].as_str().unwrap().contains("did not make"), "{failed}");
@@ -587,7 +587,7 @@ db_test!(a_firewall_changed_outside_is_put_back_and_one_deleted_outside_is_an_er
     let ready = s.until_rule(&id, "ready", |r| r["state"] == "READY").await;
     let firewall = ready["providerId"].as_str().unwrap().to_owned();
     let name = made["providerName"].as_str().unwrap().to_owned();
-    let firewalls = s.provider().firewalls.clone().unwrap();
+    let firewalls = s.provider().digitalocean().unwrap().clone();
     let changed = [CloudFirewallRule {
         protocol: "tcp".into(),
         ports: "23".into(),
@@ -628,17 +628,8 @@ db_test!(an_aws_rule_becomes_a_security_group_on_its_machines, |backend: Backend
     let group = &groups[0];
     assert_eq!(ready["providerId"], group.id.as_str());
     assert!(vps_graph::provider::aws_owned(&group.tags, &s.server.app.services.deployment));
-    let db_ip = s
-        .provider()
-        .aws_instances
-        .clone()
-        .unwrap()
-        .instance_get(AWS_REGION, &db_machine)
-        .await
-        .unwrap()
-        .unwrap()
-        .private_ip
-        .unwrap();
+    let db_ip =
+        s.provider().aws().unwrap().instance_get(AWS_REGION, &db_machine).await.unwrap().unwrap().private_ip.unwrap();
     let sources: BTreeSet<RuleSource> = group.ingress.iter().map(|r| r.source.clone()).collect();
     assert_eq!(
         sources,

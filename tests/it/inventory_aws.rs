@@ -11,7 +11,7 @@ use common::Backend;
 use serde_json::{Value, json};
 use vps_graph::metrics::Metrics;
 use vps_graph::provider::aws::{Aws, Credentials, Settings};
-use vps_graph::provider::{AwsInstances, Filesystems, Flow, GroupRule, RuleSource, SecurityGroups};
+use vps_graph::provider::{Flow, GroupRule, RuleSource};
 use vps_graph::sim::Sim;
 
 const REGION: &str = "us-east-1";

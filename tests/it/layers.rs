@@ -182,6 +182,19 @@ fn the_reconcilers_use_views_never_the_service() {
 }
 
 #[test]
+fn graphql_names_view_fields_never_store_rows_or_columns() {
+    let mut found = Vec::new();
+    for path in sources(&crate_path("src/graphql")) {
+        for (n, line) in code_lines(&path) {
+            if line.contains("store::entity") || line.contains("store::columns") || line.contains("Column::") {
+                found.push(format!("{}:{n}: {}", path.display(), line.trim()));
+            }
+        }
+    }
+    assert!(found.is_empty(), "graphql naming the store's rows or columns:\n{}", found.join("\n"));
+}
+
+#[test]
 fn no_state_kind_or_provider_word_is_compared_as_a_string_outside_the_store() {
     let phases = crate_path("src/provider/phases.rs");
     let mut found = Vec::new();

@@ -131,7 +131,7 @@ impl Reconciler for Reserves {
             );
             sea_orm::ConnectionTrait::execute_unprepared(db, &taken).await.unwrap();
         }
-        let addresses = run.provider(&self.account).await?.addresses.clone().unwrap();
+        let addresses = run.provider(&self.account).await?.digitalocean().unwrap().clone();
         let reserved = addresses.address_reserve(vps_graph::provider::Family::V4, "nyc3").await;
         *self.answer.lock().await = Some(reserved.map(|a| a.ip).map_err(|e| e.message().to_owned()));
         Ok(Next::After(3_600_000))

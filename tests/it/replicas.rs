@@ -314,9 +314,18 @@ db_test!(a_lost_reserve_is_told_whatever_order_the_delete_and_the_discovery_come
     for id in &ids {
         until(id.clone(), "DELETED").await;
     }
-    let events = second
-        .ok(&token, "{ events(tenantId: \"acme\", first: 1000) { edges { node { type subject data } } } }", json!({}))
-        .await;
+    // A page shows events up to the cluster's horizon, which a transaction still open elsewhere
+    // on the cluster holds back a moment: read until both deletes are on it.
+    let page = "{ events(tenantId: \"acme\", first: 1000) { edges { node { type subject data } } } }";
+    let started = Instant::now();
+    let events = loop {
+        let events = second.ok(&token, page, json!({})).await;
+        let deleted = events.to_string().matches("providerAddress.deleted").count();
+        if deleted >= ids.len() || started.elapsed() > Duration::from_secs(30) {
+            break events;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
     for id in &ids {
         let of_it: Vec<&Value> = events["events"]["edges"]
             .as_array()

@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use vps_graph::metrics::Metrics;
 use vps_graph::provider::digitalocean::DigitalOcean;
-use vps_graph::provider::{ActionStatus, Actions, ProviderError};
+use vps_graph::provider::{ActionStatus, ProviderError};
 use vps_graph::sim::{Sim, SimConfig};
 
 /// The client of an account at the sim at `url`, its token `t`.
@@ -245,7 +245,7 @@ async fn actions_run_for_the_configured_time_and_the_client_polls_them() {
 
 #[tokio::test]
 async fn the_client_maps_429_5xx_and_timeouts() {
-    use vps_graph::provider::{Networks, VpcCreate};
+    use vps_graph::provider::VpcCreate;
     let (sim, url, _http) = sim(SimConfig::default()).await;
     let client = client(&url, Duration::from_millis(500));
     let request = VpcCreate { name: "x", region: "nyc3", ip_range: "10.5.0.0/24", description: "d" };
@@ -284,7 +284,7 @@ async fn completed(client: &DigitalOcean, action: u64) {
 
 #[tokio::test]
 async fn the_client_reserves_assigns_unassigns_and_releases_both_families() {
-    use vps_graph::provider::{Addresses, Family};
+    use vps_graph::provider::Family;
     let action_time = Duration::from_millis(200);
     let (_sim, url, http) = sim(SimConfig { action_time, ..SimConfig::default() }).await;
     let client = client(&url, Duration::from_secs(2));
@@ -355,7 +355,7 @@ async fn the_client_reserves_assigns_unassigns_and_releases_both_families() {
 
 #[tokio::test]
 async fn the_client_maps_faults_of_address_reserves() {
-    use vps_graph::provider::{Addresses, Family};
+    use vps_graph::provider::Family;
     use vps_graph::sim::Fault;
     let (sim, url, _http) = sim(SimConfig::default()).await;
     let client = client(&url, Duration::from_millis(500));
@@ -384,7 +384,6 @@ async fn the_client_maps_faults_of_address_reserves() {
 /// `retry-after` is up, not after the hourly reset the 429 also carries.
 #[tokio::test]
 async fn a_burst_over_the_minute_limit_waits_its_retry_after_not_the_hourly_reset() {
-    use vps_graph::provider::Networks;
     let burst_window = Duration::from_secs(1);
     let (sim, url, http) = sim(SimConfig { per_minute: 3, burst_window, ..SimConfig::default() }).await;
     let client = client(&url, Duration::from_secs(2));
@@ -415,7 +414,7 @@ async fn a_burst_over_the_minute_limit_waits_its_retry_after_not_the_hourly_rese
 /// and every list the reconcilers read through the client finds what is on its second page.
 #[tokio::test]
 async fn every_list_the_reconcilers_read_follows_links_pages_next() {
-    use vps_graph::provider::{Instances, Networks, Snapshots, VolumeActionKind, Volumes};
+    use vps_graph::provider::VolumeActionKind;
     let config = SimConfig {
         page_limit: Some(2),
         action_time: Duration::from_millis(300),

@@ -20,8 +20,7 @@ use aws_credential_types::provider::SharedCredentialsProvider;
 use aws_smithy_http_client::tls;
 
 use super::{
-    AWS_CODE_PREFIX, EfsFileSystem, Filesystems, LustreCreate, LustreFileSystem, MountTarget, ProviderError,
-    ProviderResult, Tag,
+    AWS_CODE_PREFIX, EfsFileSystem, LustreCreate, LustreFileSystem, MountTarget, ProviderError, ProviderResult, Tag,
 };
 use crate::metrics::Metrics;
 
@@ -301,25 +300,30 @@ where
     err.as_service_error().and_then(|e| e.code())
 }
 
-#[async_trait::async_trait]
-impl Filesystems for Aws {
-    async fn efs_create(&self, region: &str, creation_token: &str, tags: &[Tag]) -> ProviderResult<EfsFileSystem> {
+/// Shared filesystems: EFS (NFS, with one mount target per zone) and FSx for Lustre.
+impl Aws {
+    /// Encrypted, with `creation_token` (the provider name) as its idempotency key. A token held
+    /// already (ours after a lost answer, or anyone's) is `FileSystemAlreadyExists`, with that
+    /// file system's id in the message: look it up and check its tags.
+    pub async fn efs_create(&self, region: &str, creation_token: &str, tags: &[Tag]) -> ProviderResult<EfsFileSystem> {
         self.sdk_efs_create(region, creation_token, tags).await
     }
 
-    async fn efs_get(&self, region: &str, file_system_id: &str) -> ProviderResult<Option<EfsFileSystem>> {
+    /// None when EFS has no such file system.
+    pub async fn efs_get(&self, region: &str, file_system_id: &str) -> ProviderResult<Option<EfsFileSystem>> {
         self.sdk_efs_get(region, file_system_id).await
     }
 
-    async fn efs_find_by_token(&self, region: &str, creation_token: &str) -> ProviderResult<Option<EfsFileSystem>> {
+    pub async fn efs_find_by_token(&self, region: &str, creation_token: &str) -> ProviderResult<Option<EfsFileSystem>> {
         self.sdk_efs_find_by_token(region, creation_token).await
     }
 
-    async fn efs_delete(&self, region: &str, file_system_id: &str) -> ProviderResult<bool> {
+    /// False when it was already gone; `FileSystemInUse` while a mount target remains.
+    pub async fn efs_delete(&self, region: &str, file_system_id: &str) -> ProviderResult<bool> {
         self.sdk_efs_delete(region, file_system_id).await
     }
 
-    async fn mount_target_create(
+    pub async fn mount_target_create(
         &self,
         region: &str,
         file_system_id: &str,
@@ -329,35 +333,44 @@ impl Filesystems for Aws {
         self.sdk_mount_target_create(region, file_system_id, subnet_id, security_group_ids).await
     }
 
-    async fn mount_targets_of(&self, region: &str, file_system_id: &str) -> ProviderResult<Vec<MountTarget>> {
+    /// Empty when the file system has none, or is gone.
+    pub async fn mount_targets_of(&self, region: &str, file_system_id: &str) -> ProviderResult<Vec<MountTarget>> {
         self.sdk_mount_targets_of(region, file_system_id).await
     }
 
-    async fn mount_target_delete(&self, region: &str, mount_target_id: &str) -> ProviderResult<bool> {
+    /// False when it was already gone.
+    pub async fn mount_target_delete(&self, region: &str, mount_target_id: &str) -> ProviderResult<bool> {
         self.sdk_mount_target_delete(region, mount_target_id).await
     }
 
-    async fn lustre_create(&self, region: &str, request: &LustreCreate<'_>) -> ProviderResult<LustreFileSystem> {
+    /// A token reused with the same parameters answers the earlier file system (a success that
+    /// does not prove we made it: check the tags).
+    pub async fn lustre_create(&self, region: &str, request: &LustreCreate<'_>) -> ProviderResult<LustreFileSystem> {
         self.sdk_lustre_create(region, request).await
     }
 
-    async fn lustre_get(&self, region: &str, file_system_id: &str) -> ProviderResult<Option<LustreFileSystem>> {
+    /// None when FSx has no such file system.
+    pub async fn lustre_get(&self, region: &str, file_system_id: &str) -> ProviderResult<Option<LustreFileSystem>> {
         self.sdk_lustre_get(region, file_system_id).await
     }
 
-    async fn lustre_find_by_name(&self, region: &str, name: &str) -> ProviderResult<Vec<LustreFileSystem>> {
+    /// Every Lustre file system tagged `Name=name` (FSx has no filter: this lists them all).
+    pub async fn lustre_find_by_name(&self, region: &str, name: &str) -> ProviderResult<Vec<LustreFileSystem>> {
         self.sdk_lustre_find_by_name(region, name).await
     }
 
-    async fn lustre_delete(&self, region: &str, file_system_id: &str) -> ProviderResult<bool> {
+    /// Without a final backup; false when it was already gone.
+    pub async fn lustre_delete(&self, region: &str, file_system_id: &str) -> ProviderResult<bool> {
         self.sdk_lustre_delete(region, file_system_id).await
     }
 
-    async fn efs_list(&self, region: &str) -> ProviderResult<Vec<EfsFileSystem>> {
+    /// Every EFS file system of the region (not yet deleted), in pages of 100, EFS's largest.
+    pub async fn efs_list(&self, region: &str) -> ProviderResult<Vec<EfsFileSystem>> {
         self.sdk_efs_list(region).await
     }
 
-    async fn lustre_list(&self, region: &str) -> ProviderResult<Vec<LustreFileSystem>> {
+    /// Every Lustre file system of the region, in the pages FSx gives.
+    pub async fn lustre_list(&self, region: &str) -> ProviderResult<Vec<LustreFileSystem>> {
         self.sdk_lustre_list(region).await
     }
 }

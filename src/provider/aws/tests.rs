@@ -303,8 +303,8 @@ fn credential_is_a_colon_pair_with_optional_token_or_sts_json() {
 }
 
 #[test]
-fn aws_accounts_get_the_aws_capabilities_and_no_digitalocean_ones() {
-    use crate::provider::{AccountRef, Providers, supports_filesystems};
+fn an_aws_account_gets_the_aws_client_and_a_digitalocean_one_the_digitalocean_client() {
+    use crate::provider::{AccountRef, Provider, Providers, supports_filesystems};
     crate::init_crypto();
     let providers =
         Providers::new(None, Duration::from_secs(5), std::sync::Arc::new(crate::metrics::Metrics::default()));
@@ -315,9 +315,7 @@ fn aws_accounts_get_the_aws_capabilities_and_no_digitalocean_ones() {
         credential_ref: "env:VPS_GRAPH_TEST_NO_SUCH_VARIABLE",
         sim: false,
     });
-    assert!(aws.filesystems.is_some() && aws.security_groups.is_some());
-    assert!(aws.aws_networks.is_some() && aws.aws_instances.is_some());
-    assert!(aws.volumes.is_none() && aws.networks.is_none() && aws.instances.is_none() && aws.addresses.is_none());
+    assert!(matches!(aws.as_ref(), Provider::Aws(_)));
     let digitalocean = providers.for_account(&AccountRef {
         id: "acct-do",
         kind: ProviderKind::Digitalocean,
@@ -325,14 +323,12 @@ fn aws_accounts_get_the_aws_capabilities_and_no_digitalocean_ones() {
         credential_ref: "env:VPS_GRAPH_TEST_NO_SUCH_VARIABLE",
         sim: false,
     });
-    assert!(digitalocean.filesystems.is_none() && digitalocean.aws_networks.is_none());
-    assert!(digitalocean.volumes.is_some());
+    assert!(matches!(digitalocean.as_ref(), Provider::DigitalOcean(_)));
     assert!(supports_filesystems(ProviderKind::Aws) && !supports_filesystems(ProviderKind::Digitalocean));
 }
 
 #[tokio::test]
 async fn an_aws_account_without_its_credential_sends_nothing() {
-    use crate::provider::{AwsNetworks, Filesystems};
     crate::init_crypto();
     let aws = super::Aws::new(
         Some("http://127.0.0.1:9".into()),
@@ -341,7 +337,7 @@ async fn an_aws_account_without_its_credential_sends_nothing() {
         std::sync::Arc::new(crate::metrics::Metrics::default()),
     );
     assert!(matches!(aws.vpc_get("us-east-1", "vpc-1").await, Err(ProviderError::Misconfigured { .. })));
-    assert!(matches!(Filesystems::efs_get(&aws, "us-east-1", "fs-1").await, Err(ProviderError::Misconfigured { .. })));
+    assert!(matches!(aws.efs_get("us-east-1", "fs-1").await, Err(ProviderError::Misconfigured { .. })));
 }
 
 /// A loopback stand-in for AWS: records each request and answers what `answer` says for it
@@ -431,7 +427,6 @@ fn ec2_error(code: &str) -> String {
 
 #[tokio::test]
 async fn ec2_calls_are_signed_for_ec2_in_the_region_and_throttling_is_retried() {
-    use crate::provider::SecurityGroups;
     let created = r#"<CreateSecurityGroupResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/"><requestId>r</requestId><return>true</return><groupId>sg-0aa</groupId></CreateSecurityGroupResponse>"#;
     let (url, seen) = wire::fake(move |_, n| {
         if n == 0 { (503, xml(), ec2_error("RequestLimitExceeded")) } else { (200, xml(), created.to_owned()) }
@@ -457,7 +452,6 @@ async fn ec2_calls_are_signed_for_ec2_in_the_region_and_throttling_is_retried() 
 
 #[tokio::test]
 async fn ec2_refusals_keep_their_code_and_a_5xx_on_a_tokenless_create_is_unknown_at_once() {
-    use crate::provider::{AwsNetworks, SecurityGroups};
     let (url, seen) = wire::fake(|request, _| {
         if request.body.contains("Action=CreateSecurityGroup") {
             (400, xml(), ec2_error("InvalidGroup.Duplicate"))
@@ -510,7 +504,6 @@ fn efs_error(status: u16, code: &str, extra: &str) -> wire::Answer {
 
 #[tokio::test]
 async fn efs_through_the_sdk_reads_answers_and_tells_its_errors_apart() {
-    use crate::provider::Filesystems;
     let (url, seen) = wire::fake(|request, n| match (request.method.as_str(), request.uri.as_str()) {
         ("POST", "/2015-02-01/file-systems") if n == 0 => {
             (201, json("application/json"), efs_description("fs-0123456789abcdef0", "bc-fs1", "creating"))
@@ -533,7 +526,7 @@ async fn efs_through_the_sdk_reads_answers_and_tells_its_errors_apart() {
     })
     .await;
     let aws = client(&url);
-    let created = Filesystems::efs_create(&aws, "us-east-1", "bc-fs1", &ours("bc-fs1")).await.unwrap();
+    let created = aws.efs_create("us-east-1", "bc-fs1", &ours("bc-fs1")).await.unwrap();
     assert_eq!(created.id, "fs-0123456789abcdef0");
     assert_eq!(created.life_cycle_state, crate::provider::Lifecycle::Creating);
     assert_eq!(created.dns_name, "fs-0123456789abcdef0.efs.us-east-1.amazonaws.com");
@@ -546,23 +539,23 @@ async fn efs_through_the_sdk_reads_answers_and_tells_its_errors_apart() {
         assert_eq!(body["Tags"][1]["Key"], "bc:managed-by");
         assert!(seen[0].header("authorization").contains("/us-east-1/elasticfilesystem/aws4_request"));
     }
-    let again = Filesystems::efs_create(&aws, "us-east-1", "bc-fs1", &ours("bc-fs1")).await.unwrap_err();
+    let again = aws.efs_create("us-east-1", "bc-fs1", &ours("bc-fs1")).await.unwrap_err();
     assert_eq!(again.aws_code(), Some("FileSystemAlreadyExists"));
     assert!(again.message().contains("fs-0123456789abcdef0"), "{again:?}");
-    assert_eq!(Filesystems::efs_find_by_token(&aws, "us-east-1", "bc-gone").await, Ok(None));
-    assert_eq!(Filesystems::efs_get(&aws, "us-east-1", "fs-gone").await, Ok(None));
+    assert_eq!(aws.efs_find_by_token("us-east-1", "bc-gone").await, Ok(None));
+    assert_eq!(aws.efs_get("us-east-1", "fs-gone").await, Ok(None));
     // One throttled answer, retried by the SDK.
-    let found = Filesystems::efs_get(&aws, "us-east-1", "fs-0123456789abcdef0").await.unwrap().unwrap();
+    let found = aws.efs_get("us-east-1", "fs-0123456789abcdef0").await.unwrap().unwrap();
     assert_eq!(found.life_cycle_state, crate::provider::Lifecycle::Available);
     assert!(seen.lock().unwrap()[5].header("amz-sdk-request").starts_with("attempt=2"));
-    let in_use = Filesystems::efs_delete(&aws, "us-east-1", "fs-0123456789abcdef0").await.unwrap_err();
+    let in_use = aws.efs_delete("us-east-1", "fs-0123456789abcdef0").await.unwrap_err();
     assert_eq!(in_use.aws_code(), Some("FileSystemInUse"));
     assert!(matches!(in_use, ProviderError::Refused { status: 409, .. }));
 }
 
 #[tokio::test]
 async fn fsx_through_the_sdk_sends_lustre_fields_and_reads_dns_and_mount_name() {
-    use crate::provider::{Filesystems, LustreCreate, LustreDeployment};
+    use crate::provider::{LustreCreate, LustreDeployment};
     let file_system = r#"{"OwnerId":"123456789012","CreationTime":1764590000,"FileSystemId":"fs-0fedcba9876543210","FileSystemType":"LUSTRE","Lifecycle":"CREATING","StorageCapacity":1200,"StorageType":"SSD","VpcId":"vpc-1","SubnetIds":["subnet-1"],"DNSName":"fs-0fedcba9876543210.fsx.us-east-1.amazonaws.com","Tags":[{"Key":"Name","Value":"bc-fs2"}],"LustreConfiguration":{"DeploymentType":"PERSISTENT_2","PerUnitStorageThroughput":125,"MountName":"abcd1234"}}"#;
     let (url, seen) = wire::fake(move |request, _| {
         let target = request.header("x-amz-target").to_owned();
@@ -615,10 +608,10 @@ async fn fsx_through_the_sdk_sends_lustre_fields_and_reads_dns_and_mount_name() 
         assert_eq!(seen[0].header("content-type"), "application/x-amz-json-1.1");
         assert!(seen[0].header("authorization").contains("/us-east-1/fsx/aws4_request"));
     }
-    assert_eq!(Filesystems::lustre_get(&aws, "us-east-1", "fs-gone").await, Ok(None));
-    assert_eq!(Filesystems::lustre_find_by_name(&aws, "us-east-1", "bc-fs2").await.unwrap().len(), 1);
-    assert!(Filesystems::lustre_find_by_name(&aws, "us-east-1", "bc-other").await.unwrap().is_empty());
-    assert_eq!(Filesystems::lustre_delete(&aws, "us-east-1", "fs-0fedcba9876543210").await, Ok(true));
+    assert_eq!(aws.lustre_get("us-east-1", "fs-gone").await, Ok(None));
+    assert_eq!(aws.lustre_find_by_name("us-east-1", "bc-fs2").await.unwrap().len(), 1);
+    assert!(aws.lustre_find_by_name("us-east-1", "bc-other").await.unwrap().is_empty());
+    assert_eq!(aws.lustre_delete("us-east-1", "fs-0fedcba9876543210").await, Ok(true));
     let seen = seen.lock().unwrap();
     let delete: serde_json::Value = serde_json::from_str(&seen.last().unwrap().body).unwrap();
     assert_eq!(delete["LustreConfiguration"]["SkipFinalBackup"], true);

@@ -4,7 +4,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use super::{DigitalOcean, id_text};
-use crate::provider::{Addresses, Family, ProviderError, ProviderResult, ReservedAddress};
+use crate::provider::{Family, ProviderError, ProviderResult, ReservedAddress};
 
 /// The collection path and the answer's key of each family, and the endpoint names it is
 /// counted under.
@@ -78,9 +78,10 @@ impl DigitalOcean {
     }
 }
 
-#[async_trait::async_trait]
-impl Addresses for DigitalOcean {
-    async fn address_reserve(&self, family: Family, region: &str) -> ProviderResult<ReservedAddress> {
+/// Reserved addresses and their assignment to machines. Assign and unassign are actions,
+/// looked at through `Actions` until done.
+impl DigitalOcean {
+    pub async fn address_reserve(&self, family: Family, region: &str) -> ProviderResult<ReservedAddress> {
         let face = face(family);
         let body = match family {
             Family::V4 => json!({ "region": region }),
@@ -93,7 +94,8 @@ impl Addresses for DigitalOcean {
         address_from(&answer.body[face.key])
     }
 
-    async fn address_get(&self, family: Family, ip: &str) -> ProviderResult<Option<ReservedAddress>> {
+    /// None when the provider has no such address.
+    pub async fn address_get(&self, family: Family, ip: &str) -> ProviderResult<Option<ReservedAddress>> {
         let face = face(family);
         let answer = self.call(face.get, Method::GET, &format!("{}/{ip}", face.path), None).await?;
         if answer.status == StatusCode::NOT_FOUND {
@@ -102,21 +104,25 @@ impl Addresses for DigitalOcean {
         address_from(&answer.body[face.key]).map(Some)
     }
 
-    async fn address_release(&self, family: Family, ip: &str) -> ProviderResult<bool> {
+    /// Releases it; false when it was already gone.
+    pub async fn address_release(&self, family: Family, ip: &str) -> ProviderResult<bool> {
         let face = face(family);
         let answer = self.call(face.delete, Method::DELETE, &format!("{}/{ip}", face.path), None).await?;
         Ok(answer.status != StatusCode::NOT_FOUND)
     }
 
-    async fn address_assign(&self, family: Family, ip: &str, droplet_id: &str) -> ProviderResult<u64> {
+    /// Starts assigning it to a Droplet; returns the action's id.
+    pub async fn address_assign(&self, family: Family, ip: &str, droplet_id: &str) -> ProviderResult<u64> {
         self.address_action(family, ip, json!({ "type": "assign", "droplet_id": droplet_number(droplet_id) })).await
     }
 
-    async fn address_unassign(&self, family: Family, ip: &str) -> ProviderResult<u64> {
+    /// Starts unassigning it; returns the action's id.
+    pub async fn address_unassign(&self, family: Family, ip: &str) -> ProviderResult<u64> {
         self.address_action(family, ip, json!({ "type": "unassign" })).await
     }
 
-    async fn addresses_list(&self, family: Family) -> ProviderResult<Vec<ReservedAddress>> {
+    /// Every reserved address of `family` of the account, in pages of the API's largest size.
+    pub async fn addresses_list(&self, family: Family) -> ProviderResult<Vec<ReservedAddress>> {
         let face = face(family);
         self.list_all(face.list, face.path, face.many).await?.iter().map(address_from).collect()
     }

@@ -3,7 +3,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use super::{DigitalOcean, id_text, required, strings, unreadable};
-use crate::provider::{Droplet, DropletCreate, DropletStatus, Instances, ProviderError, ProviderResult};
+use crate::provider::{Droplet, DropletCreate, DropletStatus, ProviderError, ProviderResult};
 
 fn droplet_from(body: &Value) -> ProviderResult<Droplet> {
     if body.get("id").is_none() {
@@ -21,9 +21,9 @@ fn droplet_from(body: &Value) -> ProviderResult<Droplet> {
     })
 }
 
-#[async_trait::async_trait]
-impl Instances for DigitalOcean {
-    async fn droplet_create(&self, request: &DropletCreate<'_>) -> ProviderResult<Droplet> {
+/// Machines, and the tags that mark them.
+impl DigitalOcean {
+    pub async fn droplet_create(&self, request: &DropletCreate<'_>) -> ProviderResult<Droplet> {
         let mut body = json!({
             "name": request.name, "region": request.region, "size": request.size, "image": request.image,
             "tags": request.tags,
@@ -40,7 +40,7 @@ impl Instances for DigitalOcean {
         droplet_from(&answer.body["droplet"])
     }
 
-    async fn droplet_get(&self, id: &str) -> ProviderResult<Option<Droplet>> {
+    pub async fn droplet_get(&self, id: &str) -> ProviderResult<Option<Droplet>> {
         let answer = self.call("droplets.get", Method::GET, &format!("/v2/droplets/{id}"), None).await?;
         if answer.status == StatusCode::NOT_FOUND {
             return Ok(None);
@@ -48,17 +48,20 @@ impl Instances for DigitalOcean {
         droplet_from(&answer.body["droplet"]).map(Some)
     }
 
-    async fn droplet_find_by_name(&self, name: &str) -> ProviderResult<Option<Droplet>> {
+    pub async fn droplet_find_by_name(&self, name: &str) -> ProviderResult<Option<Droplet>> {
         let found = self.list_all("droplets.list", &format!("/v2/droplets?name={name}"), "droplets").await?;
         found.iter().find(|d| d["name"] == name).map(droplet_from).transpose()
     }
 
-    async fn droplet_delete(&self, id: &str) -> ProviderResult<bool> {
+    /// False when it was already gone.
+    pub async fn droplet_delete(&self, id: &str) -> ProviderResult<bool> {
         let answer = self.call("droplets.delete", Method::DELETE, &format!("/v2/droplets/{id}"), None).await?;
         Ok(answer.status != StatusCode::NOT_FOUND)
     }
 
-    async fn droplet_destroy_with_volumes(&self, id: &str, volume_ids: &[String]) -> ProviderResult<bool> {
+    /// Deletes the Droplet with exactly the volumes named (a selective destroy: what is not
+    /// named is kept); false when the Droplet was already gone.
+    pub async fn droplet_destroy_with_volumes(&self, id: &str, volume_ids: &[String]) -> ProviderResult<bool> {
         // Only the volumes named: never the snapshots, reserved IPs or anything a tag would reach.
         let body = json!({ "volumes": volume_ids, "volume_snapshots": [], "reserved_ips": [], "snapshots": [] });
         let path = format!("/v2/droplets/{id}/destroy_with_associated_resources/selective");
@@ -66,12 +69,13 @@ impl Instances for DigitalOcean {
         Ok(answer.status != StatusCode::NOT_FOUND)
     }
 
-    async fn droplets_tagged(&self, tag: &str) -> ProviderResult<Vec<Droplet>> {
+    pub async fn droplets_tagged(&self, tag: &str) -> ProviderResult<Vec<Droplet>> {
         let found = self.list_all("droplets.list", &format!("/v2/droplets?tag_name={tag}"), "droplets").await?;
         found.iter().map(droplet_from).collect()
     }
 
-    async fn tag_droplets(&self, tag: &str, droplet_ids: &[String], on: bool) -> ProviderResult<()> {
+    /// Tags (`on`) or untags Droplets, all in one call; tagging makes the tag first.
+    pub async fn tag_droplets(&self, tag: &str, droplet_ids: &[String], on: bool) -> ProviderResult<()> {
         if droplet_ids.is_empty() {
             return Ok(());
         }
@@ -97,7 +101,7 @@ impl Instances for DigitalOcean {
         Ok(())
     }
 
-    async fn tag_delete(&self, tag: &str) -> ProviderResult<()> {
+    pub async fn tag_delete(&self, tag: &str) -> ProviderResult<()> {
         self.call("tags.delete", Method::DELETE, &format!("/v2/tags/{tag}"), None).await.map(drop)
     }
 }

@@ -4,7 +4,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use super::{DigitalOcean, id_text, required, strings, unreadable};
-use crate::provider::{CloudFirewall, CloudFirewallRule, CloudFirewallSpec, FirewallStatus, Firewalls, ProviderResult};
+use crate::provider::{CloudFirewall, CloudFirewallRule, CloudFirewallSpec, FirewallStatus, ProviderResult};
 
 /// A rule as the API takes it: its peers under `sources` (inbound) or `destinations` (outbound),
 /// each list only when it names something.
@@ -68,19 +68,27 @@ fn firewall_from(body: &Value) -> ProviderResult<CloudFirewall> {
     })
 }
 
-#[async_trait::async_trait]
-impl Firewalls for DigitalOcean {
-    async fn firewall_create(&self, spec: &CloudFirewallSpec<'_>) -> ProviderResult<CloudFirewall> {
+/// DigitalOcean's cloud firewalls. A create has no idempotency key: a create whose answer was
+/// lost is found by its name in the list.
+impl DigitalOcean {
+    /// Needs at least one rule, and every tag it names to exist (`tag_create`).
+    pub async fn firewall_create(&self, spec: &CloudFirewallSpec<'_>) -> ProviderResult<CloudFirewall> {
         let answer = self.call("firewalls.create", Method::POST, "/v2/firewalls", Some(spec_json(spec))).await?;
         firewall_from(&answer.body["firewall"])
     }
 
-    async fn firewalls(&self) -> ProviderResult<Vec<CloudFirewall>> {
+    /// Every firewall of the account.
+    pub async fn firewalls(&self) -> ProviderResult<Vec<CloudFirewall>> {
         let found = self.list_all("firewalls.list", "/v2/firewalls", "firewalls").await?;
         found.iter().map(firewall_from).collect()
     }
 
-    async fn firewall_update(&self, id: &str, spec: &CloudFirewallSpec<'_>) -> ProviderResult<Option<CloudFirewall>> {
+    /// Replaces the firewall with `spec`; None when it is gone.
+    pub async fn firewall_update(
+        &self,
+        id: &str,
+        spec: &CloudFirewallSpec<'_>,
+    ) -> ProviderResult<Option<CloudFirewall>> {
         let path = format!("/v2/firewalls/{id}");
         let answer = self.call("firewalls.update", Method::PUT, &path, Some(spec_json(spec))).await?;
         if answer.status == StatusCode::NOT_FOUND {
@@ -89,12 +97,14 @@ impl Firewalls for DigitalOcean {
         firewall_from(&answer.body["firewall"]).map(Some)
     }
 
-    async fn firewall_delete(&self, id: &str) -> ProviderResult<bool> {
+    /// False when it was already gone.
+    pub async fn firewall_delete(&self, id: &str) -> ProviderResult<bool> {
         let answer = self.call("firewalls.delete", Method::DELETE, &format!("/v2/firewalls/{id}"), None).await?;
         Ok(answer.status != StatusCode::NOT_FOUND)
     }
 
-    async fn tag_create(&self, name: &str) -> ProviderResult<()> {
+    /// Makes the tag (making one that exists succeeds).
+    pub async fn tag_create(&self, name: &str) -> ProviderResult<()> {
         self.call("tags.create", Method::POST, "/v2/tags", Some(json!({ "name": name }))).await.map(drop)
     }
 }

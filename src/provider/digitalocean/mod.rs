@@ -16,7 +16,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use super::budget::AccountBudget;
-use super::{ActionStatus, Actions, Networks, ProviderError, ProviderResult, Vpc, VpcCreate};
+use super::{ActionStatus, ProviderError, ProviderResult, Vpc, VpcCreate};
 use crate::metrics::Metrics;
 use crate::secret::Secret;
 
@@ -236,15 +236,16 @@ fn vpc_from(body: &Value) -> ProviderResult<Vpc> {
         .map_err(|e| ProviderError::Unknown { message: format!("unreadable VPC from DigitalOcean: {e}") })
 }
 
-#[async_trait::async_trait]
-impl Networks for DigitalOcean {
-    async fn vpc_create(&self, request: &VpcCreate<'_>) -> ProviderResult<Vpc> {
+/// Tenant networks: one VPC per subnet.
+impl DigitalOcean {
+    pub async fn vpc_create(&self, request: &VpcCreate<'_>) -> ProviderResult<Vpc> {
         let body = json!({ "name": request.name, "region": request.region, "ip_range": request.ip_range, "description": request.description });
         let answer = self.call("vpcs.create", Method::POST, "/v2/vpcs", Some(body)).await?;
         vpc_from(&answer.body["vpc"])
     }
 
-    async fn vpc_get(&self, id: &str) -> ProviderResult<Option<Vpc>> {
+    /// None when the provider has no such VPC.
+    pub async fn vpc_get(&self, id: &str) -> ProviderResult<Option<Vpc>> {
         let answer = self.call("vpcs.get", Method::GET, &format!("/v2/vpcs/{id}"), None).await?;
         if answer.status == StatusCode::NOT_FOUND {
             return Ok(None);
@@ -252,7 +253,7 @@ impl Networks for DigitalOcean {
         vpc_from(&answer.body["vpc"]).map(Some)
     }
 
-    async fn vpc_find_by_name(&self, name: &str) -> ProviderResult<Option<Vpc>> {
+    pub async fn vpc_find_by_name(&self, name: &str) -> ProviderResult<Option<Vpc>> {
         let mut page = 1;
         loop {
             let answer =
@@ -268,19 +269,23 @@ impl Networks for DigitalOcean {
         }
     }
 
-    async fn vpc_delete(&self, id: &str) -> ProviderResult<bool> {
+    /// False when it was already gone.
+    pub async fn vpc_delete(&self, id: &str) -> ProviderResult<bool> {
         let answer = self.call("vpcs.delete", Method::DELETE, &format!("/v2/vpcs/{id}"), None).await?;
         Ok(answer.status != StatusCode::NOT_FOUND)
     }
 
-    async fn vpcs_list(&self) -> ProviderResult<Vec<Vpc>> {
+    /// Every VPC of the account, in pages of the API's largest size.
+    pub async fn vpcs_list(&self) -> ProviderResult<Vec<Vpc>> {
         self.list_all("vpcs.list", "/v2/vpcs", "vpcs").await?.iter().map(vpc_from).collect()
     }
 }
 
-#[async_trait::async_trait]
-impl Actions for DigitalOcean {
-    async fn action_get(&self, id: u64) -> ProviderResult<Option<ActionStatus>> {
+/// Provider actions (attach, detach, resize, snapshot) are started, then looked at through the
+/// action endpoints until done; a run never waits on one (it looks again 5 s later).
+impl DigitalOcean {
+    /// None when the provider knows no such action.
+    pub async fn action_get(&self, id: u64) -> ProviderResult<Option<ActionStatus>> {
         let answer = self.call("actions.get", Method::GET, &format!("/v2/actions/{id}"), None).await?;
         if answer.status == StatusCode::NOT_FOUND {
             return Ok(None);

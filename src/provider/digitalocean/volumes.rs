@@ -5,8 +5,8 @@ use serde_json::{Value, json};
 
 use super::{DigitalOcean, id_text, required, strings, unreadable};
 use crate::provider::{
-    BlockVolume, ProviderError, ProviderResult, Share, ShareAction, ShareStatus, Snapshot, SnapshotStatus, Snapshots,
-    VolumeAction, VolumeActionKind, VolumeCreate, Volumes,
+    BlockVolume, ProviderError, ProviderResult, Share, ShareAction, ShareStatus, Snapshot, SnapshotStatus,
+    VolumeAction, VolumeActionKind, VolumeCreate,
 };
 
 fn volume_from(body: &Value) -> ProviderResult<BlockVolume> {
@@ -73,9 +73,9 @@ impl DigitalOcean {
     }
 }
 
-#[async_trait::async_trait]
-impl Volumes for DigitalOcean {
-    async fn volume_create(&self, request: &VolumeCreate<'_>) -> ProviderResult<BlockVolume> {
+/// Block volumes and network file shares.
+impl DigitalOcean {
+    pub async fn volume_create(&self, request: &VolumeCreate<'_>) -> ProviderResult<BlockVolume> {
         let mut body = json!({
             "name": request.name, "region": request.region, "size_gigabytes": request.size_gib,
             "description": request.description, "tags": request.tags,
@@ -90,21 +90,23 @@ impl Volumes for DigitalOcean {
         volume_from(&answer.body["volume"])
     }
 
-    async fn volume_get(&self, id: &str) -> ProviderResult<Option<BlockVolume>> {
+    pub async fn volume_get(&self, id: &str) -> ProviderResult<Option<BlockVolume>> {
         self.get_one("volumes.get", &format!("/v2/volumes/{id}"), "volume").await?.map(|v| volume_from(&v)).transpose()
     }
 
-    async fn volume_find_by_name(&self, name: &str, region: &str) -> ProviderResult<Option<BlockVolume>> {
+    pub async fn volume_find_by_name(&self, name: &str, region: &str) -> ProviderResult<Option<BlockVolume>> {
         let found =
             self.list_all("volumes.list", &format!("/v2/volumes?name={name}&region={region}"), "volumes").await?;
         found.iter().find(|v| v["name"] == name).map(volume_from).transpose()
     }
 
-    async fn volume_delete(&self, id: &str) -> ProviderResult<bool> {
+    /// False when it was already gone.
+    pub async fn volume_delete(&self, id: &str) -> ProviderResult<bool> {
         self.delete_one("volumes.delete", &format!("/v2/volumes/{id}")).await
     }
 
-    async fn volume_action(&self, volume_id: &str, region: &str, action: &VolumeAction) -> ProviderResult<u64> {
+    /// Starts an action; returns its id, to be looked at through `Actions`.
+    pub async fn volume_action(&self, volume_id: &str, region: &str, action: &VolumeAction) -> ProviderResult<u64> {
         let body = match action {
             VolumeAction::Attach { droplet_id } => {
                 json!({ "type": "attach", "droplet_id": droplet_id.parse::<u64>().unwrap_or_default(), "region": region })
@@ -124,7 +126,9 @@ impl Volumes for DigitalOcean {
         answer.body["action"]["id"].as_u64().ok_or_else(|| unreadable("action"))
     }
 
-    async fn volume_action_running(&self, volume_id: &str, kind: VolumeActionKind) -> ProviderResult<Option<u64>> {
+    /// The id of an action of `kind` the provider is still running on the volume: what a call
+    /// whose answer was lost may have started.
+    pub async fn volume_action_running(&self, volume_id: &str, kind: VolumeActionKind) -> ProviderResult<Option<u64>> {
         // The spec's examples show `attach_volume` and `detach_volume` only: the request's own
         // word is taken as well, so that a resize is recognised whichever the API writes.
         let action_types: &[&str] = match kind {
@@ -139,20 +143,20 @@ impl Volumes for DigitalOcean {
         running.map(|a| a["id"].as_u64().ok_or_else(|| unreadable("action"))).transpose()
     }
 
-    async fn share_create(&self, name: &str, region: &str, size_gib: i64, vpc_id: &str) -> ProviderResult<Share> {
+    pub async fn share_create(&self, name: &str, region: &str, size_gib: i64, vpc_id: &str) -> ProviderResult<Share> {
         let body = json!({ "name": name, "region": region, "size_gib": size_gib, "vpc_ids": [vpc_id] });
         let answer = self.call("nfs.create", Method::POST, "/v2/nfs", Some(body)).await?;
         share_from(&answer.body["share"])
     }
 
-    async fn share_get(&self, id: &str, region: &str) -> ProviderResult<Option<Share>> {
+    pub async fn share_get(&self, id: &str, region: &str) -> ProviderResult<Option<Share>> {
         self.get_one("nfs.get", &format!("/v2/nfs/{id}?region={region}"), "share")
             .await?
             .map(|s| share_from(&s))
             .transpose()
     }
 
-    async fn share_find_by_name(&self, name: &str, region: &str) -> ProviderResult<Option<Share>> {
+    pub async fn share_find_by_name(&self, name: &str, region: &str) -> ProviderResult<Option<Share>> {
         let shares = self.list_all("nfs.list", &format!("/v2/nfs?region={region}"), "shares").await?;
         // A deleted share may still be listed for a while: it is not the one asked for.
         for share in shares.iter().filter(|s| s["name"] == name) {
@@ -164,11 +168,13 @@ impl Volumes for DigitalOcean {
         Ok(None)
     }
 
-    async fn share_delete(&self, id: &str, region: &str) -> ProviderResult<bool> {
+    pub async fn share_delete(&self, id: &str, region: &str) -> ProviderResult<bool> {
         self.delete_one("nfs.delete", &format!("/v2/nfs/{id}?region={region}")).await
     }
 
-    async fn share_action(&self, share_id: &str, action: &ShareAction) -> ProviderResult<Option<String>> {
+    /// Starts a share action; its effect shows on the share (there is no action to poll). A
+    /// snapshot answers the new snapshot's id.
+    pub async fn share_action(&self, share_id: &str, action: &ShareAction) -> ProviderResult<Option<String>> {
         let (kind, params) = match action {
             ShareAction::Attach { vpc_id } => ("attach", json!({ "vpc_id": vpc_id })),
             ShareAction::Detach { vpc_id } => ("detach", json!({ "vpc_id": vpc_id })),
@@ -185,19 +191,25 @@ impl Volumes for DigitalOcean {
         Ok(snapshot.then(|| id_text(&answer.body["action"]["resource_id"])))
     }
 
-    async fn volumes_list(&self) -> ProviderResult<Vec<BlockVolume>> {
+    /// Every block volume of the account, in pages of the API's largest size.
+    pub async fn volumes_list(&self) -> ProviderResult<Vec<BlockVolume>> {
         self.list_all("volumes.list", "/v2/volumes", "volumes").await?.iter().map(volume_from).collect()
     }
 
-    async fn shares_list(&self, region: &str) -> ProviderResult<Vec<Share>> {
+    /// Every share of the account in `region`, in pages of the API's largest size.
+    pub async fn shares_list(&self, region: &str) -> ProviderResult<Vec<Share>> {
         let shares = self.list_all("nfs.list", &format!("/v2/nfs?region={region}"), "shares").await?;
         shares.iter().map(share_from).collect()
     }
 }
 
-#[async_trait::async_trait]
-impl Snapshots for DigitalOcean {
-    async fn volume_snapshot_create(&self, volume_id: &str, name: &str, tags: &[String]) -> ProviderResult<Snapshot> {
+impl DigitalOcean {
+    pub async fn volume_snapshot_create(
+        &self,
+        volume_id: &str,
+        name: &str,
+        tags: &[String],
+    ) -> ProviderResult<Snapshot> {
         let path = format!("/v2/volumes/{volume_id}/snapshots");
         let answer = self
             .call("volumes.snapshots.create", Method::POST, &path, Some(json!({ "name": name, "tags": tags })))
@@ -208,45 +220,52 @@ impl Snapshots for DigitalOcean {
         snapshot_from(&answer.body["snapshot"])
     }
 
-    async fn volume_snapshot_get(&self, id: &str) -> ProviderResult<Option<Snapshot>> {
+    pub async fn volume_snapshot_get(&self, id: &str) -> ProviderResult<Option<Snapshot>> {
         self.get_one("snapshots.get", &format!("/v2/snapshots/{id}"), "snapshot")
             .await?
             .map(|s| snapshot_from(&s))
             .transpose()
     }
 
-    async fn volume_snapshot_find(&self, volume_id: &str, name: &str) -> ProviderResult<Option<Snapshot>> {
+    pub async fn volume_snapshot_find(&self, volume_id: &str, name: &str) -> ProviderResult<Option<Snapshot>> {
         let path = format!("/v2/volumes/{volume_id}/snapshots");
         let Some(found) = self.list_found("volumes.snapshots.list", &path, "snapshots").await? else { return Ok(None) };
         found.iter().find(|s| s["name"] == name).map(snapshot_from).transpose()
     }
 
-    async fn volume_snapshot_delete(&self, id: &str) -> ProviderResult<bool> {
+    pub async fn volume_snapshot_delete(&self, id: &str) -> ProviderResult<bool> {
         self.delete_one("snapshots.delete", &format!("/v2/snapshots/{id}")).await
     }
 
-    async fn share_snapshot_get(&self, id: &str, region: &str) -> ProviderResult<Option<Snapshot>> {
+    pub async fn share_snapshot_get(&self, id: &str, region: &str) -> ProviderResult<Option<Snapshot>> {
         let path = format!("/v2/nfs/snapshots/{id}?region={region}");
         let found = self.get_one("nfs.snapshots.get", &path, "snapshot").await?;
         found.map(|s| snapshot_from(&s)).transpose()
     }
 
-    async fn share_snapshot_find(&self, share_id: &str, name: &str, region: &str) -> ProviderResult<Option<Snapshot>> {
+    pub async fn share_snapshot_find(
+        &self,
+        share_id: &str,
+        name: &str,
+        region: &str,
+    ) -> ProviderResult<Option<Snapshot>> {
         let path = format!("/v2/nfs/snapshots?region={region}&share_id={share_id}");
         let found = self.list_all("nfs.snapshots.list", &path, "snapshots").await?;
         found.iter().find(|s| s["name"] == name).map(snapshot_from).transpose()
     }
 
-    async fn share_snapshot_delete(&self, id: &str, region: &str) -> ProviderResult<bool> {
+    pub async fn share_snapshot_delete(&self, id: &str, region: &str) -> ProviderResult<bool> {
         self.delete_one("nfs.snapshots.delete", &format!("/v2/nfs/snapshots/{id}?region={region}")).await
     }
 
-    async fn volume_snapshots_list(&self) -> ProviderResult<Vec<Snapshot>> {
+    /// Every volume snapshot of the account, in pages of the API's largest size.
+    pub async fn volume_snapshots_list(&self) -> ProviderResult<Vec<Snapshot>> {
         let found = self.list_all("snapshots.list", "/v2/snapshots?resource_type=volume", "snapshots").await?;
         found.iter().map(snapshot_from).collect()
     }
 
-    async fn share_snapshots_list(&self, region: &str) -> ProviderResult<Vec<Snapshot>> {
+    /// Every share snapshot of the account in `region`, in pages of the API's largest size.
+    pub async fn share_snapshots_list(&self, region: &str) -> ProviderResult<Vec<Snapshot>> {
         let path = format!("/v2/nfs/snapshots?region={region}");
         self.list_all("nfs.snapshots.list", &path, "snapshots").await?.iter().map(snapshot_from).collect()
     }

@@ -18,7 +18,8 @@ mod tests;
 
 use super::{Next, Run, again_if_changed};
 use crate::error::{Error, Result};
-use crate::provider::{Actions, Addresses, Family, Provider, ReservedAddress};
+use crate::provider::digitalocean::DigitalOcean;
+use crate::provider::{Family, Provider, ReservedAddress};
 use crate::store::addresses::{self as store, QUOTA};
 use crate::store::entity::provider_address as address;
 use crate::store::state::{AddressFamily, Assignment, Desired, State};
@@ -36,8 +37,7 @@ fn family(family: AddressFamily) -> Family {
 
 struct Ctx<'a> {
     run: &'a Run<'a>,
-    api: &'a dyn Addresses,
-    actions: &'a dyn Actions,
+    cloud: &'a DigitalOcean,
     family: Family,
 }
 
@@ -52,10 +52,11 @@ pub async fn run(run: &Run<'_>) -> Result<Next> {
         return Ok(Next::Done);
     }
     let provider = run.provider(&a.provider_account_id).await?;
-    let Provider { addresses: Some(api), actions: Some(actions), .. } = provider.as_ref() else {
-        return Err(Error::internal(format!("account {} offers no addresses", a.provider_account_id)));
+    let cloud = match provider.as_ref() {
+        Provider::DigitalOcean(cloud) => cloud.as_ref(),
+        Provider::Aws(_) => return Err(super::not_offered("addresses", &a.provider_account_id)),
     };
-    let ctx = Ctx { run, api: api.as_ref(), actions: actions.as_ref(), family: family(a.family) };
+    let ctx = Ctx { run, cloud, family: family(a.family) };
     if a.desired_state == Desired::Absent {
         return release(&ctx, &a).await;
     }
@@ -63,7 +64,7 @@ pub async fn run(run: &Run<'_>) -> Result<Next> {
         return Ok(Next::Drift);
     }
     let Some(ip) = a.address.clone() else { return reserve(&ctx, &a).await };
-    let found = match ctx.api.address_get(ctx.family, &ip).await {
+    let found = match ctx.cloud.address_get(ctx.family, &ip).await {
         Ok(found) => found,
         Err(err) => return write_decided(run, &a, decide::look_failed(&a, &err)).await,
     };
@@ -89,7 +90,7 @@ async fn reserve(ctx: &Ctx<'_>, a: &address::Model) -> Result<Next> {
         Step::Call => {}
     }
     let Some(marked) = mark_reserve_attempt(run, a).await? else { return Ok(Next::Now) };
-    let outcome = ctx.api.address_reserve(ctx.family, &marked.region).await;
+    let outcome = ctx.cloud.address_reserve(ctx.family, &marked.region).await;
     record(run, &a.id, |fresh| decide::reserved(fresh, &outcome)).await
 }
 
@@ -99,7 +100,7 @@ async fn release(ctx: &Ctx<'_>, a: &address::Model) -> Result<Next> {
     let ip = a.address.clone().filter(|_| !a.lost);
     let ours = match &ip {
         None => None,
-        Some(ip) => match ctx.api.address_get(ctx.family, ip).await {
+        Some(ip) => match ctx.cloud.address_get(ctx.family, ip).await {
             Ok(found) => Some(decide::still_ours(a, ip, found).is_ok()),
             Err(err) => return write_decided(run, a, decide::look_failed(a, &err)).await,
         },
@@ -108,7 +109,7 @@ async fn release(ctx: &Ctx<'_>, a: &address::Model) -> Result<Next> {
         (Step::Write(observed, next), _) => write(run, a, observed, next).await,
         (Step::Lost(next), _) => record_lost(run, &a.id, next).await,
         (Step::Call, Some(ip)) => {
-            let outcome = ctx.api.address_release(ctx.family, &ip).await;
+            let outcome = ctx.cloud.address_release(ctx.family, &ip).await;
             write_decided(run, a, decide::released(a, &outcome)).await
         }
         (Step::Call, None) => Err(Error::internal("a release decided with no IP")),
@@ -120,7 +121,7 @@ async fn release(ctx: &Ctx<'_>, a: &address::Model) -> Result<Next> {
 async fn converge_assignment(ctx: &Ctx<'_>, a: &address::Model, found: &ReservedAddress) -> Result<Next> {
     let run = ctx.run;
     if let Some(action) = &a.action_id {
-        let status = ctx.actions.action_get(action.parse().unwrap_or_default()).await;
+        let status = ctx.cloud.action_get(action.parse().unwrap_or_default()).await;
         return write_decided(run, a, decide::followed(a, &status)).await;
     }
     let Some(instance_id) = &a.instance_id else { return Ok(Next::Drift) };
@@ -128,12 +129,12 @@ async fn converge_assignment(ctx: &Ctx<'_>, a: &address::Model, found: &Reserved
     let machine = on.as_ref().and_then(|i| i.provider_id.clone());
     let decided = match a.assignment_state {
         Assignment::Deleting => match decide::before_unassign(a, found, machine.as_deref()) {
-            Step::Call => decide::unassigned(a, &ctx.api.address_unassign(ctx.family, &found.ip).await),
+            Step::Call => decide::unassigned(a, &ctx.cloud.address_unassign(ctx.family, &found.ip).await),
             step => return write_step(run, a, step).await,
         },
         _ => match on.filter(|i| i.state == State::Ready && i.desired_state == Desired::Present).and(machine) {
             Some(machine) => match decide::before_assign(a, found, &machine) {
-                Step::Call => decide::assigned(a, &ctx.api.address_assign(ctx.family, &found.ip, &machine).await),
+                Step::Call => decide::assigned(a, &ctx.cloud.address_assign(ctx.family, &found.ip, &machine).await),
                 step => return write_step(run, a, step).await,
             },
             None => decide::instance_not_ready(a),

@@ -22,9 +22,10 @@ pub use decide::*;
 
 use super::{ACTION_POLL_MS, ERROR_RETRY_MS, Next, RETRY_LATER_MS, Reconciler, Run, again_if_changed, is_failure};
 use crate::error::{Error, Result};
+use crate::provider::aws::Aws;
 use crate::provider::{
-    Filesystems, Flow, LustreCreate, LustreDeployment, ProviderError, ProviderResult, SecurityGroup, SecurityGroups,
-    Tag, aws_owned, aws_tags,
+    Flow, LustreCreate, LustreDeployment, Provider, ProviderError, ProviderResult, SecurityGroup, Tag, aws_owned,
+    aws_tags,
 };
 use crate::store::entity::{filesystem, network};
 use crate::store::filesystems::{self as store_rows, RECONCILER};
@@ -49,8 +50,7 @@ impl Reconciler for FilesystemReconciler {
 /// What one run works with.
 struct Ctx<'a> {
     run: &'a Run<'a>,
-    groups: &'a dyn SecurityGroups,
-    api: &'a dyn Filesystems,
+    cloud: &'a Aws,
     deployment: &'a str,
     tags: Vec<Tag>,
 }
@@ -65,17 +65,12 @@ async fn reconcile(run: &Run<'_>) -> Result<Next> {
     }
     let network = crate::store::networks::find(db, &f.network_id).await?;
     let provider = run.provider(&f.provider_account_id).await?;
-    let (Some(groups), Some(api)) = (provider.security_groups.as_ref(), provider.filesystems.as_ref()) else {
-        return Err(Error::internal(format!("account {} offers no filesystems", f.provider_account_id)));
+    let cloud = match provider.as_ref() {
+        Provider::Aws(cloud) => cloud.as_ref(),
+        Provider::DigitalOcean(_) => return Err(super::not_offered("filesystems", &f.provider_account_id)),
     };
     let deployment = run.services.deployment.as_str();
-    let ctx = Ctx {
-        run,
-        groups: groups.as_ref(),
-        api: api.as_ref(),
-        deployment,
-        tags: aws_tags(&f.provider_name, deployment),
-    };
+    let ctx = Ctx { run, cloud, deployment, tags: aws_tags(&f.provider_name, deployment) };
     if f.desired_state == Desired::Absent {
         return remove(&ctx, &f, network.as_ref()).await;
     }
@@ -124,7 +119,7 @@ async fn make_group(ctx: &Ctx<'_>, f: &filesystem::Model, vpc: &str) -> Result<N
     let run = ctx.run;
     let mut found = Vec::new();
     if must_look(f.group_attempts) {
-        match ctx.groups.security_group_find(&f.region, vpc, &f.provider_name).await {
+        match ctx.cloud.security_group_find(&f.region, vpc, &f.provider_name).await {
             Ok(group) => found.extend(group.map(|g| held_group(&g, ctx.deployment))),
             Err(err) => return look_failed(run, f, &err).await,
         }
@@ -146,7 +141,7 @@ async fn make_group(ctx: &Ctx<'_>, f: &filesystem::Model, vpc: &str) -> Result<N
             };
             let description = format!("vps-graph filesystem {}", f.id);
             let result =
-                ctx.groups.security_group_create(&f.region, vpc, &f.provider_name, &description, &ctx.tags).await;
+                ctx.cloud.security_group_create(&f.region, vpc, &f.provider_name, &description, &ctx.tags).await;
             let (mut observed, next) = apply(Observed::of(&marked), after(&result));
             if let Ok(id) = result {
                 observed.security_group_id = Some(id);
@@ -163,7 +158,7 @@ fn held_group(group: &SecurityGroup, deployment: &str) -> Held {
 /// Authorizes the rules the group lacks; None when it has them all (the run goes on).
 async fn admit(ctx: &Ctx<'_>, f: &filesystem::Model, vpc: &str, block: &str, group: &str) -> Result<Option<Next>> {
     let run = ctx.run;
-    let found = match ctx.groups.security_group_find(&f.region, vpc, &f.provider_name).await {
+    let found = match ctx.cloud.security_group_find(&f.region, vpc, &f.provider_name).await {
         Ok(found) => found.filter(|g| g.id == group),
         Err(err) => return look_failed(run, f, &err).await.map(Some),
     };
@@ -182,7 +177,7 @@ async fn admit(ctx: &Ctx<'_>, f: &filesystem::Model, vpc: &str, block: &str, gro
     if missing.is_empty() {
         return Ok(None);
     }
-    let result = ctx.groups.security_group_authorize(&f.region, group, Flow::Ingress, &missing).await;
+    let result = ctx.cloud.security_group_authorize(&f.region, group, Flow::Ingress, &missing).await;
     let (observed, next) = apply(Observed::of(f), after(&result));
     write(run, f, observed, next).await.map(Some)
 }
@@ -190,10 +185,10 @@ async fn admit(ctx: &Ctx<'_>, f: &filesystem::Model, vpc: &str, block: &str, gro
 /// What holds our name at the provider, after a create whose answer may be lost.
 async fn held_filesystems(ctx: &Ctx<'_>, f: &filesystem::Model) -> ProviderResult<Vec<Seen>> {
     if f.kind == FilesystemKind::Lustre {
-        let found = ctx.api.lustre_find_by_name(&f.region, &f.provider_name).await?;
+        let found = ctx.cloud.lustre_find_by_name(&f.region, &f.provider_name).await?;
         return Ok(found.iter().map(|l| Seen::lustre(l, ctx.deployment)).collect());
     }
-    let found = ctx.api.efs_find_by_token(&f.region, &f.provider_name).await?;
+    let found = ctx.cloud.efs_find_by_token(&f.region, &f.provider_name).await?;
     Ok(found.iter().map(|e| Seen::efs(e, ctx.deployment)).collect())
 }
 
@@ -217,7 +212,7 @@ async fn make_filesystem(ctx: &Ctx<'_>, f: &filesystem::Model, network: &network
             let Some(marked) = mark_attempt(run, f, filesystem::Column::CreateAttempts).await? else {
                 return Ok(Next::Now);
             };
-            let result = ctx.api.efs_create(&f.region, &f.provider_name, &ctx.tags).await;
+            let result = ctx.cloud.efs_create(&f.region, &f.provider_name, &ctx.tags).await;
             let (mut observed, next) = apply(Observed::of(&marked), after(&result));
             if let Ok(made) = result {
                 observed.provider_id = Some(made.id);
@@ -268,7 +263,7 @@ async fn make_lustre(ctx: &Ctx<'_>, f: &filesystem::Model, network: &network::Mo
         security_group_ids: &groups,
         tags: &ctx.tags,
     };
-    let result = ctx.api.lustre_create(&f.region, &request).await;
+    let result = ctx.cloud.lustre_create(&f.region, &request).await;
     let (observed, next) = apply(Observed::of(&marked), after(&result));
     let (observed, next) = match result.map(|l| Seen::lustre(&l, ctx.deployment)) {
         Ok(made) if made.owned => (Observed { provider_id: Some(made.id), ..observed }, next),
@@ -293,7 +288,7 @@ async fn observe(ctx: &Ctx<'_>, f: &filesystem::Model, group: &str) -> Result<Ne
         (Made::MountTargets, Some(seen)) => seen,
         (Made::MountTargets, None) => return Err(Error::internal("mount targets of a file system not seen")),
     };
-    let targets = match ctx.api.mount_targets_of(&f.region, &id).await {
+    let targets = match ctx.cloud.mount_targets_of(&f.region, &id).await {
         Ok(targets) => targets,
         Err(err) => return look_failed(run, f, &err).await,
     };
@@ -305,7 +300,7 @@ async fn observe(ctx: &Ctx<'_>, f: &filesystem::Model, group: &str) -> Result<Ne
     let subnet_id = match plan {
         Targets::Create(subnet_id) => subnet_id,
         Targets::Failed(target) => {
-            let result = ctx.api.mount_target_delete(&f.region, &target).await;
+            let result = ctx.cloud.mount_target_delete(&f.region, &target).await;
             let (observed, next) =
                 apply(Observed::of(f).waiting("waiting for the failed mount target to go"), after(&result));
             return write(run, f, observed, if next == Next::Now { Next::After(ACTION_POLL_MS) } else { next }).await;
@@ -313,16 +308,16 @@ async fn observe(ctx: &Ctx<'_>, f: &filesystem::Model, group: &str) -> Result<Ne
         _ => return Ok(Next::Now),
     };
     let groups = [group.to_owned()];
-    let result = ctx.api.mount_target_create(&f.region, &id, &subnet_id, &groups).await;
+    let result = ctx.cloud.mount_target_create(&f.region, &id, &subnet_id, &groups).await;
     let (observed, next) = apply(Observed::of(f), after(&result));
     write(run, f, observed, next).await
 }
 
 async fn read_filesystem(ctx: &Ctx<'_>, f: &filesystem::Model, id: &str) -> ProviderResult<Option<Seen>> {
     if f.kind == FilesystemKind::Lustre {
-        return Ok(ctx.api.lustre_get(&f.region, id).await?.map(|l| Seen::lustre(&l, ctx.deployment)));
+        return Ok(ctx.cloud.lustre_get(&f.region, id).await?.map(|l| Seen::lustre(&l, ctx.deployment)));
     }
-    Ok(ctx.api.efs_get(&f.region, id).await?.map(|e| Seen::efs(&e, ctx.deployment)))
+    Ok(ctx.cloud.efs_get(&f.region, id).await?.map(|e| Seen::efs(&e, ctx.deployment)))
 }
 
 /// Ours to delete, as the provider shows it: the recorded one, or after a lost create answer
@@ -353,7 +348,7 @@ async fn our_group(
     let Some(vpc) = network.and_then(|n| n.provider_id.as_deref()).filter(|_| must_look(f.group_attempts)) else {
         return Ok(None);
     };
-    let found = ctx.groups.security_group_find(&f.region, vpc, &f.provider_name).await?;
+    let found = ctx.cloud.security_group_find(&f.region, vpc, &f.provider_name).await?;
     Ok(found.filter(|g| aws_owned(&g.tags, ctx.deployment)).map(|g| g.id))
 }
 
@@ -366,7 +361,7 @@ async fn remove(ctx: &Ctx<'_>, f: &filesystem::Model, network: Option<&network::
     };
     let targets = match (&filesystem, f.kind) {
         (Some(seen), kind) if kind != FilesystemKind::Lustre => {
-            match ctx.api.mount_targets_of(&f.region, &seen.id).await {
+            match ctx.cloud.mount_targets_of(&f.region, &seen.id).await {
                 Ok(targets) => targets,
                 Err(err) => return look_failed(run, f, &err).await,
             }
@@ -382,18 +377,18 @@ async fn remove(ctx: &Ctx<'_>, f: &filesystem::Model, network: Option<&network::
     };
     let now = Observed::of(f);
     let (observed, next) = match removal(filesystem.as_ref(), &targets, group.as_deref()) {
-        Removal::MountTarget(id) => settle_removal(now, &ctx.api.mount_target_delete(&f.region, &id).await),
+        Removal::MountTarget(id) => settle_removal(now, &ctx.cloud.mount_target_delete(&f.region, &id).await),
         Removal::WaitTargets => (now.waiting("waiting for the mount targets to go"), Next::After(ACTION_POLL_MS)),
         Removal::Filesystem(id) => {
             let result = match f.kind {
-                FilesystemKind::Lustre => ctx.api.lustre_delete(&f.region, &id).await,
-                _ => ctx.api.efs_delete(&f.region, &id).await,
+                FilesystemKind::Lustre => ctx.cloud.lustre_delete(&f.region, &id).await,
+                _ => ctx.cloud.efs_delete(&f.region, &id).await,
             };
             let (observed, next) = settle_removal(now, &result);
             (observed, if next == Next::Now { Next::After(ACTION_POLL_MS) } else { next })
         }
         Removal::WaitFilesystem => (now.waiting("waiting for the file system to go"), Next::After(ACTION_POLL_MS)),
-        Removal::Group(id) => match settle_removal(now, &ctx.groups.security_group_delete(&f.region, &id).await) {
+        Removal::Group(id) => match settle_removal(now, &ctx.cloud.security_group_delete(&f.region, &id).await) {
             (observed, Next::Now) => (observed.state(State::Deleted, None), Next::Done),
             waiting => waiting,
         },

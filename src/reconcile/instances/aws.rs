@@ -7,13 +7,14 @@
 use super::{DELETE_ASKED, Finish, Observed, finish_delete, mark_create_attempt, waiting, write};
 use crate::boot;
 use crate::error::Result;
-use crate::provider::{AwsInstance, AwsInstances, InstanceRun, MachineState, ProviderError, aws_owned, aws_tags};
+use crate::provider::aws::Aws;
+use crate::provider::{AwsInstance, InstanceRun, MachineState, ProviderError, aws_owned, aws_tags};
 use crate::reconcile::{ACTION_POLL_MS, ERROR_RETRY_MS, Next, RETRY_LATER_MS, Run};
 use crate::store::entity::instance;
 use crate::store::networks::ready_subnet_in_zone;
 use crate::store::state::{Desired, OnDelete, State};
 
-pub(super) async fn run(run: &Run<'_>, api: &dyn AwsInstances, current: &instance::Model) -> Result<Next> {
+pub(super) async fn run(run: &Run<'_>, api: &Aws, current: &instance::Model) -> Result<Next> {
     let deployment = &run.services.deployment;
     if current.desired_state == Desired::Absent {
         return delete(run, api, current, deployment).await;
@@ -57,7 +58,7 @@ pub(super) fn ours<'a>(found: &'a [AwsInstance], deployment: &str) -> (Option<&'
     (mine, mine.is_none() && !live.is_empty())
 }
 
-async fn create(run: &Run<'_>, api: &dyn AwsInstances, current: &instance::Model, deployment: &str) -> Result<Next> {
+async fn create(run: &Run<'_>, api: &Aws, current: &instance::Model, deployment: &str) -> Result<Next> {
     if current.create_attempts > 0 {
         let (observed, next) = match api.instances_find_by_name(&current.region, &current.provider_name).await {
             Err(err) => waiting(current, err),
@@ -81,7 +82,7 @@ async fn create(run: &Run<'_>, api: &dyn AwsInstances, current: &instance::Model
 }
 
 /// Runs the machine in the network's subnet of its zone, once that subnet is made.
-async fn make(run: &Run<'_>, api: &dyn AwsInstances, current: &instance::Model, deployment: &str) -> Result<Next> {
+async fn make(run: &Run<'_>, api: &Aws, current: &instance::Model, deployment: &str) -> Result<Next> {
     let Some(subnet_id) = subnet_of(run, current).await? else {
         let observed = Observed { message: Some("waiting for the network's subnet".into()), ..Observed::of(current) };
         return write(run, current, observed, Next::After(ACTION_POLL_MS)).await;
@@ -128,7 +129,7 @@ async fn subnet_of(run: &Run<'_>, current: &instance::Model) -> Result<Option<St
 
 /// Terminates our machine (never one without our tag: the instance then finishes as a detach)
 /// and finishes once EC2 shows it terminated or gone.
-async fn delete(run: &Run<'_>, api: &dyn AwsInstances, current: &instance::Model, deployment: &str) -> Result<Next> {
+async fn delete(run: &Run<'_>, api: &Aws, current: &instance::Model, deployment: &str) -> Result<Next> {
     if current.on_delete == OnDelete::Detach {
         return finish_delete(run, current, Finish::AsDetach).await;
     }

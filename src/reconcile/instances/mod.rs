@@ -10,8 +10,9 @@ mod aws;
 mod decide;
 
 use super::{ACTION_POLL_MS, Next, Reconciler, Run, again_if_changed};
-use crate::error::{Error, Result};
-use crate::provider::{Droplet, DropletCreate, Instances, ProviderError, Volumes, ownership_tag};
+use crate::error::Result;
+use crate::provider::digitalocean::DigitalOcean;
+use crate::provider::{Droplet, DropletCreate, Provider, ProviderError, ownership_tag};
 use crate::store::entity::instance;
 use crate::store::instances::{self as store, RECONCILER};
 use crate::store::state::{Assignment, Desired, OnDelete, State};
@@ -77,28 +78,26 @@ impl Reconciler for InstanceReconciler {
             return Ok(Next::Done);
         }
         let provider = run.provider(&current.provider_account_id).await?;
-        if let Some(api) = provider.aws_instances.clone() {
-            return aws::run(run, api.as_ref(), &current).await;
-        }
-        let Some(api) = provider.instances.clone() else {
-            return Err(Error::internal(format!("account {} offers no instances", current.provider_account_id)));
+        let api = match provider.as_ref() {
+            Provider::Aws(cloud) => return aws::run(run, cloud, &current).await,
+            Provider::DigitalOcean(cloud) => cloud.as_ref(),
         };
         let tag = ownership_tag(&run.services.deployment);
         if current.desired_state == Desired::Absent {
-            return delete(run, api.as_ref(), provider.volumes.as_deref(), &current, &tag).await;
+            return delete(run, api, &current, &tag).await;
         }
         if current.lost {
             return Ok(Next::Drift);
         }
         let (observed, next) = match &current.provider_id {
-            None => return create(run, api.as_ref(), &current, &tag).await,
+            None => return create(run, api, &current, &tag).await,
             Some(id) => decide::looked(&current, api.droplet_get(id).await),
         };
         write(run, &current, observed, next).await
     }
 }
 
-async fn create(run: &Run<'_>, api: &dyn Instances, current: &instance::Model, tag: &str) -> Result<Next> {
+async fn create(run: &Run<'_>, api: &DigitalOcean, current: &instance::Model, tag: &str) -> Result<Next> {
     if current.create_attempts > 0 {
         let found = api.droplet_find_by_name(&current.provider_name).await;
         if let Some((observed, next)) = decide::found_by_name(current, found, tag) {
@@ -109,7 +108,7 @@ async fn create(run: &Run<'_>, api: &dyn Instances, current: &instance::Model, t
 }
 
 /// Creates the Droplet, in the network's subnet VPC when the instance is on a network.
-async fn make(run: &Run<'_>, api: &dyn Instances, current: &instance::Model, tag: &str) -> Result<Next> {
+async fn make(run: &Run<'_>, api: &DigitalOcean, current: &instance::Model, tag: &str) -> Result<Next> {
     let vpc_id = match &current.network_id {
         None => None,
         Some(network_id) => {
@@ -142,13 +141,7 @@ async fn make(run: &Run<'_>, api: &dyn Instances, current: &instance::Model, tag
 /// Deletes the machine: one selective destroy naming the instance's deleteWithInstance volumes
 /// (only ours, on that Droplet), or a plain delete when there is nothing to name. A machine
 /// whose ownership tag is gone is left running: the instance finishes as a detach.
-async fn delete(
-    run: &Run<'_>,
-    api: &dyn Instances,
-    volumes_api: Option<&dyn Volumes>,
-    current: &instance::Model,
-    tag: &str,
-) -> Result<Next> {
+async fn delete(run: &Run<'_>, api: &DigitalOcean, current: &instance::Model, tag: &str) -> Result<Next> {
     if current.on_delete == OnDelete::Detach {
         // `onDelete: DETACH`: the machine is left running, and nothing is asked of it.
         return finish_delete(run, current, Finish::AsDetach).await;
@@ -168,7 +161,7 @@ async fn delete(
             DeleteStep::Write((observed, next)) => return write(run, current, observed, next).await,
             DeleteStep::Send(droplet) => droplet,
         };
-        let named = match going_with(run, volumes_api, current, &droplet, tag).await? {
+        let named = match going_with(run, api, current, &droplet, tag).await? {
             Ok(named) => named,
             Err(err) => return write(run, current, waiting(current, err).0, Next::After(super::RETRY_LATER_MS)).await,
         };
@@ -196,12 +189,11 @@ pub(super) enum Finish {
 /// deployment's tag at the provider (a volume attached by hand is never named).
 async fn going_with(
     run: &Run<'_>,
-    volumes_api: Option<&dyn Volumes>,
+    api: &DigitalOcean,
     current: &instance::Model,
     droplet: &Droplet,
     tag: &str,
 ) -> Result<std::result::Result<Vec<String>, ProviderError>> {
-    let Some(volumes_api) = volumes_api else { return Ok(Ok(Vec::new())) };
     let db = &run.services.db;
     let wanted: Vec<String> =
         attachments::wanted_on_instance(db, &current.id).await?.into_iter().map(|a| a.volume_id).collect();
@@ -209,7 +201,7 @@ async fn going_with(
     let mut named = Vec::new();
     for v in candidates {
         let Some(provider_id) = v.provider_id.filter(|id| droplet.volume_ids.contains(id)) else { continue };
-        match volumes_api.volume_get(&provider_id).await {
+        match api.volume_get(&provider_id).await {
             Ok(Some(found)) if found.tags.iter().any(|t| t == tag) => named.push(provider_id),
             Ok(_) => {}
             Err(err) => return Ok(Err(err)),

@@ -26,6 +26,8 @@ use compare::{Expect, Expected, Listing, Need, Sorted};
 
 use super::{DRIFT_MS, Next, Reconciler, Run, drift_due, retry_after};
 use crate::error::Result;
+use crate::provider::aws::Aws;
+use crate::provider::digitalocean::DigitalOcean;
 use crate::provider::{Family, Provider, ProviderError, ProviderKind, ownership_tag};
 use crate::reconcile::filesystems::wanted_rules;
 use crate::store::state::FilesystemKind;
@@ -183,57 +185,53 @@ async fn list(
     need: &Need,
     listing: &mut Listing,
 ) -> crate::provider::ProviderResult<()> {
-    let offered = || ProviderError::Misconfigured { message: "the account offers no such listing".into() };
-    let tag = ownership_tag(deployment);
-    let tag = tag.as_str();
+    match provider {
+        Provider::DigitalOcean(cloud) => list_digitalocean(cloud, &ownership_tag(deployment), need, listing).await,
+        Provider::Aws(cloud) => list_aws(cloud, deployment, need, listing).await,
+    }
+}
+
+/// A listing the other cloud's accounts have: the needs come from the account's own rows, so
+/// only a row written around the service asks for one.
+fn not_offered(need: &Need) -> ProviderError {
+    ProviderError::Misconfigured { message: format!("the account's cloud has no listing of {need:?}") }
+}
+
+async fn list_digitalocean(
+    cloud: &DigitalOcean,
+    tag: &str,
+    need: &Need,
+    listing: &mut Listing,
+) -> crate::provider::ProviderResult<()> {
     match need {
-        Need::Volumes => listing.volumes(provider.volumes.as_ref().ok_or_else(offered)?.volumes_list().await?),
-        Need::Shares(region) => {
-            let shares = provider.volumes.as_ref().ok_or_else(offered)?.shares_list(region).await?;
-            listing.shares(region, shares)
-        }
-        Need::VolumeSnapshots => {
-            listing.snapshots(None, provider.snapshots.as_ref().ok_or_else(offered)?.volume_snapshots_list().await?)
-        }
-        Need::ShareSnapshots(region) => {
-            let snapshots = provider.snapshots.as_ref().ok_or_else(offered)?.share_snapshots_list(region).await?;
-            listing.snapshots(Some(region), snapshots)
-        }
-        Need::Addresses(family) => {
-            listing.addresses(*family, provider.addresses.as_ref().ok_or_else(offered)?.addresses_list(*family).await?)
-        }
-        Need::Machines => {
-            listing.machines(provider.instances.as_ref().ok_or_else(offered)?.droplets_tagged(tag).await?)
-        }
-        Need::Vpcs => listing.vpcs(provider.networks.as_ref().ok_or_else(offered)?.vpcs_list().await?),
-        Need::AwsVpcs(region) => {
-            let vpcs = provider.aws_networks.as_ref().ok_or_else(offered)?.vpcs_in(region).await?;
-            listing.aws_vpcs(region, vpcs)
-        }
-        Need::AwsSubnets(region) => {
-            let subnets = provider.aws_networks.as_ref().ok_or_else(offered)?.subnets_in(region).await?;
-            listing.aws_subnets(region, subnets)
-        }
-        Need::AwsMachines(region) => {
-            let machines =
-                provider.aws_instances.as_ref().ok_or_else(offered)?.instances_owned(region, deployment).await?;
-            listing.aws_machines(region, machines)
-        }
+        Need::Volumes => listing.volumes(cloud.volumes_list().await?),
+        Need::Shares(region) => listing.shares(region, cloud.shares_list(region).await?),
+        Need::VolumeSnapshots => listing.snapshots(None, cloud.volume_snapshots_list().await?),
+        Need::ShareSnapshots(region) => listing.snapshots(Some(region), cloud.share_snapshots_list(region).await?),
+        Need::Addresses(family) => listing.addresses(*family, cloud.addresses_list(*family).await?),
+        Need::Machines => listing.machines(cloud.droplets_tagged(tag).await?),
+        Need::Vpcs => listing.vpcs(cloud.vpcs_list().await?),
+        other => return Err(not_offered(other)),
+    }
+    Ok(())
+}
+
+async fn list_aws(
+    cloud: &Aws,
+    deployment: &str,
+    need: &Need,
+    listing: &mut Listing,
+) -> crate::provider::ProviderResult<()> {
+    match need {
+        Need::AwsVpcs(region) => listing.aws_vpcs(region, cloud.vpcs_in(region).await?),
+        Need::AwsSubnets(region) => listing.aws_subnets(region, cloud.subnets_in(region).await?),
+        Need::AwsMachines(region) => listing.aws_machines(region, cloud.instances_owned(region, deployment).await?),
         Need::SecurityGroups(region) => {
-            let groups = provider
-                .security_groups
-                .as_ref()
-                .ok_or_else(offered)?
-                .security_groups_owned(region, deployment)
-                .await?;
-            listing.security_groups(region, groups)
+            listing.security_groups(region, cloud.security_groups_owned(region, deployment).await?)
         }
-        Need::EfsFileSystems(region) => {
-            listing.efs(region, provider.filesystems.as_ref().ok_or_else(offered)?.efs_list(region).await?)
-        }
-        Need::LustreFileSystems(region) => {
-            listing.lustre(region, provider.filesystems.as_ref().ok_or_else(offered)?.lustre_list(region).await?)
-        }
+        Need::EfsFileSystems(region) => listing.efs(region, cloud.efs_list(region).await?),
+        Need::LustreFileSystems(region) => listing.lustre(region, cloud.lustre_list(region).await?),
+        other => return Err(not_offered(other)),
     }
     Ok(())
 }

@@ -2,8 +2,9 @@
 //! subnet. The decisions are plain functions of the subnet row and what the provider showed
 //! (`look` → `decide` → `after`), tested without a network; `run` does the I/O.
 use super::{aggregate, mark_create_attempt};
-use crate::error::{Error, Result};
-use crate::provider::{Networks, Provider, ProviderError, Vpc, VpcCreate};
+use crate::error::Result;
+use crate::provider::digitalocean::DigitalOcean;
+use crate::provider::{ProviderError, Vpc, VpcCreate};
 use crate::reconcile::{ERROR_RETRY_MS, Next, RETRY_LATER_MS, Run};
 use crate::store::entity::{network, network_subnet as subnet};
 use crate::store::networks::{self as store, subnets_of};
@@ -182,16 +183,13 @@ fn looked_badly(s: &subnet::Model, err: ProviderError) -> (Observed, Next) {
     }
 }
 /// One step for the subnet that needs work most, or the drift read of a settled network.
-pub(super) async fn run(run: &Run<'_>, subnets: &[subnet::Model], provider: &Provider) -> Result<Next> {
+pub(super) async fn run(run: &Run<'_>, subnets: &[subnet::Model], api: &DigitalOcean) -> Result<Next> {
     let services = run.services;
-    let Some(api) = provider.networks.clone() else {
-        return Err(Error::internal("a DigitalOcean account without networks"));
-    };
     let Some(target) = pick(subnets) else {
-        return drift(run, api.as_ref(), subnets).await;
+        return drift(run, api, subnets).await;
     };
     let marker = marker(&services.deployment, &target.id);
-    let (observed, hint) = match observe(api.as_ref(), target).await {
+    let (observed, hint) = match observe(api, target).await {
         Err(err) => looked_badly(target, err),
         Ok(seen) => match decide(target, &seen, &marker) {
             Step::Write(observed, next) => (observed, next),
@@ -199,12 +197,12 @@ pub(super) async fn run(run: &Run<'_>, subnets: &[subnet::Model], provider: &Pro
                 // Recorded before the call, so a write-back lost to a crash or a concurrent
                 // change leaves a trace: the VPC is then looked up by name, never orphaned.
                 let Some(marked) = mark_create_attempt(run, target).await? else { return Ok(Next::Now) };
-                let answer = execute(api.as_ref(), &marked, &Call::Create, &marker).await;
+                let answer = execute(api, &marked, &Call::Create, &marker).await;
                 let (observed, next) = after(&marked, &Call::Create, answer);
                 return finish_step(run, &marked, observed, next).await;
             }
             Step::Call(call) => {
-                let answer = execute(api.as_ref(), target, &call, &marker).await;
+                let answer = execute(api, target, &call, &marker).await;
                 after(target, &call, answer)
             }
         },
@@ -226,7 +224,7 @@ fn pick(subnets: &[subnet::Model]) -> Option<&subnet::Model> {
     waiting().find(|s| s.state != State::Error).or_else(|| waiting().next())
 }
 
-async fn observe(api: &dyn Networks, s: &subnet::Model) -> std::result::Result<Seen, ProviderError> {
+async fn observe(api: &DigitalOcean, s: &subnet::Model) -> std::result::Result<Seen, ProviderError> {
     let found = match look(s) {
         Look::Nothing => return Ok(Seen::NotAsked),
         Look::ById(id) => api.vpc_get(&id).await?,
@@ -236,7 +234,7 @@ async fn observe(api: &dyn Networks, s: &subnet::Model) -> std::result::Result<S
 }
 
 async fn execute(
-    api: &dyn Networks,
+    api: &DigitalOcean,
     s: &subnet::Model,
     call: &Call,
     marker: &str,
@@ -252,7 +250,7 @@ async fn execute(
 }
 
 /// A settled network: read each ready subnet's VPC (one gone outside is lost, never remade).
-async fn drift(run: &Run<'_>, api: &dyn Networks, subnets: &[subnet::Model]) -> Result<Next> {
+async fn drift(run: &Run<'_>, api: &DigitalOcean, subnets: &[subnet::Model]) -> Result<Next> {
     for s in subnets.iter().filter(|s| s.state == State::Ready && s.desired_state == Desired::Present) {
         let observed = match observe(api, s).await {
             // The VPC is as it was, as far as we know: read it again soon, and write nothing.

@@ -9,10 +9,10 @@ mod firewalls;
 
 use super::{Next, Reconciler, Run};
 use crate::error::{Error, Result};
-use crate::provider::AccountRef;
+use crate::provider::{AccountRef, Provider};
 use crate::store::entity::network_subnet as subnet;
 use crate::store::networks::{self as store, RECONCILER, subnets_of};
-use crate::store::state::{Desired, ProviderKind, State};
+use crate::store::state::{Desired, State};
 
 pub struct NetworkReconciler;
 
@@ -42,16 +42,15 @@ impl Reconciler for NetworkReconciler {
             sim: account.sim,
         });
         // Rules (and the open egress) go before the subnets and the VPC that hold them.
-        let rules = firewalls::run(run, &network, account.kind, &provider).await?;
+        let rules = firewalls::run(run, &network, &provider).await?;
         match rules {
             Some(Next::Now) => return Ok(Next::Now),
             Some(next) if network.desired_state == Desired::Absent => return Ok(next),
             _ => {}
         }
-        let next = if account.kind == ProviderKind::Aws {
-            aws::run(run, network, subnets, &provider).await?
-        } else {
-            digitalocean::run(run, &subnets, &provider).await?
+        let next = match provider.as_ref() {
+            Provider::Aws(cloud) => aws::run(run, network, subnets, cloud).await?,
+            Provider::DigitalOcean(cloud) => digitalocean::run(run, &subnets, cloud).await?,
         };
         Ok(match (rules, next) {
             (_, Next::Done) | (None, _) => next,

@@ -9,16 +9,16 @@ mod decide;
 mod tests;
 
 use super::{Next, Run, again_if_changed};
-use crate::error::{Error, Result};
-use crate::provider::{ProviderResult, ShareAction, Snapshot, Snapshots, Volumes, ownership_tag};
+use crate::error::Result;
+use crate::provider::digitalocean::DigitalOcean;
+use crate::provider::{Provider, ProviderResult, ShareAction, Snapshot, ownership_tag};
 use crate::store::entity::provider_snapshot as snapshot;
 use crate::store::state::{Desired, State, VolumeKind};
 use crate::store::{queue, snapshots, volumes};
 use decide::{DeleteTarget, Observed};
 
 struct Ctx<'a> {
-    snapshots: &'a dyn Snapshots,
-    volumes: &'a dyn Volumes,
+    cloud: &'a DigitalOcean,
     block: bool,
     region: String,
 }
@@ -26,25 +26,25 @@ struct Ctx<'a> {
 impl Ctx<'_> {
     async fn get(&self, id: &str) -> ProviderResult<Option<Snapshot>> {
         if self.block {
-            self.snapshots.volume_snapshot_get(id).await
+            self.cloud.volume_snapshot_get(id).await
         } else {
-            self.snapshots.share_snapshot_get(id, &self.region).await
+            self.cloud.share_snapshot_get(id, &self.region).await
         }
     }
 
     async fn find(&self, volume_provider_id: &str, name: &str) -> ProviderResult<Option<Snapshot>> {
         if self.block {
-            self.snapshots.volume_snapshot_find(volume_provider_id, name).await
+            self.cloud.volume_snapshot_find(volume_provider_id, name).await
         } else {
-            self.snapshots.share_snapshot_find(volume_provider_id, name, &self.region).await
+            self.cloud.share_snapshot_find(volume_provider_id, name, &self.region).await
         }
     }
 
     async fn delete(&self, id: &str) -> ProviderResult<bool> {
         if self.block {
-            self.snapshots.volume_snapshot_delete(id).await
+            self.cloud.volume_snapshot_delete(id).await
         } else {
-            self.snapshots.share_snapshot_delete(id, &self.region).await
+            self.cloud.share_snapshot_delete(id, &self.region).await
         }
     }
 }
@@ -59,15 +59,11 @@ pub async fn run(run: &Run<'_>) -> Result<Next> {
     }
     let source = volumes::find(db, &s.volume_id).await?;
     let provider = run.provider(&s.provider_account_id).await?;
-    let (Some(snapshots), Some(volumes)) = (provider.snapshots.clone(), provider.volumes.clone()) else {
-        return Err(Error::internal(format!("account {} offers no snapshots", s.provider_account_id)));
+    let cloud = match provider.as_ref() {
+        Provider::DigitalOcean(cloud) => cloud.as_ref(),
+        Provider::Aws(_) => return Err(super::not_offered("snapshots", &s.provider_account_id)),
     };
-    let ctx = Ctx {
-        snapshots: snapshots.as_ref(),
-        volumes: volumes.as_ref(),
-        block: s.volume_kind == VolumeKind::Block,
-        region: s.region.clone(),
-    };
+    let ctx = Ctx { cloud, block: s.volume_kind == VolumeKind::Block, region: s.region.clone() };
     let (observed, next) = if s.desired_state == Desired::Absent {
         let volume_provider_id = source.as_ref().and_then(|v| v.provider_id.clone());
         delete(&ctx, &s, volume_provider_id.as_deref()).await
@@ -94,10 +90,10 @@ async fn take(run: &Run<'_>, ctx: &Ctx<'_>, s: &snapshot::Model, volume_provider
     let Some(marked) = mark_create_attempt(run, s).await? else { return Ok(Next::Now) };
     let answer = if ctx.block {
         let tags = vec![ownership_tag(&run.services.deployment)];
-        ctx.snapshots.volume_snapshot_create(volume_provider_id, &marked.provider_name, &tags).await.map(Some)
+        ctx.cloud.volume_snapshot_create(volume_provider_id, &marked.provider_name, &tags).await.map(Some)
     } else {
         let action = ShareAction::Snapshot { name: marked.provider_name.clone() };
-        let started = ctx.volumes.share_action(volume_provider_id, &action).await;
+        let started = ctx.cloud.share_action(volume_provider_id, &action).await;
         started.map(|id| id.map(|id| Snapshot::started(id, &marked.provider_name)))
     };
     let (observed, next) = decide::taken(&marked, answer);

@@ -50,10 +50,10 @@ pub(super) async fn create(ctx: &Ctx<'_>, v: &volume::Model) -> Result<Next> {
                 snapshot_id: snapshot_id.as_deref(),
                 tags: &tags,
             };
-            ctx.volumes.volume_create(&request).await.map(Made::Block)
+            ctx.cloud.volume_create(&request).await.map(Made::Block)
         }
         Some(vpc) => {
-            ctx.volumes.share_create(&marked.provider_name, &marked.region, marked.size_gib, vpc).await.map(Made::Share)
+            ctx.cloud.share_create(&marked.provider_name, &marked.region, marked.size_gib, vpc).await.map(Made::Share)
         }
     };
     let (observed, next) = decide::created(&marked, answer, ctx.once_ready);
@@ -64,9 +64,9 @@ pub(super) async fn create(ctx: &Ctx<'_>, v: &volume::Model) -> Result<Next> {
 pub(super) async fn find_by_name(ctx: &Ctx<'_>, v: &volume::Model) -> ProviderResult<Option<Made>> {
     match v.kind {
         VolumeKind::Block => {
-            ctx.volumes.volume_find_by_name(&v.provider_name, &v.region).await.map(|f| f.map(Made::Block))
+            ctx.cloud.volume_find_by_name(&v.provider_name, &v.region).await.map(|f| f.map(Made::Block))
         }
-        _ => ctx.volumes.share_find_by_name(&v.provider_name, &v.region).await.map(|f| f.map(Made::Share)),
+        _ => ctx.cloud.share_find_by_name(&v.provider_name, &v.region).await.map(|f| f.map(Made::Share)),
     }
 }
 
@@ -75,12 +75,12 @@ pub(super) async fn find_by_name(ctx: &Ctx<'_>, v: &volume::Model) -> ProviderRe
 pub(super) async fn settle_created(ctx: &Ctx<'_>, v: &volume::Model) -> Result<Next> {
     let id = v.provider_id.clone().unwrap_or_default();
     let seen = match v.kind {
-        VolumeKind::Block => ctx.volumes.volume_get(&id).await.map(|b| b.map(Made::Block)),
-        _ => ctx.volumes.share_get(&id, &v.region).await.map(|s| s.map(Made::Share)),
+        VolumeKind::Block => ctx.cloud.volume_get(&id).await.map(|b| b.map(Made::Block)),
+        _ => ctx.cloud.share_get(&id, &v.region).await.map(|s| s.map(Made::Share)),
     };
     let (observed, next) = match decide::settled(v, seen, ctx.once_ready) {
         Ok(decided) => decided,
-        Err(()) => decide::remade(v, ctx.volumes.share_delete(&id, &v.region).await),
+        Err(()) => decide::remade(v, ctx.cloud.share_delete(&id, &v.region).await),
     };
     write(ctx.run, v, observed, next).await
 }

@@ -13,9 +13,9 @@ pub(super) mod tests;
 
 use super::{Next, RETRY_LATER_MS, Run, again_if_changed};
 use crate::error::{Error, Result};
+use crate::provider::digitalocean::DigitalOcean;
 use crate::provider::{
-    Actions, Instances, Provider, ProviderResult, ShareAction, VolumeAction, VolumeActionKind, VolumeCreate, Volumes,
-    ownership_tag,
+    Provider, ProviderResult, ShareAction, VolumeAction, VolumeActionKind, VolumeCreate, ownership_tag,
 };
 use crate::store::entity::{provider_volume as volume, volume_attachment as attachment};
 use crate::store::state::{Desired, State, VolumeKind};
@@ -42,9 +42,7 @@ pub fn marker(deployment: &str, volume_id: &str) -> String {
 
 struct Ctx<'a> {
     run: &'a Run<'a>,
-    volumes: &'a dyn Volumes,
-    actions: &'a dyn Actions,
-    instances: &'a dyn Instances,
+    cloud: &'a DigitalOcean,
     tag: String,
     /// When a volume becomes ready: `Now` if an attachment or a resize waits, else the drift
     /// read (a volume just read needs no second read now).
@@ -67,9 +65,9 @@ pub async fn run(run: &Run<'_>) -> Result<Next> {
         return Ok(Next::Done);
     }
     let provider = run.provider(&v.provider_account_id).await?;
-    let Provider { volumes: Some(volumes), actions: Some(actions), instances: Some(instances), .. } = provider.as_ref()
-    else {
-        return Err(Error::internal(format!("account {} offers no volumes", v.provider_account_id)));
+    let cloud = match provider.as_ref() {
+        Provider::DigitalOcean(cloud) => cloud.as_ref(),
+        Provider::Aws(_) => return Err(super::not_offered("volumes", &v.provider_account_id)),
     };
     let attached = live_attachments(db, &v.id).await?;
     let ready_instances = ready_instances(db, &attached).await?;
@@ -78,14 +76,8 @@ pub async fn run(run: &Run<'_>) -> Result<Next> {
         machine_going: machine_going(db, &attached).await?,
         ready_instances: &ready_instances,
     };
-    let ctx = Ctx {
-        run,
-        volumes: volumes.as_ref(),
-        actions: actions.as_ref(),
-        instances: instances.as_ref(),
-        tag: ownership_tag(&run.services.deployment),
-        once_ready: phase::once_ready(&v, &attached),
-    };
+    let ctx =
+        Ctx { run, cloud, tag: ownership_tag(&run.services.deployment), once_ready: phase::once_ready(&v, &attached) };
     match phase::phase(&v, &seen) {
         Phase::WaitForMachine => Ok(Next::After(RETRY_LATER_MS)),
         Phase::Lost => Ok(Next::Drift),
@@ -134,9 +126,9 @@ async fn delete(ctx: &Ctx<'_>, v: &volume::Model) -> Result<Next> {
     };
     let answer = match provider_id {
         None => Ok(()),
-        Some(id) if v.kind == VolumeKind::Block => ctx.volumes.volume_delete(&id).await.map(drop),
-        Some(id) => match ctx.volumes.share_delete(&id, &v.region).await {
-            Ok(_) => ctx.instances.tag_delete(&share_tag(&v.id)).await,
+        Some(id) if v.kind == VolumeKind::Block => ctx.cloud.volume_delete(&id).await.map(drop),
+        Some(id) => match ctx.cloud.share_delete(&id, &v.region).await {
+            Ok(_) => ctx.cloud.tag_delete(&share_tag(&v.id)).await,
             Err(err) => Err(err),
         },
     };
@@ -150,8 +142,8 @@ async fn delete(ctx: &Ctx<'_>, v: &volume::Model) -> Result<Next> {
 async fn drift(ctx: &Ctx<'_>, v: &volume::Model, attached: &[attachment::Model]) -> Result<Next> {
     let id = v.provider_id.clone().unwrap_or_default();
     let (size, vpcs) = match v.kind {
-        VolumeKind::Block => (ctx.volumes.volume_get(&id).await.map(|b| b.map(|b| b.size_gib)), None),
-        _ => match ctx.volumes.share_get(&id, &v.region).await {
+        VolumeKind::Block => (ctx.cloud.volume_get(&id).await.map(|b| b.map(|b| b.size_gib)), None),
+        _ => match ctx.cloud.share_get(&id, &v.region).await {
             Ok(share) => {
                 let vpcs = share.as_ref().map(|s| s.vpc_ids.clone());
                 (Ok(share.map(|s| s.size_gib)), vpcs)
@@ -172,7 +164,7 @@ async fn drift(ctx: &Ctx<'_>, v: &volume::Model, attached: &[attachment::Model])
         else {
             continue;
         };
-        let seen = ctx.instances.droplet_get(&droplet).await;
+        let seen = ctx.cloud.droplet_get(&droplet).await;
         if let Some((observed, next)) = attachments::decide::vpc_taken_off(&AttachmentObserved::of(a), &vpcs, seen) {
             return write_attachment(ctx.run, v, a, observed, next).await;
         }

@@ -179,7 +179,7 @@ impl Services {
                 .with_details(json!({ "field": "poolId", "reason": "notOwnAccount" })));
         }
         super::rows::check_project(&txn, &input.tenant_id, input.project_id.as_deref()).await?;
-        let regions = super::pools::strings(&pool.account.regions);
+        let regions = crate::views::pools::strings(&pool.account.regions);
         let region = input.region.clone().or_else(|| regions.first().cloned()).unwrap_or_default();
         super::rows::check_region(&pool, &region)?;
         let recorded = store::find_live_by_vpc(&txn, &pool.account.id, &input.vpc_id).await?;
@@ -405,7 +405,7 @@ struct NewNetwork<'a> {
     id: &'a str,
     tenant_id: &'a str,
     project_id: Option<&'a str>,
-    pool: &'a super::pools::PoolView,
+    pool: &'a super::pools::PoolRow,
     name: &'a str,
     description: Option<&'a str>,
     region: Option<String>,

@@ -57,8 +57,8 @@ impl Place {
     pub(super) fn of(account: &crate::store::entity::provider_account::Model, region: Option<&str>) -> Self {
         Place {
             aws: account.kind == ProviderKind::Aws,
-            regions: crate::service::pools::strings(&account.regions),
-            zones: crate::service::pools::strings(&account.zones),
+            regions: crate::views::pools::strings(&account.regions),
+            zones: crate::views::pools::strings(&account.zones),
             region: region.map(str::to_owned),
         }
     }

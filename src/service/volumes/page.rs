@@ -135,9 +135,9 @@ impl Services {
         &self,
         actor: &Actor,
         instance_ids: &[String],
-        columns: &Columns<instance::Entity>,
     ) -> Result<HashMap<String, Arc<InstanceView>>> {
-        let found = store::instances::find_many(&Session::open(&self.db).await?, instance_ids, columns).await?;
+        let session = Session::open(&self.db).await?;
+        let found = store::instances::find_many(&session, instance_ids, &Columns::all()).await?;
         Ok(readable_instances(actor, found))
     }
 }

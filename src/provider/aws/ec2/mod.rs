@@ -11,8 +11,8 @@ use quick_xml::events::Event;
 
 use super::{Aws, classify, lost};
 use crate::provider::{
-    AwsInstance, AwsInstances, AwsNetworks, AwsSubnet, AwsVpc, Flow, GroupRule, InstanceRun, MachineState,
-    ProviderError, ProviderResult, RuleSource, SecurityGroup, SecurityGroups, Tag,
+    AwsInstance, AwsSubnet, AwsVpc, Flow, GroupRule, InstanceRun, MachineState, ProviderError, ProviderResult,
+    RuleSource, SecurityGroup, Tag,
 };
 
 pub(super) const VERSION: &str = "2016-11-15";
@@ -413,9 +413,14 @@ const SUBNET_GONE: &[&str] = &["InvalidSubnetID.NotFound"];
 const GROUP_GONE: &[&str] = &["InvalidGroup.NotFound"];
 const INSTANCE_GONE: &[&str] = &["InvalidInstanceID.NotFound"];
 
-#[async_trait::async_trait]
-impl AwsNetworks for Aws {
-    async fn vpc_create(&self, region: &str, cidr_block: &str, tags: &[Tag]) -> ProviderResult<AwsVpc> {
+/// AWS networks: a VPC (with DNS support and DNS hostnames, which EFS names need) and one subnet
+/// per zone. Tags (a `Name` and the caller's ownership tag) are written in the create call
+/// itself. Names are not unique at EC2: a find answers every match, for the caller to check
+/// ownership. Every call names its region.
+impl Aws {
+    /// CreateVpc, then `vpc_enable_dns`. A failure after the create is `Unknown` (the VPC
+    /// exists): find it by name and call `vpc_enable_dns` again.
+    pub async fn vpc_create(&self, region: &str, cidr_block: &str, tags: &[Tag]) -> ProviderResult<AwsVpc> {
         let root = self.ec2(region, &forms::create_vpc(cidr_block, tags), Effect::Acts).await?;
         let vpc = root.child("vpc").map(vpc_from).filter(|v| !v.id.is_empty()).ok_or_else(|| unreadable("VPC"))?;
         self.vpc_enable_dns(region, &vpc.id).await.map_err(|err| ProviderError::Unknown {
@@ -424,14 +429,16 @@ impl AwsNetworks for Aws {
         Ok(vpc)
     }
 
-    async fn vpc_enable_dns(&self, region: &str, vpc_id: &str) -> ProviderResult<()> {
+    /// Sets EnableDnsSupport and EnableDnsHostnames (idempotent).
+    pub async fn vpc_enable_dns(&self, region: &str, vpc_id: &str) -> ProviderResult<()> {
         for attribute in ["EnableDnsSupport", "EnableDnsHostnames"] {
             self.ec2(region, &forms::modify_vpc_attribute(vpc_id, attribute), Effect::ActsIdempotently).await?;
         }
         Ok(())
     }
 
-    async fn vpc_get(&self, region: &str, vpc_id: &str) -> ProviderResult<Option<AwsVpc>> {
+    /// None when EC2 has no such VPC.
+    pub async fn vpc_get(&self, region: &str, vpc_id: &str) -> ProviderResult<Option<AwsVpc>> {
         match self.ec2(region, &forms::describe_vpc(vpc_id), Effect::Reads).await {
             Ok(root) => Ok(root.items("vpcSet").map(vpc_from).find(|v| v.id == vpc_id)),
             Err(err) if is_gone(&err, VPC_GONE) => Ok(None),
@@ -439,12 +446,13 @@ impl AwsNetworks for Aws {
         }
     }
 
-    async fn vpcs_find_by_name(&self, region: &str, name: &str) -> ProviderResult<Vec<AwsVpc>> {
+    pub async fn vpcs_find_by_name(&self, region: &str, name: &str) -> ProviderResult<Vec<AwsVpc>> {
         let pages = self.ec2_pages(region, &forms::describe_vpcs_named(name)).await?;
         Ok(pages.iter().flat_map(|root| root.items("vpcSet").map(vpc_from)).collect())
     }
 
-    async fn vpc_delete(&self, region: &str, vpc_id: &str) -> ProviderResult<bool> {
+    /// False when it was already gone; `DependencyViolation` while subnets or interfaces remain.
+    pub async fn vpc_delete(&self, region: &str, vpc_id: &str) -> ProviderResult<bool> {
         match self.ec2(region, &forms::delete_vpc(vpc_id), Effect::ActsIdempotently).await {
             Ok(_) => Ok(true),
             Err(err) if is_gone(&err, VPC_GONE) => Ok(false),
@@ -452,7 +460,7 @@ impl AwsNetworks for Aws {
         }
     }
 
-    async fn subnet_create(
+    pub async fn subnet_create(
         &self,
         region: &str,
         vpc_id: &str,
@@ -465,22 +473,25 @@ impl AwsNetworks for Aws {
         root.child("subnet").map(subnet_from).filter(|s| !s.id.is_empty()).ok_or_else(|| unreadable("subnet"))
     }
 
-    async fn vpcs_in(&self, region: &str) -> ProviderResult<Vec<AwsVpc>> {
+    /// Every VPC of the region (an adopted one carries no tag of ours), in pages of 1,000.
+    pub async fn vpcs_in(&self, region: &str) -> ProviderResult<Vec<AwsVpc>> {
         let pages = self.ec2_pages(region, &Form::new("DescribeVpcs")).await?;
         Ok(pages.iter().flat_map(|root| root.items("vpcSet")).map(vpc_from).collect())
     }
 
-    async fn subnets_in(&self, region: &str) -> ProviderResult<Vec<AwsSubnet>> {
+    /// Every subnet of the region, in pages of 1,000.
+    pub async fn subnets_in(&self, region: &str) -> ProviderResult<Vec<AwsSubnet>> {
         let pages = self.ec2_pages(region, &Form::new("DescribeSubnets")).await?;
         Ok(pages.iter().flat_map(|root| root.items("subnetSet")).map(subnet_from).collect())
     }
 
-    async fn subnets_of_vpc(&self, region: &str, vpc_id: &str) -> ProviderResult<Vec<AwsSubnet>> {
+    pub async fn subnets_of_vpc(&self, region: &str, vpc_id: &str) -> ProviderResult<Vec<AwsSubnet>> {
         let pages = self.ec2_pages(region, &forms::describe_subnets_of(vpc_id)).await?;
         Ok(pages.iter().flat_map(|root| root.items("subnetSet").map(subnet_from)).collect())
     }
 
-    async fn subnet_delete(&self, region: &str, subnet_id: &str) -> ProviderResult<bool> {
+    /// False when it was already gone.
+    pub async fn subnet_delete(&self, region: &str, subnet_id: &str) -> ProviderResult<bool> {
         match self.ec2(region, &forms::delete_subnet(subnet_id), Effect::ActsIdempotently).await {
             Ok(_) => Ok(true),
             Err(err) if is_gone(&err, SUBNET_GONE) => Ok(false),
@@ -489,9 +500,11 @@ impl AwsNetworks for Aws {
     }
 }
 
-#[async_trait::async_trait]
-impl SecurityGroups for Aws {
-    async fn security_group_create(
+/// EC2 security groups. A create has no idempotency token: a create whose answer was lost ends
+/// in `InvalidGroup.Duplicate` next time, resolved by `security_group_find` and the tags.
+impl Aws {
+    /// Answers the new group's id.
+    pub async fn security_group_create(
         &self,
         region: &str,
         vpc_id: &str,
@@ -504,7 +517,9 @@ impl SecurityGroups for Aws {
         root.text_of("groupId").ok_or_else(|| unreadable("security group"))
     }
 
-    async fn security_group_authorize(
+    /// All rules in one call: one that exists already fails the whole call with
+    /// `InvalidPermission.Duplicate` (compare with the group's rules first).
+    pub async fn security_group_authorize(
         &self,
         region: &str,
         group_id: &str,
@@ -518,7 +533,9 @@ impl SecurityGroups for Aws {
         self.ec2(region, &forms::authorize(group_id, flow, rules), Effect::ActsIdempotently).await.map(|_| ())
     }
 
-    async fn security_group_revoke(
+    /// All rules in one call; one the group lacks fails the whole call with
+    /// `InvalidPermission.NotFound`.
+    pub async fn security_group_revoke(
         &self,
         region: &str,
         group_id: &str,
@@ -532,18 +549,21 @@ impl SecurityGroups for Aws {
         self.ec2(region, &forms::revoke(group_id, flow, rules), Effect::ActsIdempotently).await.map(|_| ())
     }
 
-    async fn security_groups_owned(&self, region: &str, deployment: &str) -> ProviderResult<Vec<SecurityGroup>> {
+    /// Every group of the region carrying `deployment`'s ownership tag, in pages of 1,000.
+    pub async fn security_groups_owned(&self, region: &str, deployment: &str) -> ProviderResult<Vec<SecurityGroup>> {
         let form = forms::describe_owned("DescribeSecurityGroups", deployment);
         let pages = self.ec2_pages(region, &form).await?;
         Ok(pages.iter().flat_map(|root| root.items("securityGroupInfo")).map(security_group_from).collect())
     }
 
-    async fn security_groups_of_vpc(&self, region: &str, vpc_id: &str) -> ProviderResult<Vec<SecurityGroup>> {
+    /// Every group of the VPC, its `default` one too.
+    pub async fn security_groups_of_vpc(&self, region: &str, vpc_id: &str) -> ProviderResult<Vec<SecurityGroup>> {
         let pages = self.ec2_pages(region, &forms::describe_security_groups_of(vpc_id)).await?;
         Ok(pages.iter().flat_map(|root| root.items("securityGroupInfo").map(security_group_from)).collect())
     }
 
-    async fn security_group_find(
+    /// The group of that name in the VPC, with its tags for the ownership check.
+    pub async fn security_group_find(
         &self,
         region: &str,
         vpc_id: &str,
@@ -554,7 +574,8 @@ impl SecurityGroups for Aws {
         Ok(groups.find(|g| g.name.eq_ignore_ascii_case(name)))
     }
 
-    async fn security_group_delete(&self, region: &str, group_id: &str) -> ProviderResult<bool> {
+    /// False when it was already gone; `DependencyViolation` while an interface uses it.
+    pub async fn security_group_delete(&self, region: &str, group_id: &str) -> ProviderResult<bool> {
         match self.ec2(region, &forms::delete_security_group(group_id), Effect::ActsIdempotently).await {
             Ok(_) => Ok(true),
             Err(err) if is_gone(&err, GROUP_GONE) => Ok(false),
@@ -563,14 +584,15 @@ impl SecurityGroups for Aws {
     }
 }
 
-#[async_trait::async_trait]
-impl AwsInstances for Aws {
-    async fn instance_run(&self, region: &str, request: &InstanceRun<'_>) -> ProviderResult<AwsInstance> {
+/// EC2 machines, one per RunInstances.
+impl Aws {
+    pub async fn instance_run(&self, region: &str, request: &InstanceRun<'_>) -> ProviderResult<AwsInstance> {
         let root = self.ec2(region, &forms::run_instances(request), Effect::ActsIdempotently).await?;
         root.items("instancesSet").map(instance_from).find(|i| !i.id.is_empty()).ok_or_else(|| unreadable("instance"))
     }
 
-    async fn instance_get(&self, region: &str, instance_id: &str) -> ProviderResult<Option<AwsInstance>> {
+    /// None when EC2 has no such machine (a terminated one stays visible for a while).
+    pub async fn instance_get(&self, region: &str, instance_id: &str) -> ProviderResult<Option<AwsInstance>> {
         match self.ec2(region, &forms::describe_instance(instance_id), Effect::Reads).await {
             Ok(root) => Ok(instances_in(&root).into_iter().find(|i| i.id == instance_id)),
             Err(err) if is_gone(&err, INSTANCE_GONE) => Ok(None),
@@ -578,12 +600,13 @@ impl AwsInstances for Aws {
         }
     }
 
-    async fn instances_find_by_name(&self, region: &str, name: &str) -> ProviderResult<Vec<AwsInstance>> {
+    pub async fn instances_find_by_name(&self, region: &str, name: &str) -> ProviderResult<Vec<AwsInstance>> {
         let pages = self.ec2_pages(region, &forms::describe_instances_named(name)).await?;
         Ok(pages.iter().flat_map(instances_in).collect())
     }
 
-    async fn instance_terminate(&self, region: &str, instance_id: &str) -> ProviderResult<bool> {
+    /// False when it was already gone.
+    pub async fn instance_terminate(&self, region: &str, instance_id: &str) -> ProviderResult<bool> {
         match self.ec2(region, &forms::terminate_instance(instance_id), Effect::ActsIdempotently).await {
             Ok(_) => Ok(true),
             Err(err) if is_gone(&err, INSTANCE_GONE) => Ok(false),
@@ -591,17 +614,26 @@ impl AwsInstances for Aws {
         }
     }
 
-    async fn instances_owned(&self, region: &str, deployment: &str) -> ProviderResult<Vec<AwsInstance>> {
+    /// Every machine of the region carrying `deployment`'s ownership tag (terminated ones too,
+    /// while EC2 still shows them), in pages of 1,000.
+    pub async fn instances_owned(&self, region: &str, deployment: &str) -> ProviderResult<Vec<AwsInstance>> {
         let pages = self.ec2_pages(region, &forms::describe_owned("DescribeInstances", deployment)).await?;
         Ok(pages.iter().flat_map(instances_in).collect())
     }
 
-    async fn instances_in_vpc(&self, region: &str, vpc_id: &str) -> ProviderResult<Vec<AwsInstance>> {
+    /// Every machine in the VPC (terminated ones too, while EC2 still shows them).
+    pub async fn instances_in_vpc(&self, region: &str, vpc_id: &str) -> ProviderResult<Vec<AwsInstance>> {
         let pages = self.ec2_pages(region, &forms::describe_instances_in_vpc(vpc_id)).await?;
         Ok(pages.iter().flat_map(instances_in).collect())
     }
 
-    async fn instance_set_groups(&self, region: &str, instance_id: &str, group_ids: &[String]) -> ProviderResult<()> {
+    /// Replaces the machine's security groups with `group_ids` (at least one).
+    pub async fn instance_set_groups(
+        &self,
+        region: &str,
+        instance_id: &str,
+        group_ids: &[String],
+    ) -> ProviderResult<()> {
         let form = forms::modify_instance_groups(instance_id, group_ids);
         // A replace: sent twice, it leaves the same groups.
         self.ec2(region, &form, Effect::ActsIdempotently).await.map(drop)

@@ -15,9 +15,10 @@ use sea_orm::DatabaseTransaction;
 use sea_orm::prelude::DateTimeUtc;
 
 use super::mark_create_attempt;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::ids;
-use crate::provider::{AwsNetworks, AwsSubnet, Provider, ProviderError, aws_tags, tag_value};
+use crate::provider::aws::Aws;
+use crate::provider::{AwsSubnet, ProviderError, aws_tags, tag_value};
 use crate::reconcile::{ERROR_RETRY_MS, Next, Run, is_failure, retry_after};
 use crate::store::entity::{network, network_subnet as subnet};
 use crate::store::networks::{self as store, NewSubnet, subnets_of};
@@ -26,17 +27,9 @@ use crate::store::status::StatusWrite;
 use crate::store::{filesystems, queue};
 
 /// A run on an AWS account (`NetworkReconciler::run` hands it over).
-pub(super) async fn run(
-    run: &Run<'_>,
-    network: network::Model,
-    rows: Vec<subnet::Model>,
-    provider: &Provider,
-) -> Result<Next> {
-    let Some(api) = provider.aws_networks.clone() else {
-        return Err(Error::internal(format!("account {} offers no AWS networks", network.provider_account_id)));
-    };
+pub(super) async fn run(run: &Run<'_>, network: network::Model, rows: Vec<subnet::Model>, api: &Aws) -> Result<Next> {
     let deployment = run.services.deployment.clone();
-    let seen = match observe(api.as_ref(), &network).await {
+    let seen = match observe(api, &network).await {
         Ok(seen) => seen,
         // The network is as it was, as far as we know: look again soon, and write nothing.
         Err(err) if !is_failure(&err) => return Ok(retry_after(&err)),
@@ -65,7 +58,7 @@ pub(super) async fn run(
             }
             _ => {}
         }
-        let answer = execute(api.as_ref(), &network, &rows, &call, &deployment).await;
+        let answer = execute(api, &network, &rows, &call, &deployment).await;
         plan = after(plan, &call, answer);
     }
     finish(run, &network, &rows, &plan).await
@@ -79,7 +72,7 @@ async fn finish(run: &Run<'_>, network: &network::Model, rows: &[subnet::Model],
     Ok(if now.is_none_or(|n| n.state == State::Deleted) { Next::Done } else { plan.next })
 }
 
-async fn observe(api: &dyn AwsNetworks, n: &network::Model) -> std::result::Result<Seen, ProviderError> {
+async fn observe(api: &Aws, n: &network::Model) -> std::result::Result<Seen, ProviderError> {
     let region = n.region.as_deref().unwrap_or_default();
     let vpc = match look(n) {
         Look::Nothing => VpcSeen::NotAsked,
@@ -94,7 +87,7 @@ async fn observe(api: &dyn AwsNetworks, n: &network::Model) -> std::result::Resu
 }
 
 async fn execute(
-    api: &dyn AwsNetworks,
+    api: &Aws,
     n: &network::Model,
     rows: &[subnet::Model],
     call: &Call,

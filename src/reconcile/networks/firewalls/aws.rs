@@ -8,18 +8,15 @@ use std::sync::{Arc, Mutex};
 
 use super::{Answer, Applying, Change, Cloud, Found, Machine, Picture, Want};
 use crate::cidr::is_ipv6;
-use crate::provider::{
-    AwsInstances, Flow, GroupRule, MachineState, Provider, RuleSource, SecurityGroup, SecurityGroups, aws_owned,
-    aws_tags,
-};
+use crate::provider::aws::Aws;
+use crate::provider::{Flow, GroupRule, MachineState, RuleSource, SecurityGroup, aws_owned, aws_tags};
 use crate::store::entity::{firewall_rule, network};
 use crate::store::firewall_rules::strings;
 use crate::store::state::{Direction, Protocol};
 use crate::views::firewall_rules::targets::needs_egress;
 
 pub struct AwsCloud {
-    groups: Arc<dyn SecurityGroups>,
-    machines: Arc<dyn AwsInstances>,
+    cloud: Arc<Aws>,
     region: String,
     vpc: String,
     deployment: String,
@@ -35,10 +32,9 @@ struct Rules {
 
 impl AwsCloud {
     /// None while the network's VPC is not made.
-    pub fn new(network: &network::Model, provider: &Provider, deployment: &str) -> Option<Self> {
+    pub fn new(network: &network::Model, cloud: Arc<Aws>, deployment: &str) -> Option<Self> {
         Some(AwsCloud {
-            groups: provider.security_groups.clone()?,
-            machines: provider.aws_instances.clone()?,
+            cloud,
             region: network.region.clone()?,
             vpc: network.provider_id.clone()?,
             deployment: deployment.to_owned(),
@@ -86,11 +82,11 @@ impl AwsCloud {
         {
             let missing: Vec<GroupRule> = wanted.iter().filter(|w| !held.iter().any(|h| h.same(w))).cloned().collect();
             if !missing.is_empty() {
-                self.groups.security_group_authorize(&self.region, id, flow, &missing).await?;
+                self.cloud.security_group_authorize(&self.region, id, flow, &missing).await?;
             }
             let extra: Vec<GroupRule> = held.iter().filter(|h| !wanted.iter().any(|w| w.same(h))).cloned().collect();
             if !extra.is_empty() {
-                self.groups.security_group_revoke(&self.region, id, flow, &extra).await?;
+                self.cloud.security_group_revoke(&self.region, id, flow, &extra).await?;
             }
         }
         Ok(())
@@ -120,7 +116,7 @@ fn description(want: Want<'_>) -> String {
 #[async_trait::async_trait]
 impl Cloud for AwsCloud {
     async fn look(&self, _: &[String]) -> Answer<Picture> {
-        let groups = self.groups.security_groups_of_vpc(&self.region, &self.vpc).await?;
+        let groups = self.cloud.security_groups_of_vpc(&self.region, &self.vpc).await?;
         let mut picture = Picture::default();
         for g in &groups {
             if g.name == "default" {
@@ -136,7 +132,7 @@ impl Cloud for AwsCloud {
             });
         }
         *self.held.lock().unwrap_or_else(|e| e.into_inner()) = groups.into_iter().map(|g| (g.id.clone(), g)).collect();
-        for m in self.machines.instances_in_vpc(&self.region, &self.vpc).await? {
+        for m in self.cloud.instances_in_vpc(&self.region, &self.vpc).await? {
             if matches!(m.state, MachineState::Terminated | MachineState::ShuttingDown) {
                 continue;
             }
@@ -154,7 +150,7 @@ impl Cloud for AwsCloud {
     /// round, which finds the group and puts its rules right.
     async fn create(&self, name: &str, want: Want<'_>, picture: &Picture) -> Answer<String> {
         let tags = aws_tags(name, &self.deployment);
-        let id = self.groups.security_group_create(&self.region, &self.vpc, name, &description(want), &tags).await?;
+        let id = self.cloud.security_group_create(&self.region, &self.vpc, name, &description(want), &tags).await?;
         let fresh =
             Rules { ingress: Vec::new(), egress: vec![GroupRule::everything(RuleSource::Cidr("0.0.0.0/0".into()))] };
         if let Err(err) = self.sync(&id, &fresh, &self.rules(want, picture)).await {
@@ -171,7 +167,7 @@ impl Cloud for AwsCloud {
     }
 
     async fn delete(&self, id: &str) -> Answer<()> {
-        self.groups.security_group_delete(&self.region, id).await.map(|_| ())
+        self.cloud.security_group_delete(&self.region, id).await.map(|_| ())
     }
 
     fn carried(
@@ -205,7 +201,7 @@ impl Cloud for AwsCloud {
         }
         for c in changes {
             let groups: Vec<String> = c.wanted.iter().cloned().collect();
-            self.machines.instance_set_groups(&self.region, &c.machine, &groups).await?;
+            self.cloud.instance_set_groups(&self.region, &c.machine, &groups).await?;
         }
         Ok(())
     }

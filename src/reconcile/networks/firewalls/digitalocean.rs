@@ -6,17 +6,15 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
 use super::{Answer, Applying, Change, Cloud, Found, Machine, Picture, Want};
-use crate::provider::{
-    CloudFirewall, CloudFirewallRule, CloudFirewallSpec, FirewallStatus, Firewalls, Instances, Provider,
-};
+use crate::provider::digitalocean::DigitalOcean;
+use crate::provider::{CloudFirewall, CloudFirewallRule, CloudFirewallSpec, FirewallStatus};
 use crate::store::entity::{firewall_rule, network};
 use crate::store::firewall_rules::strings;
 use crate::store::state::{Direction, Protocol};
 use crate::views::firewall_rules::targets::{self, egress_tag, instance_tag, needs_egress, network_tag};
 
 pub struct DoCloud {
-    firewalls: Arc<dyn Firewalls>,
-    droplets: Arc<dyn Instances>,
+    cloud: Arc<DigitalOcean>,
     network_id: String,
     marker: String,
     /// The tags this round made already: each is made once.
@@ -31,14 +29,13 @@ struct Spec {
 }
 
 impl DoCloud {
-    pub fn new(network: &network::Model, provider: &Provider, deployment: &str) -> Option<Self> {
-        Some(DoCloud {
-            firewalls: provider.firewalls.clone()?,
-            droplets: provider.instances.clone()?,
+    pub fn new(network: &network::Model, cloud: Arc<DigitalOcean>, deployment: &str) -> Self {
+        DoCloud {
+            cloud,
             network_id: network.id.clone(),
             marker: targets::marker(deployment),
             made_tags: Mutex::default(),
-        })
+        }
     }
 
     fn spec(&self, want: Want<'_>) -> Spec {
@@ -88,7 +85,7 @@ impl DoCloud {
             if self.made_tags.lock().unwrap_or_else(|e| e.into_inner()).contains(tag) {
                 continue;
             }
-            self.firewalls.tag_create(tag).await?;
+            self.cloud.tag_create(tag).await?;
             self.made_tags.lock().unwrap_or_else(|e| e.into_inner()).insert(tag.clone());
         }
         Ok(())
@@ -144,10 +141,10 @@ fn found(f: CloudFirewall, marker: &str) -> Found {
 #[async_trait::async_trait]
 impl Cloud for DoCloud {
     async fn look(&self, machines: &[String]) -> Answer<Picture> {
-        let found = self.firewalls.firewalls().await?.into_iter().map(|f| found(f, &self.marker)).collect();
+        let found = self.cloud.firewalls().await?.into_iter().map(|f| found(f, &self.marker)).collect();
         let mut picture = Picture { found, ..Picture::default() };
         let machine = |tags: Vec<String>| Machine { carries: tags.into_iter().collect(), private_ip: None };
-        for d in self.droplets.droplets_tagged(&network_tag(&self.network_id)).await? {
+        for d in self.cloud.droplets_tagged(&network_tag(&self.network_id)).await? {
             if machines.contains(&d.id) {
                 picture.machines.insert(d.id, machine(d.tags));
             }
@@ -155,7 +152,7 @@ impl Cloud for DoCloud {
         // A machine without the network's tag yet: read alone (one that is gone is skipped).
         let untagged: Vec<&String> = machines.iter().filter(|id| !picture.machines.contains_key(*id)).collect();
         for id in untagged {
-            if let Some(d) = self.droplets.droplet_get(id).await? {
+            if let Some(d) = self.cloud.droplet_get(id).await? {
                 picture.machines.insert(d.id, machine(d.tags));
             }
         }
@@ -171,7 +168,7 @@ impl Cloud for DoCloud {
         let spec = self.spec(want);
         self.with_tags(&spec).await?;
         let made = CloudFirewallSpec { name, tags: &spec.tags, inbound: &spec.inbound, outbound: &spec.outbound };
-        Ok(self.firewalls.firewall_create(&made).await?.id)
+        Ok(self.cloud.firewall_create(&made).await?.id)
     }
 
     async fn update(&self, found: &Found, want: Want<'_>, _: &Picture) -> Answer<()> {
@@ -180,11 +177,11 @@ impl Cloud for DoCloud {
         let put =
             CloudFirewallSpec { name: &found.name, tags: &spec.tags, inbound: &spec.inbound, outbound: &spec.outbound };
         // One gone meanwhile is seen gone by the next look.
-        self.firewalls.firewall_update(&found.id, &put).await.map(|_| ())
+        self.cloud.firewall_update(&found.id, &put).await.map(|_| ())
     }
 
     async fn delete(&self, id: &str) -> Answer<()> {
-        self.firewalls.firewall_delete(id).await.map(|_| ())
+        self.cloud.firewall_delete(id).await.map(|_| ())
     }
 
     /// Once some rule of the network is applied, every machine carries the network's tag and its
@@ -230,7 +227,7 @@ impl Cloud for DoCloud {
             }
         }
         for ((_, on, tag), machines) in &calls {
-            self.droplets.tag_droplets(tag, machines, *on).await?;
+            self.cloud.tag_droplets(tag, machines, *on).await?;
         }
         Ok(())
     }

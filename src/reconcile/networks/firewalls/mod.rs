@@ -21,7 +21,7 @@ use crate::provider::{Provider, ProviderError};
 use crate::reconcile::{ACTION_POLL_MS, ERROR_RETRY_MS, Next, Run, retry_after};
 use crate::store::entity::{firewall_rule, network};
 use crate::store::firewall_rules as store;
-use crate::store::state::{Desired, Direction, ProviderKind, State};
+use crate::store::state::{Desired, Direction, State};
 use crate::store::status::StatusWrite;
 use crate::views::firewall_rules::targets::applies;
 
@@ -125,27 +125,21 @@ pub trait Cloud: Send + Sync {
 
 /// A run's firewall round, or None when the network has no rule and no egress firewall (its
 /// subnets are then all there is).
-pub(super) async fn run(
-    run: &Run<'_>,
-    network: &network::Model,
-    kind: ProviderKind,
-    provider: &Provider,
-) -> Result<Option<Next>> {
+pub(super) async fn run(run: &Run<'_>, network: &network::Model, provider: &Provider) -> Result<Option<Next>> {
     let rules = store::live_of(&run.services.db, &network.id).await?;
     if rules.is_empty() && network.egress_provider_id.is_none() {
         return Ok(None);
     }
     let deployment = &run.services.deployment;
-    let cloud: Box<dyn Cloud> = match kind {
-        ProviderKind::Aws => match aws::AwsCloud::new(network, provider, deployment) {
+    let cloud: Box<dyn Cloud> = match provider {
+        Provider::Aws(aws) => match aws::AwsCloud::new(network, aws.clone(), deployment) {
             Some(cloud) => Box::new(cloud),
             // Its VPC is not made yet: what was never made can go, the rest waits.
             None => return before_vpc(run, &rules).await.map(Some),
         },
-        _ => match digitalocean::DoCloud::new(network, provider, deployment) {
-            Some(cloud) => Box::new(cloud),
-            None => return Err(crate::error::Error::internal("a DigitalOcean account without firewalls")),
-        },
+        Provider::DigitalOcean(digitalocean) => {
+            Box::new(digitalocean::DoCloud::new(network, digitalocean.clone(), deployment))
+        }
     };
     Round::new(run, network, cloud.as_ref()).go(rules).await.map(Some)
 }

@@ -39,7 +39,7 @@ pub(super) async fn converge_attachment(ctx: &Ctx<'_>, v: &volume::Model, a: &at
 async fn poll(ctx: &Ctx<'_>, now: &AttachmentObserved, action: Option<Pending>) -> Result<bool, Step> {
     // A row's action this code never writes for a block volume: forgotten, and looked at again.
     let Some(Pending::Action(id)) = action else { return Err((now.clone().forgot_action(), Next::Now)) };
-    polled(now, ctx.actions.action_get(id).await)
+    polled(now, ctx.cloud.action_get(id).await)
 }
 
 async fn attach_block(ctx: &Ctx<'_>, v: &volume::Model, a: &attachment::Model, droplet: &str) -> Step {
@@ -47,20 +47,20 @@ async fn attach_block(ctx: &Ctx<'_>, v: &volume::Model, a: &attachment::Model, d
     let volume_id = v.provider_id.clone().unwrap_or_default();
     if let Some(action) = &a.action_id {
         let completed = step!(poll(ctx, &now, Pending::parse(action)).await);
-        let seen = if completed { Some(ctx.volumes.volume_get(&volume_id).await) } else { None };
+        let seen = if completed { Some(ctx.cloud.volume_get(&volume_id).await) } else { None };
         return decide::attach_ended(now, seen, droplet);
     }
-    let running = ctx.volumes.volume_action_running(&volume_id, VolumeActionKind::Attach).await;
+    let running = ctx.cloud.volume_action_running(&volume_id, VolumeActionKind::Attach).await;
     if let Some(step) = decide::attach_running(&now, running) {
         return step;
     }
-    if let Some(step) = decide::attach_looked(&now, ctx.volumes.volume_get(&volume_id).await, droplet) {
+    if let Some(step) = decide::attach_looked(&now, ctx.cloud.volume_get(&volume_id).await, droplet) {
         return step;
     }
     let attach = VolumeAction::Attach { droplet_id: droplet.to_owned() };
-    match decide::attach_sent(now.clone(), ctx.volumes.volume_action(&volume_id, &v.region, &attach).await) {
+    match decide::attach_sent(now.clone(), ctx.cloud.volume_action(&volume_id, &v.region, &attach).await) {
         Ok(step) => step,
-        Err(()) => decide::already_attached(now, ctx.volumes.volume_get(&volume_id).await, droplet),
+        Err(()) => decide::already_attached(now, ctx.cloud.volume_get(&volume_id).await, droplet),
     }
 }
 
@@ -81,18 +81,18 @@ async fn detach_block(
     let droplet = match droplet {
         Some(droplet) => droplet,
         None => {
-            let machine = step!(decide::machine_gone(&now, ctx.volumes.volume_get(&volume_id).await, gone));
-            if let Some(step) = decide::machine_checked(&now, ctx.instances.droplet_get(&machine).await) {
+            let machine = step!(decide::machine_gone(&now, ctx.cloud.volume_get(&volume_id).await, gone));
+            if let Some(step) = decide::machine_checked(&now, ctx.cloud.droplet_get(&machine).await) {
                 return step;
             }
             machine
         }
     };
-    if let Some(step) = decide::detach_looked(&now, a, ctx.volumes.volume_get(&volume_id).await, &droplet) {
+    if let Some(step) = decide::detach_looked(&now, a, ctx.cloud.volume_get(&volume_id).await, &droplet) {
         return step;
     }
     let detach = VolumeAction::Detach { droplet_id: droplet };
-    decide::detach_sent(now, ctx.volumes.volume_action(&volume_id, &v.region, &detach).await)
+    decide::detach_sent(now, ctx.cloud.volume_action(&volume_id, &v.region, &detach).await)
 }
 
 /// A share attach, one state-changing call per run: tag the Droplet with the share's tag; in a
@@ -100,18 +100,18 @@ async fn detach_block(
 async fn attach_share(ctx: &Ctx<'_>, v: &volume::Model, a: &attachment::Model, droplet_id: &str) -> Step {
     let now = AttachmentObserved::of(a);
     let tag = share_tag(&v.id);
-    let droplet = step!(decide::share_droplet(&now, ctx.instances.droplet_get(droplet_id).await, droplet_id));
+    let droplet = step!(decide::share_droplet(&now, ctx.cloud.droplet_get(droplet_id).await, droplet_id));
     if !droplet.tags.contains(&tag) {
-        return match ctx.instances.tag_droplets(&tag, &[droplet_id.to_owned()], true).await {
+        return match ctx.cloud.tag_droplets(&tag, &[droplet_id.to_owned()], true).await {
             Ok(()) => (now, Next::Now),
             Err(err) => decide::waits(now, &err),
         };
     }
     let share_id = v.provider_id.clone().unwrap_or_default();
-    let share = step!(decide::share_to_attach(&now, ctx.volumes.share_get(&share_id, &v.region).await));
+    let share = step!(decide::share_to_attach(&now, ctx.cloud.share_get(&share_id, &v.region).await));
     let (asked_ms, now_ms) = (a.updated_at.timestamp_millis(), ctx.run.services.clock.now_ms());
     let vpc = step!(decide::before_share_attach(&now, &share, &droplet, asked_ms, now_ms));
-    let answer = ctx.volumes.share_action(&share.id, &ShareAction::Attach { vpc_id: vpc.clone() }).await;
+    let answer = ctx.cloud.share_action(&share.id, &ShareAction::Attach { vpc_id: vpc.clone() }).await;
     decide::share_attach_sent(now, vpc, answer)
 }
 
@@ -121,9 +121,9 @@ async fn detach_share(ctx: &Ctx<'_>, v: &volume::Model, a: &attachment::Model, d
     let now = AttachmentObserved::of(a);
     let tag = share_tag(&v.id);
     if let Some(droplet_id) = &droplet_id {
-        match ctx.instances.droplet_get(droplet_id).await {
+        match ctx.cloud.droplet_get(droplet_id).await {
             Ok(Some(d)) if d.tags.contains(&tag) => {
-                return match ctx.instances.tag_droplets(&tag, std::slice::from_ref(droplet_id), false).await {
+                return match ctx.cloud.tag_droplets(&tag, std::slice::from_ref(droplet_id), false).await {
                     Ok(()) => (now, Next::Now),
                     Err(err) => decide::waits(now, &err),
                 };
@@ -133,13 +133,13 @@ async fn detach_share(ctx: &Ctx<'_>, v: &volume::Model, a: &attachment::Model, d
         }
     }
     let share_id = v.provider_id.clone().unwrap_or_default();
-    let share = step!(decide::share_to_detach(&now, ctx.volumes.share_get(&share_id, &v.region).await));
+    let share = step!(decide::share_to_detach(&now, ctx.cloud.share_get(&share_id, &v.region).await));
     let (asked_ms, now_ms) = (a.updated_at.timestamp_millis(), ctx.run.services.clock.now_ms());
     if let Some(step) = decide::share_detach_pending(&now, &share, asked_ms, now_ms) {
         return step;
     }
-    let vpc = step!(decide::next_vpc_off(&now, &share, ctx.instances.droplets_tagged(&tag).await));
-    let answer = ctx.volumes.share_action(&share.id, &ShareAction::Detach { vpc_id: vpc.clone() }).await;
+    let vpc = step!(decide::next_vpc_off(&now, &share, ctx.cloud.droplets_tagged(&tag).await));
+    let answer = ctx.cloud.share_action(&share.id, &ShareAction::Detach { vpc_id: vpc.clone() }).await;
     decide::share_detach_sent(now, vpc, answer)
 }
 
