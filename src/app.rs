@@ -113,7 +113,7 @@ pub struct App {
     /// Whether the database answers, as its prober last saw.
     pub health: store::health::Health,
     metrics_token: Option<crate::secret::Secret>,
-    runtime: tokio::task::JoinHandle<()>,
+    runtime: reconcile::Runtime,
 }
 
 impl App {
@@ -212,9 +212,14 @@ impl App {
     /// Stops the feed and the reconcilers: runs in progress finish, then the leases are given back.
     pub async fn shutdown(self, within: Duration) {
         self.stop.cancel();
-        if tokio::time::timeout(within, self.runtime).await.is_err() {
+        if tokio::time::timeout(within, self.runtime.stopped()).await.is_err() {
             tracing::warn!("reconcile runs still going after {within:?}; their leases will expire");
         }
+    }
+
+    /// Runs the reconcile work due now on the app's clock, here (`reconcile::Runtime::run_due`).
+    pub async fn run_due(&self) -> Result<usize> {
+        self.runtime.run_due().await
     }
 
     pub fn router(&self) -> Router {

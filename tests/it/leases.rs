@@ -89,7 +89,7 @@ db_test!(a_run_that_panics_backs_off_and_its_worker_goes_on, |backend: Backend| 
     wait_for(|| async { queue::item(&services.db, kind, "item").await.unwrap().is_none().then_some(()) }).await;
     assert_eq!(reconciler.runs.load(Ordering::SeqCst), 2);
     stop.cancel();
-    runtime.await.unwrap();
+    runtime.stopped().await;
 });
 
 /// Polls `read` until it gives something, at most 10 s.
@@ -161,7 +161,7 @@ async fn reserve_in_a_run(s: &TestApp, steal: bool) -> (Result<String, String>, 
     })
     .await;
     stop.cancel();
-    runtime.await.unwrap();
+    runtime.stopped().await;
     (answer, calls)
 }
 

@@ -27,11 +27,16 @@ async fn setup(backend: Backend) -> Setup {
     setup_with(backend, SimConfig::default()).await
 }
 
-/// A server on a manual clock (the test moves time).
-/// On a manual clock, the sim at its own pace (on that clock).
+/// A server on a manual clock with no reconcile worker: the test moves time and runs what came
+/// due (`run_due`), the sim at its own pace on that clock.
 async fn setup_manual(backend: Backend) -> (Setup, Clock) {
-    let s: Setup =
-        common::TestApp::on_clock(backend).regions(&["nyc3", "sfo3"]).sim(SimConfig::default()).build().await.into();
+    let s: Setup = common::TestApp::on_clock(backend)
+        .regions(&["nyc3", "sfo3"])
+        .sim(SimConfig::default())
+        .workers(0)
+        .build()
+        .await
+        .into();
     let clock = s.clock.clone();
     (s, clock)
 }
@@ -54,9 +59,15 @@ impl Setup {
         self.server.ok(Some(&self.token), GET, json!({ "t": "acme", "n": id })).await["network"].clone()
     }
 
-    /// Waits until `check` holds for the network (10 s at most).
+    /// Runs the reconcile work due now, here.
+    async fn run_due(&self) {
+        self.server.app.run_due().await.expect("due work runs");
+    }
+
+    /// Waits until `check` holds for the network (10 s at most), running what is due first.
     async fn until(&self, id: &str, what: &str, check: impl Fn(&Value) -> bool) -> Value {
         for _ in 0..400 {
+            self.run_due().await;
             let network = self.get(id).await;
             if check(&network) {
                 return network;
@@ -86,6 +97,7 @@ impl Setup {
     /// Waits until the run has finished and set the network's next due time to `expected`.
     async fn until_due(&self, id: &str, expected: i64) {
         for _ in 0..200 {
+            self.run_due().await;
             if self.work_due(id).await == expected {
                 return;
             }
@@ -194,23 +206,15 @@ db_test!(rate_limited_create_backs_off_from_30_seconds_without_a_tight_loop, |ba
     common::idle(&s.server, &clock, &id).await;
     assert_eq!(s.sim().calls("vpcs.create"), 1, "no retry before the 30 s are up");
     clock.advance(1_000);
-    for _ in 0..200 {
-        if s.sim().calls("vpcs.create") == 2 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    s.run_due().await;
+    assert!(s.sim().calls("vpcs.create") == 2);
     common::idle(&s.server, &clock, &id).await;
     assert_eq!(s.sim().calls("vpcs.create"), 2, "one more call after the 30 s");
     // Backoff grows with each rate-limited run in a row: 60 s now, then 120 s.
     assert_eq!(s.work_due(&id).await, clock.now_ms() + 60_000);
     clock.advance(60_000);
-    for _ in 0..200 {
-        if s.sim().calls("vpcs.create") == 3 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    s.run_due().await;
+    assert!(s.sim().calls("vpcs.create") == 3);
     common::idle(&s.server, &clock, &id).await;
     assert_eq!(s.work_due(&id).await, clock.now_ms() + 120_000);
     s.sim().clear_faults();
@@ -225,14 +229,8 @@ db_test!(a_vpc_deleted_behind_our_back_goes_to_error_and_is_never_made_again, |b
     let id = created["id"].as_str().unwrap().to_owned();
     let ready = s.until_state(&id, "READY").await;
     let vpc = ready["subnets"][0]["providerId"].as_str().unwrap().to_owned();
-    let mut due = s.work_due(&id).await;
-    for _ in 0..200 {
-        if due > clock.now_ms() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-        due = s.work_due(&id).await;
-    }
+    s.run_due().await;
+    let due = s.work_due(&id).await;
     assert!(due > clock.now_ms() && due <= clock.now_ms() + 3_600_000, "a settled network is read within the hour");
     let url = s.server.app.services.sim_url.clone().unwrap();
     let deleted = s.server.http.delete(format!("{url}/v2/vpcs/{vpc}")).bearer_auth("someone").send().await.unwrap();
@@ -486,32 +484,20 @@ db_test!(a_404_that_is_not_the_apis_own_is_not_taken_for_gone, |backend: Backend
     let id = created["id"].as_str().unwrap().to_owned();
     s.until_state(&id, "READY").await;
     // The run that saw it ready has finished and set its hourly drift read.
-    for _ in 0..200 {
-        if s.work_due(&id).await > clock.now_ms() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    s.run_due().await;
+    assert!(s.work_due(&id).await > clock.now_ms());
     s.sim().inject("vpcs.get", Fault::Status { status: 500 }, 1);
     // The account's listing fails too, so the network's own hourly read is what runs (a listing
     // that shows the VPC would put that read off).
     s.sim().inject("vpcs.list", Fault::Status { status: 500 }, 1_000);
     clock.advance(3_600_000);
     // The drift read fails, and its run sets the next look before the clock moves on.
-    for _ in 0..200 {
-        if s.sim().calls("vpcs.get") >= 1 && s.work_due(&id).await > clock.now_ms() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    s.run_due().await;
+    assert!(s.sim().calls("vpcs.get") >= 1 && s.work_due(&id).await > clock.now_ms());
     assert_eq!(s.get(&id).await["state"], "READY", "an unavailable drift read changes nothing");
     clock.advance(30_000);
-    for _ in 0..100 {
-        if s.sim().calls("vpcs.get") >= 2 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    s.run_due().await;
+    assert!(s.sim().calls("vpcs.get") >= 2);
     common::idle(&s.server, &clock, &id).await;
     assert_eq!(s.sim().calls("vpcs.get"), 2, "read again 30 s later");
     assert_eq!(s.get(&id).await["state"], "READY");
