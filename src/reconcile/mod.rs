@@ -226,10 +226,11 @@ impl Runtime {
         let shared = &self.shared;
         let mut ran = 0;
         loop {
+            // One at a time, as a worker claims: a run may move other items' due times (an
+            // inventory pass puts off the reads it made needless), and a batch would run them.
             let now = shared.services.clock.now_ms();
             let claimed =
-                queue::claim(&shared.services.db, &shared.owner, &shared.kinds, now, shared.config.lease_ms, 16)
-                    .await?;
+                queue::claim(&shared.services.db, &shared.owner, &shared.kinds, now, shared.config.lease_ms, 1).await?;
             if claimed.is_empty() {
                 return Ok(ran);
             }

@@ -476,6 +476,14 @@ db_test!(a_replayed_create_returns_what_it_made_whatever_the_state_rules_say_now
     // A volume made on an instance, replayed once the instance is being deleted.
     let on = s.instance("web-a", "nyc3", None).await;
     let first = s.create("pinned", json!({ "instanceId": on })).await;
+    // Its machine made first: an instance deleted before its machine exists finishes at once,
+    // with no provider call to stall.
+    let read = "query($i: String!) { instance(tenantId: \"acme\", instanceId: $i) { state } }";
+    let started = std::time::Instant::now();
+    while s.server.ok(Some(&s.token), read, json!({ "i": on })).await["instance"]["state"] != "READY" {
+        assert!(started.elapsed() < std::time::Duration::from_secs(30), "the instance never became READY");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     let delete = "mutation($i: String!) { instanceDelete(input: { tenantId: \"acme\", instanceId: $i }) { state } }";
     // The machine's delete stalls, so the instance stays being deleted however fast the reconciler.
     for endpoint in ["droplets.delete", "droplets.destroy_with_associated_resources.selective.delete"] {
