@@ -3,12 +3,10 @@ use async_graphql::{Context, ID, InputObject, Object, Result, Subscription};
 use chrono::{DateTime, Utc};
 use futures_util::Stream;
 
-use async_graphql::parser::types::Field;
-
 use super::instances::Instance;
 use super::loaders::loaders;
 use super::pages::Connection;
-use super::render::{Planner, Render, Step};
+use super::render::Render;
 use super::{actor, services};
 use crate::service::addresses::AddressCreate;
 use crate::store::list::ListFilter;
@@ -92,11 +90,7 @@ impl ProviderAddress {
 }
 
 /// A page of addresses goes to the executor: an address's instance is read by a loader.
-impl Render for ProviderAddress {
-    fn step(_: &Field, _: &Planner<'_>) -> Option<Step<Self>> {
-        None
-    }
-}
+impl Render for ProviderAddress {}
 
 #[derive(InputObject)]
 pub struct ProviderAddressCreateInput {

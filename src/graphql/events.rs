@@ -5,10 +5,8 @@ use async_graphql::{Context, Json, Object, Result, Subscription};
 use chrono::{DateTime, Utc};
 use futures_util::{Stream, StreamExt};
 
-use async_graphql::parser::types::Field;
-
 use super::pages::{Connection, Edge};
-use super::render::{Planner, Render, Step};
+use super::render::Render;
 use super::{actor, services};
 use crate::store::outbox;
 
@@ -61,11 +59,7 @@ impl Event {
 }
 
 /// A page of events goes to the executor: an event's data is JSON of any shape.
-impl Render for Event {
-    fn step(_: &Field, _: &Planner<'_>) -> Option<Step<Self>> {
-        None
-    }
-}
+impl Render for Event {}
 
 #[derive(Default)]
 pub struct EventQuery;

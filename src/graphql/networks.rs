@@ -3,10 +3,8 @@ use async_graphql::{Context, ID, InputObject, Object, Result, Subscription};
 use chrono::{DateTime, Utc};
 use futures_util::Stream;
 
-use async_graphql::parser::types::Field;
-
 use super::pages::{Connection, Edge};
-use super::render::{Planner, Render, Step};
+use super::render::Render;
 use super::{actor, services};
 use crate::service::networks::{NetworkAdopt, NetworkCreate, SubnetInput};
 use crate::store::list::ListFilter;
@@ -119,11 +117,7 @@ impl Network {
 }
 
 /// A page of networks goes to the executor: a network's subnets are objects of their own.
-impl Render for Network {
-    fn step(_: &Field, _: &Planner<'_>) -> Option<Step<Self>> {
-        None
-    }
-}
+impl Render for Network {}
 
 /// A subnet: on DigitalOcean in a `region` (a VPC of its own), on AWS in a `zone` of the
 /// network's region, inside the network's `ipRange`.

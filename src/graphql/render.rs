@@ -31,8 +31,11 @@ pub type Step<T> = Box<dyn Fn(&T, &mut Vec<u8>) -> Option<()> + Send + Sync>;
 
 /// A type whose fields can be built from the item alone.
 pub trait Render: OutputType + Sized + 'static {
-    /// The step building `field`, None when it is not plain (it reads more than the item).
-    fn step(field: &Field, planner: &Planner<'_>) -> Option<Step<Self>>;
+    /// The step building `field`, None when it is not plain (it reads more than the item). A
+    /// type that keeps the default is always resolved by the executor.
+    fn step(_field: &Field, _planner: &Planner<'_>) -> Option<Step<Self>> {
+        None
+    }
 }
 
 /// A selection planned on `T`: its response keys, in order (each written once as `"key":`), and
