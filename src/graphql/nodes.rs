@@ -84,10 +84,10 @@ async fn read(ctx: &Context<'_>, ids: &[String]) -> Result<Vec<Result<Node, Erro
 impl From<NodeView> for Node {
     fn from(view: NodeView) -> Self {
         match view {
-            NodeView::Tenant(t) => Node::Tenant(Tenant(t)),
-            NodeView::Project(p) => Node::Project(Project(p)),
-            NodeView::ProviderAccount(a) => Node::ProviderAccount(ProviderAccount(a)),
-            NodeView::Pool(p) => Node::Pool(Pool(p)),
+            NodeView::Tenant(t) => Node::Tenant(Tenant { view: t }),
+            NodeView::Project(p) => Node::Project(Project { view: p }),
+            NodeView::ProviderAccount(a) => Node::ProviderAccount(ProviderAccount { view: a }),
+            NodeView::Pool(p) => Node::Pool(Pool { view: p }),
             NodeView::Token(t) => Node::Token(Token(t)),
             NodeView::Network(n) => Node::Network(Network(n)),
             NodeView::Subnet(s) => Node::Subnet(Subnet(s)),

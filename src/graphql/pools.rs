@@ -1,5 +1,5 @@
 //! Provider accounts, pools and quotas.
-use async_graphql::{Context, ID, InputObject, Object, Result, SimpleObject};
+use async_graphql::{ComplexObject, Context, ID, InputObject, Object, Result, SimpleObject};
 use chrono::{DateTime, Utc};
 
 use super::{actor, providers, services};
@@ -8,45 +8,27 @@ use crate::store::state::{Billing, ProviderKind};
 use crate::views::pools::{AccountView, PoolView, QuotaView};
 
 /// A provider account. Its credentials are never returned, nor where they are kept.
-pub struct ProviderAccount(pub AccountView);
+#[derive(SimpleObject)]
+#[graphql(complex)]
+pub struct ProviderAccount {
+    #[graphql(flatten)]
+    pub view: AccountView,
+}
 
-#[Object]
+#[ComplexObject]
 impl ProviderAccount {
     pub async fn id(&self) -> ID {
-        ID(self.0.id.clone())
-    }
-    async fn name(&self) -> &str {
-        &self.0.name
-    }
-    async fn kind(&self) -> ProviderKind {
-        self.0.kind
+        ID(self.view.id.clone())
     }
     async fn api_url(&self) -> Option<&str> {
-        Some(self.0.api_url.as_str()).filter(|u| !u.is_empty())
-    }
-    async fn regions(&self) -> Vec<String> {
-        self.0.regions.clone()
-    }
-    async fn zones(&self) -> Vec<String> {
-        self.0.zones.clone()
-    }
-    /// Set for a tenant's own (BYO) account.
-    async fn tenant_id(&self) -> Option<&str> {
-        self.0.tenant_id.as_deref()
-    }
-    /// Whether it is an account at the simulated cloud.
-    async fn sim(&self) -> bool {
-        self.0.sim
-    }
-    async fn created_at(&self) -> DateTime<Utc> {
-        self.0.created_at
+        Some(self.view.api_url.as_str()).filter(|u| !u.is_empty())
     }
     /// Its request budget and the calls sent in the last hour, as this replica sees them: each
     /// replica counts its own calls; `remaining` is what the provider last said of the account.
     async fn budget(&self, ctx: &Context<'_>) -> ProviderBudget {
-        let view = providers(ctx).budget(&self.0.id, Utc::now().timestamp());
+        let view = providers(ctx).budget(&self.view.id, Utc::now().timestamp());
         let [asked, following, drift] = view.calls_last_hour.map(|n| n as i64);
-        let read_at = self.0.listed_at;
+        let read_at = self.view.listed_at;
         ProviderBudget {
             limit: view.limit,
             remaining: view.remaining,
@@ -90,68 +72,35 @@ pub struct ProviderCalls {
     drift: i64,
 }
 
-pub struct Pool(pub PoolView);
+/// A pool: the machines and quotas offered on one account.
+#[derive(SimpleObject)]
+#[graphql(complex)]
+pub struct Pool {
+    #[graphql(flatten)]
+    pub view: PoolView,
+}
 
-#[Object]
+#[ComplexObject]
 impl Pool {
     pub async fn id(&self) -> ID {
-        ID(self.0.id.clone())
-    }
-    async fn name(&self) -> &str {
-        &self.0.name
-    }
-    async fn billing(&self) -> Billing {
-        self.0.billing
-    }
-    async fn provider_account_id(&self) -> &str {
-        &self.0.provider_account_id
+        ID(self.view.id.clone())
     }
     async fn provider_kind(&self) -> ProviderKind {
-        self.0.account.kind
+        self.view.account.kind
     }
     async fn regions(&self) -> Vec<String> {
-        self.0.account.regions.clone()
+        self.view.account.regions.clone()
     }
     async fn zones(&self) -> Vec<String> {
-        self.0.account.zones.clone()
-    }
-    /// The machine sizes an instance of this pool may ask (empty: any the provider makes).
-    async fn sizes(&self) -> Vec<String> {
-        self.0.sizes.clone()
-    }
-    /// The images an instance of this pool may ask (empty: any).
-    async fn images(&self) -> Vec<String> {
-        self.0.images.clone()
-    }
-    async fn created_at(&self) -> DateTime<Utc> {
-        self.0.created_at
+        self.view.account.zones.clone()
     }
 }
 
 /// How much of one resource a tenant may hold in one pool, and holds now.
-pub struct Quota(pub QuotaView);
-
-#[Object]
-impl Quota {
-    async fn tenant_id(&self) -> &str {
-        &self.0.tenant_id
-    }
-    async fn pool_id(&self) -> &str {
-        &self.0.pool_id
-    }
-    /// e.g. `diskGiB`, `addresses`.
-    async fn resource(&self) -> &str {
-        &self.0.resource
-    }
-    async fn max(&self) -> i64 {
-        self.0.max
-    }
-    async fn used(&self) -> i64 {
-        self.0.used
-    }
-    async fn version(&self) -> i64 {
-        self.0.version
-    }
+#[derive(SimpleObject)]
+pub struct Quota {
+    #[graphql(flatten)]
+    pub view: QuotaView,
 }
 
 #[derive(InputObject)]
@@ -234,20 +183,25 @@ impl PoolQuery {
     /// Every provider account (operator).
     #[graphql(complexity = "super::limits::unbounded(child_complexity)")]
     async fn provider_accounts(&self, ctx: &Context<'_>) -> Result<Vec<ProviderAccount>> {
-        Ok(services(ctx).provider_account_list(actor(ctx)?).await?.into_iter().map(ProviderAccount).collect())
+        Ok(services(ctx)
+            .provider_account_list(actor(ctx)?)
+            .await?
+            .into_iter()
+            .map(|view| ProviderAccount { view })
+            .collect())
     }
 
     /// The pools offered to the tenant (`compute:pools:read`).
     #[graphql(complexity = "super::limits::unbounded(child_complexity)")]
     async fn pools(&self, ctx: &Context<'_>, tenant_id: String) -> Result<Vec<Pool>> {
-        Ok(services(ctx).pool_list(actor(ctx)?, &tenant_id).await?.into_iter().map(Pool).collect())
+        Ok(services(ctx).pool_list(actor(ctx)?, &tenant_id).await?.into_iter().map(|view| Pool { view }).collect())
     }
 
     /// The tenant's quotas with max and used, on one pool or all (`compute:quotas:read`).
     #[graphql(complexity = "super::limits::unbounded(child_complexity)")]
     async fn quotas(&self, ctx: &Context<'_>, tenant_id: String, pool_id: Option<String>) -> Result<Vec<Quota>> {
         let quotas = services(ctx).quota_list(actor(ctx)?, &tenant_id, pool_id.as_deref()).await?;
-        Ok(quotas.into_iter().map(Quota).collect())
+        Ok(quotas.into_iter().map(|view| Quota { view }).collect())
     }
 }
 
@@ -272,7 +226,7 @@ impl PoolMutation {
             zones: input.zones,
             tenant_id: input.tenant_id,
         };
-        Ok(ProviderAccount(services(ctx).provider_account_create(actor(ctx)?, input).await?))
+        Ok(ProviderAccount { view: services(ctx).provider_account_create(actor(ctx)?, input).await? })
     }
 
     /// Creates a pool on an account (operator): METERED on the platform's, BYO on a tenant's own.
@@ -285,14 +239,14 @@ impl PoolMutation {
             sizes: input.sizes,
             images: input.images,
         };
-        Ok(Pool(services(ctx).pool_create(actor(ctx)?, input).await?))
+        Ok(Pool { view: services(ctx).pool_create(actor(ctx)?, input).await? })
     }
 
     /// Sets the machine sizes and images a pool offers (operator); an instance asking any other
     /// is INVALID_INPUT. Publishes `pool.updated`.
     async fn pool_machines_set(&self, ctx: &Context<'_>, input: PoolMachinesSetInput) -> Result<Pool> {
         let input = svc::PoolMachines { pool_id: input.pool_id, sizes: input.sizes, images: input.images };
-        Ok(Pool(services(ctx).pool_machines_set(actor(ctx)?, input).await?))
+        Ok(Pool { view: services(ctx).pool_machines_set(actor(ctx)?, input).await? })
     }
 
     /// Offers a pool to a tenant with its quota rows (operator). Publishes `pool.offered` and
@@ -304,7 +258,7 @@ impl PoolMutation {
         Ok(PoolOfferPayload {
             pool_id: input.pool_id,
             tenant_id: input.tenant_id,
-            quotas: quotas.into_iter().map(Quota).collect(),
+            quotas: quotas.into_iter().map(|view| Quota { view }).collect(),
         })
     }
 
@@ -316,6 +270,6 @@ impl PoolMutation {
             resource: input.resource,
             max: input.max,
         };
-        Ok(Quota(services(ctx).quota_set(actor(ctx)?, input).await?))
+        Ok(Quota { view: services(ctx).quota_set(actor(ctx)?, input).await? })
     }
 }

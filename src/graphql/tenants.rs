@@ -1,50 +1,35 @@
 //! Tenants and projects.
-use async_graphql::{Context, ID, InputObject, Object, Result};
-use chrono::{DateTime, Utc};
+use async_graphql::{ComplexObject, Context, ID, InputObject, Object, Result, SimpleObject};
 
 use super::{actor, services};
 use crate::service::tenants::{ProjectCreate, TenantCreate};
 use crate::views::tenants::{ProjectView, TenantView};
 
-pub struct Tenant(pub TenantView);
+#[derive(SimpleObject)]
+#[graphql(complex)]
+pub struct Tenant {
+    #[graphql(flatten)]
+    pub view: TenantView,
+}
 
-#[Object]
+#[ComplexObject]
 impl Tenant {
     pub async fn id(&self) -> ID {
-        ID(self.0.id.clone())
-    }
-    async fn name(&self) -> &str {
-        &self.0.name
-    }
-    async fn version(&self) -> i64 {
-        self.0.version
-    }
-    async fn created_at(&self) -> DateTime<Utc> {
-        self.0.created_at
+        ID(self.view.id.clone())
     }
 }
 
-pub struct Project(pub ProjectView);
+#[derive(SimpleObject)]
+#[graphql(complex)]
+pub struct Project {
+    #[graphql(flatten)]
+    pub view: ProjectView,
+}
 
-#[Object]
+#[ComplexObject]
 impl Project {
     pub async fn id(&self) -> ID {
-        ID(self.0.id.clone())
-    }
-    async fn tenant_id(&self) -> &str {
-        &self.0.tenant_id
-    }
-    async fn name(&self) -> &str {
-        &self.0.name
-    }
-    async fn description(&self) -> Option<&str> {
-        self.0.description.as_deref()
-    }
-    async fn version(&self) -> i64 {
-        self.0.version
-    }
-    async fn created_at(&self) -> DateTime<Utc> {
-        self.0.created_at
+        ID(self.view.id.clone())
     }
 }
 
@@ -72,23 +57,28 @@ pub struct TenantQuery;
 impl TenantQuery {
     /// One tenant (operators, or the tenant's own tokens with `compute:tenants:read`).
     async fn tenant(&self, ctx: &Context<'_>, id: String) -> Result<Tenant> {
-        Ok(Tenant(services(ctx).tenant_get(actor(ctx)?, &id).await?))
+        Ok(Tenant { view: services(ctx).tenant_get(actor(ctx)?, &id).await? })
     }
 
     /// Every tenant (operator).
     #[graphql(complexity = "super::limits::unbounded(child_complexity)")]
     async fn tenants(&self, ctx: &Context<'_>) -> Result<Vec<Tenant>> {
-        Ok(services(ctx).tenant_list(actor(ctx)?).await?.into_iter().map(Tenant).collect())
+        Ok(services(ctx).tenant_list(actor(ctx)?).await?.into_iter().map(|view| Tenant { view }).collect())
     }
 
     async fn project(&self, ctx: &Context<'_>, tenant_id: String, project_id: String) -> Result<Project> {
-        Ok(Project(services(ctx).project_get(actor(ctx)?, &tenant_id, &project_id).await?))
+        Ok(Project { view: services(ctx).project_get(actor(ctx)?, &tenant_id, &project_id).await? })
     }
 
     /// The tenant's projects the caller may read, oldest first.
     #[graphql(complexity = "super::limits::unbounded(child_complexity)")]
     async fn projects(&self, ctx: &Context<'_>, tenant_id: String) -> Result<Vec<Project>> {
-        Ok(services(ctx).project_list(actor(ctx)?, &tenant_id).await?.into_iter().map(Project).collect())
+        Ok(services(ctx)
+            .project_list(actor(ctx)?, &tenant_id)
+            .await?
+            .into_iter()
+            .map(|view| Project { view })
+            .collect())
     }
 }
 
@@ -100,7 +90,7 @@ impl TenantMutation {
     /// Creates a tenant (operator). Publishes `tenant.created`.
     async fn tenant_create(&self, ctx: &Context<'_>, input: TenantCreateInput) -> Result<Tenant> {
         let input = TenantCreate { id: input.id, name: input.name };
-        Ok(Tenant(services(ctx).tenant_create(actor(ctx)?, input).await?))
+        Ok(Tenant { view: services(ctx).tenant_create(actor(ctx)?, input).await? })
     }
 
     /// Creates a project in a tenant (operator). Publishes `project.created`.
@@ -111,6 +101,6 @@ impl TenantMutation {
             description: input.description,
             idempotency_key: input.idempotency_key,
         };
-        Ok(Project(services(ctx).project_create(actor(ctx)?, input).await?))
+        Ok(Project { view: services(ctx).project_create(actor(ctx)?, input).await? })
     }
 }

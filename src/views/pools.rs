@@ -1,5 +1,6 @@
 //! What provider accounts, pools and quotas look like to operators and in their events. An
 //! account's view never holds its credential, nor where it is kept.
+use async_graphql::SimpleObject;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
@@ -14,21 +15,27 @@ pub fn strings(json: &serde_json::Value) -> Vec<String> {
 }
 
 /// A provider account, without its credential reference.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, SimpleObject)]
 #[serde(rename_all = "camelCase")]
 pub struct AccountView {
+    #[graphql(skip)]
     pub id: String,
     pub name: String,
     pub kind: ProviderKind,
+    #[graphql(skip)]
     pub api_url: String,
     pub regions: Vec<String>,
     pub zones: Vec<String>,
+    /// Set for a tenant's own (BYO) account.
     pub tenant_id: Option<String>,
+    /// Whether it is an account at the simulated cloud.
     pub sim: bool,
+    #[graphql(skip)]
     pub version: i64,
     pub created_at: DateTime<Utc>,
     /// When its inventory pass last read all it holds.
     #[serde(skip)]
+    #[graphql(skip)]
     pub listed_at: Option<DateTime<Utc>>,
 }
 
@@ -51,19 +58,24 @@ impl From<&provider_account::Model> for AccountView {
 }
 
 /// A pool: the machines and quotas offered on one account.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, SimpleObject)]
 #[serde(rename_all = "camelCase")]
 pub struct PoolView {
+    #[graphql(skip)]
     pub id: String,
     pub name: String,
     pub provider_account_id: String,
     pub billing: Billing,
+    /// The machine sizes an instance of this pool may ask (empty: any the provider makes).
     pub sizes: Vec<String>,
+    /// The images an instance of this pool may ask (empty: any).
     pub images: Vec<String>,
+    #[graphql(skip)]
     pub version: i64,
     pub created_at: DateTime<Utc>,
     /// Its account's kind, regions and zones.
     #[serde(skip)]
+    #[graphql(skip)]
     pub account: AccountView,
 }
 

@@ -114,7 +114,7 @@ impl Setup {
         F: Fn() -> Fut,
         Fut: std::future::Future<Output = Value>,
     {
-        common::until(&self.clock, what, read, check).await
+        common::until(self, what, read, check).await
     }
 
     async fn until_address(&self, id: &str, what: &str, check: impl Fn(&Value) -> bool) -> Value {

@@ -87,7 +87,7 @@ impl Setup {
     }
 
     async fn until_state(&self, id: &str, state: &str) -> Value {
-        common::until(&self.clock, state, || self.get(id), |n| n["state"] == state).await
+        common::until(self, state, || self.get(id), |n| n["state"] == state).await
     }
 
     /// The VPCs at the sim under the network's name.

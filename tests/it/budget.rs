@@ -48,7 +48,7 @@ db_test!(an_accounts_budget_shows_its_limit_and_its_calls_by_purpose, |backend: 
                 .await
         }
     };
-    common::until(&s.clock, "READY", read, |v| v["providerVolume"]["state"] == "READY").await;
+    common::until(&s, "READY", read, |v| v["providerVolume"]["state"] == "READY").await;
     let made = budget(&s).await;
     assert_eq!(made["limit"], 4000, "learnt from the answers: {made}");
     assert!(made["remaining"].as_i64().unwrap() < 4000, "{made}");

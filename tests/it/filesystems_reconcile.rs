@@ -68,7 +68,7 @@ impl Setup {
         let id = made["networkCreate"]["id"].as_str().unwrap().to_owned();
         let get = "query($n: String!) { network(tenantId: \"acme\", networkId: $n) { state providerId subnets { zone providerId } } }";
         let read = || self.server.ok(Some(&self.token), get, json!({ "n": id }));
-        let ready = common::until(&self.clock, "network ready", read, |n| n["network"]["state"] == "READY").await;
+        let ready = common::until(self, "network ready", read, |n| n["network"]["state"] == "READY").await;
         self.vpc = ready["network"]["providerId"].as_str().unwrap().to_owned();
         self.subnets = ZONES
             .iter()
@@ -103,7 +103,7 @@ impl Setup {
     }
 
     async fn until_state(&self, id: &str, wanted: State) -> Value {
-        common::until(&self.clock, wanted.as_str(), || self.view(id), |v| v["state"] == wanted.as_str()).await
+        common::until(self, wanted.as_str(), || self.view(id), |v| v["state"] == wanted.as_str()).await
     }
 
     async fn row(&self, id: &str) -> filesystem::Model {
@@ -250,7 +250,7 @@ db_test!(a_foreign_file_system_under_our_token_is_an_error_and_never_deleted, |b
     common::idle(&s.server, &s.clock, &f.id).await;
     assert_eq!(looks(), before, "not looked at again before five minutes");
     s.clock.advance(60_000 + 1_000);
-    common::until(&s.clock, "the retry", || async { json!(looks()) }, |n| n.as_u64() > Some(before)).await;
+    common::until(&s, "the retry", || async { json!(looks()) }, |n| n.as_u64() > Some(before)).await;
     assert_eq!(s.view(&f.id).await["state"], State::Error.as_str());
     let api = s.aws().aws().unwrap().clone();
     s.delete(&f.id).await;
@@ -300,8 +300,7 @@ db_test!(a_delete_after_a_lost_create_answer_finds_ours_and_deletes_it, |backend
     // The create is made but its answer dropped; the delete is asked before the next look.
     s.sim().inject("efs.CreateFileSystem", Fault::Drop, 1);
     let f = s.create(FilesystemKind::Nfs, None).await;
-    common::until(&s.clock, "the create sent", || async { json!(s.sim().calls("efs.CreateFileSystem")) }, |c| c == 1)
-        .await;
+    common::until(&s, "the create sent", || async { json!(s.sim().calls("efs.CreateFileSystem")) }, |c| c == 1).await;
     s.delete(&f.id).await;
     s.until_state(&f.id, State::Deleted).await;
     let api = s.aws().aws().unwrap().clone();

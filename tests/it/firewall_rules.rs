@@ -103,7 +103,7 @@ impl Setup {
     }
 
     async fn until_network_ready(&self) -> Value {
-        common::until(&self.clock, "network ready", || self.network_view(), |n| n["state"] == "READY").await
+        common::until(self, "network ready", || self.network_view(), |n| n["state"] == "READY").await
     }
 
     async fn instance(&self, name: &str) -> (String, String) {
@@ -124,7 +124,7 @@ impl Setup {
         let id = made["data"]["instanceCreate"]["id"].as_str().unwrap_or_else(|| panic!("{made}")).to_owned();
         let query = "query($i: String!) { instance(tenantId: \"acme\", instanceId: $i) { state providerId } }";
         let read = || async { self.gql(query, json!({ "i": id })).await["data"]["instance"].clone() };
-        let ready = common::until(&self.clock, "instance ready", read, |i| i["state"] == "READY").await;
+        let ready = common::until(self, "instance ready", read, |i| i["state"] == "READY").await;
         (id, ready["providerId"].as_str().unwrap().to_owned())
     }
 
@@ -154,7 +154,7 @@ impl Setup {
     }
 
     async fn until_rule(&self, id: &str, what: &str, check: impl Fn(&Value) -> bool) -> Value {
-        common::until(&self.clock, what, || self.rule(id), check).await
+        common::until(self, what, || self.rule(id), check).await
     }
 
     /// The rule events of the feed, once `check` holds for them (the feed shows a PostgreSQL
@@ -363,7 +363,7 @@ db_test!(deleting_a_network_deletes_its_rules_first, |backend: Backend| async mo
     let delete = "mutation($n: String!) { networkDelete(input: { tenantId: \"acme\", networkId: $n }) { state } }";
     s.gql(delete, json!({ "n": s.network })).await;
     assert_eq!(s.rule(&rule).await["desiredState"], "ABSENT", "marked with the network");
-    common::until(&s.clock, "network deleted", || s.network_view(), |n| n["state"] == "DELETED").await;
+    common::until(&s, "network deleted", || s.network_view(), |n| n["state"] == "DELETED").await;
     assert!(s.firewalls_named(&name).await.is_empty());
     let egress = targets::egress_name(&s.network);
     assert!(s.firewalls_named(&egress).await.is_empty(), "the open egress firewall went too");
@@ -426,7 +426,7 @@ db_test!(
         let tags = s.droplet_tags(&web_droplet);
         assert!(!tags.contains(&targets::egress_tag(&s.network)), "{tags:?}");
         common::until(
-            &s.clock,
+            &s,
             "egress deleted",
             || async { json!(s.firewalls_named(&targets::egress_name(&s.network)).await.len()) },
             |n| n == 0,
@@ -599,7 +599,7 @@ db_test!(a_firewall_changed_outside_is_put_back_and_one_deleted_outside_is_an_er
     firewalls.firewall_update(&firewall, &spec).await.unwrap();
     s.past_drift().await;
     let read = || async { json!(s.firewalls_named(&name).await[0].inbound[0].ports) };
-    common::until(&s.clock, "put back", read, |ports| ports == "22").await;
+    common::until(&s, "put back", read, |ports| ports == "22").await;
 
     firewalls.firewall_delete(&firewall).await.unwrap();
     s.past_drift().await;
@@ -658,7 +658,7 @@ db_test!(an_aws_rule_becomes_a_security_group_on_its_machines, |backend: Backend
     assert!(s.groups_named(name).await.is_empty());
     assert_eq!(s.machine_groups(&machine).await, default_groups, "back to the VPC's default group");
     common::until(
-        &s.clock,
+        &s,
         "egress deleted",
         || async { json!(s.groups_named(&targets::egress_name(&s.network)).await.len()) },
         |n| n == 0,

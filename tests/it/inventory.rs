@@ -78,7 +78,7 @@ impl World {
 
     async fn until(&self, query: &str, var: &str, id: &str, field: &str, state: &str) -> Value {
         let read = || self.read(query, var, id, field);
-        common::until(&self.s.clock, state, read, |v| v["state"] == state).await
+        common::until(&self.s, state, read, |v| v["state"] == state).await
     }
 
     /// Moves the clock a minute at a time for `minutes`, each minute's due runs done before

@@ -60,7 +60,7 @@ impl World {
     }
 
     async fn until(&self, what: &str, query: &str, variables: Value, check: impl Fn(&Value) -> bool) -> Value {
-        common::until(&self.s.clock, what, || self.gql(query, variables.clone()), check).await
+        common::until(&self.s, what, || self.gql(query, variables.clone()), check).await
     }
 
     async fn made_network(&self) -> String {

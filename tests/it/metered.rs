@@ -83,12 +83,12 @@ db_test!(
         assert_eq!(app.used().await["diskGiB"], 25, "nothing half-booked");
         // Deleted at the provider: both are given back.
         let read = "query($id: String!) { instance(tenantId: \"acme\", instanceId: $id) { state } }";
-        until(&app.clock, "ready", || app.read(read, &id), |v| v["instance"]["state"] == "READY").await;
+        until(&app, "ready", || app.read(read, &id), |v| v["instance"]["state"] == "READY").await;
         let delete = "mutation($i: InstanceDeleteInput!) { instanceDelete(input: $i) { state } }";
         app.server.ok(Some(&app.token), delete, json!({ "i": { "tenantId": "acme", "instanceId": id } })).await;
         let gone = "query { instances(tenantId: \"acme\", includeDeleted: true) { edges { node { state } } } }";
         until(
-            &app.clock,
+            &app,
             "deleted",
             || app.server.ok(Some(&app.token), gone, json!({})),
             |v| v["instances"]["edges"][0]["node"]["state"] == "DELETED",
@@ -190,10 +190,10 @@ db_test!(networks_are_bounded_by_their_quota_and_refunded_once_deleted, |backend
     assert_eq!(code(&refused).0, "QUOTA_EXCEEDED", "{refused}");
     assert_eq!(code(&refused).1["resource"], "networks");
     let read = "query($id: String!) { network(tenantId: \"acme\", networkId: $id) { state } }";
-    until(&app.clock, "ready", || app.read(read, &id), |v| v["network"]["state"] == "READY").await;
+    until(&app, "ready", || app.read(read, &id), |v| v["network"]["state"] == "READY").await;
     let delete = "mutation($i: NetworkDeleteInput!) { networkDelete(input: $i) { state } }";
     app.server.ok(Some(&app.token), delete, json!({ "i": { "tenantId": "acme", "networkId": id } })).await;
-    until(&app.clock, "deleted", || app.read(read, &id), |v| v["network"]["state"] == "DELETED").await;
+    until(&app, "deleted", || app.read(read, &id), |v| v["network"]["state"] == "DELETED").await;
     assert_eq!(app.used().await["networks"], 0);
     app.server.ok(Some(&app.token), NETWORK, input("two", "10.2.0.0/24")).await;
 });
@@ -234,7 +234,7 @@ db_test!(filesystems_book_their_count_and_size_and_are_refunded_once_deleted, |b
     assert_eq!(code(&third).1["resource"], "filesystems");
     let read = "query($id: String!) { filesystems(tenantId: \"acme\", networkId: $id) { id state } }";
     until(
-        &app.clock,
+        &app,
         "ready",
         || app.read(read, &network),
         |v| v["filesystems"].as_array().unwrap().iter().all(|f| f["state"] == "READY"),
@@ -243,8 +243,7 @@ db_test!(filesystems_book_their_count_and_size_and_are_refunded_once_deleted, |b
     let delete = "mutation($i: FilesystemDeleteInput!) { filesystemDelete(input: $i) { state } }";
     let gone = json!({ "i": { "tenantId": "acme", "networkId": network, "filesystemId": lustre } });
     app.server.ok(Some(&app.token), delete, gone).await;
-    until(&app.clock, "deleted", || app.read(read, &network), |v| v["filesystems"].as_array().unwrap().len() == 1)
-        .await;
+    until(&app, "deleted", || app.read(read, &network), |v| v["filesystems"].as_array().unwrap().len() == 1).await;
     assert_eq!(
         (app.used().await["filesystems"].clone(), app.used().await["filesystemGiB"].clone()),
         (json!(1), json!(0))
@@ -265,9 +264,9 @@ db_test!(instances_and_filesystems_are_metered_by_the_usage_pass, |backend: Back
     let instance =
         app.server.ok(Some(&app.token), INSTANCE, machine).await["instanceCreate"]["id"].as_str().unwrap().to_owned();
     let ready = "query($id: String!) { instance(tenantId: \"acme\", instanceId: $id) { state } }";
-    until(&app.clock, "ready", || app.read(ready, &instance), |v| v["instance"]["state"] == "READY").await;
+    until(&app, "ready", || app.read(ready, &instance), |v| v["instance"]["state"] == "READY").await;
     let read = "query($id: String!) { filesystems(tenantId: \"acme\", networkId: $id) { state } }";
-    until(&app.clock, "ready", || app.read(read, &network), |v| v["filesystems"][0]["state"] == "READY").await;
+    until(&app, "ready", || app.read(read, &network), |v| v["filesystems"][0]["state"] == "READY").await;
     // Three whole hours later, the pass writes the hours that closed.
     let now = app.clock.now_ms();
     app.clock.advance(3 * HOUR_MS + (HOUR_MS - now.rem_euclid(HOUR_MS)));

@@ -599,19 +599,21 @@ pub async fn idle(server: &TestServer, clock: &Clock, id: &str) {
     panic!("{id} never went idle");
 }
 
-/// Reads with `read` until `check` holds, moving `clock` a second at a time (so a look "5 s
-/// later" comes round) while the sim's actions finish in real time.
-pub async fn until<F, Fut>(clock: &Clock, what: &str, read: F, check: impl Fn(&Value) -> bool) -> Value
+/// Reads with `read` until `check` holds, running what is due here first (as a worker would,
+/// so no step waits on a worker's poll) and moving the app's clock a second at a time (so a look
+/// "5 s later" comes round) while the sim's actions finish in real time.
+pub async fn until<F, Fut>(app: &TestApp, what: &str, read: F, check: impl Fn(&Value) -> bool) -> Value
 where
     F: Fn() -> Fut,
     Fut: std::future::Future<Output = Value>,
 {
     for _ in 0..600 {
+        app.server.app.run_due().await.expect("due work runs");
         let seen = read().await;
         if check(&seen) {
             return seen;
         }
-        clock.advance(1_000);
+        app.clock.advance(1_000);
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     panic!("never {what}: {}", read().await);
