@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
 use futures_util::Stream;
 use sea_orm::{DatabaseConnection, DbBackend};
 use tokio::sync::{Notify, mpsc};
@@ -299,6 +300,32 @@ impl Feed {
             self.check_retained(after).await?;
         }
         Ok(events)
+    }
+
+    /// Where a read of the events from `since` on starts: just before the first event stamped at
+    /// or after it, or no later than what a reader may see now (a transaction still open may
+    /// commit events stamped after `since`), so none is skipped. Refused like a cursor when
+    /// retention has removed events since then (the first kept is younger than `since`).
+    pub async fn start_since(&self, since: DateTime<Utc>) -> Result<Position> {
+        let horizon = self.horizon().await?;
+        if horizon != Position::default()
+            && outbox::first_time_after(self.db(), horizon).await?.is_some_and(|first_kept| since < first_kept)
+        {
+            return Err(Error::invalid_input(
+                "since",
+                "the events since then are older than the feed keeps: read again from `retainedAfter`",
+            )
+            .with_details(serde_json::json!({
+                "field": "since",
+                "reason": BEHIND_RETENTION,
+                "retainedAfter": self.cursor(horizon),
+            })));
+        }
+        let head = outbox::head(self.db()).await?;
+        Ok(match outbox::first_since(self.db(), since).await? {
+            Some(first) => first.just_before().min(head),
+            None => head,
+        })
     }
 
     /// Refuses a position retention has removed events after (INVALID_INPUT, reason

@@ -16,6 +16,9 @@ mod m20261205_000009_machines;
 mod m20261206_000010_firewall_rules;
 mod m20261207_000011_provider_calls;
 mod m20261208_000012_inventory;
+mod m20261209_000013_restore_size;
+mod m20261210_000014_deletion_protection;
+mod m20261211_000015_event_times;
 
 pub struct Migrator;
 
@@ -35,6 +38,9 @@ impl MigratorTrait for Migrator {
             Box::new(m20261206_000010_firewall_rules::Migration),
             Box::new(m20261207_000011_provider_calls::Migration),
             Box::new(m20261208_000012_inventory::Migration),
+            Box::new(m20261209_000013_restore_size::Migration),
+            Box::new(m20261210_000014_deletion_protection::Migration),
+            Box::new(m20261211_000015_event_times::Migration),
         ]
     }
 }

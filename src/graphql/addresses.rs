@@ -9,6 +9,7 @@ use super::pages::Connection;
 use super::render::Render;
 use super::{actor, services};
 use crate::service::addresses::AddressCreate;
+use crate::service::protection::Protection;
 use crate::store::list::ListFilter;
 use crate::store::state::{AddressFamily, Assignment, Desired, State};
 use crate::views::addresses::AddressView;
@@ -76,6 +77,10 @@ impl ProviderAddress {
     async fn version(&self) -> i64 {
         self.0.version
     }
+    /// A delete is refused while it is set (`details.reason: deletionProtected`).
+    async fn deletion_protection(&self) -> bool {
+        self.0.deletion_protection
+    }
     async fn created_at(&self) -> DateTime<Utc> {
         self.0.created_at
     }
@@ -102,6 +107,10 @@ pub struct ProviderAddressCreateInput {
     pub region: String,
     #[graphql(default_with = "AddressFamily::Ipv4")]
     pub family: AddressFamily,
+    /// A delete is refused while it is set (INVALID_STATE, `reason: deletionProtected`); an
+    /// update call turns it off.
+    #[graphql(default)]
+    pub deletion_protection: bool,
     pub idempotency_key: String,
 }
 
@@ -122,6 +131,14 @@ pub struct ProviderAddressUnassignInput {
 pub struct ProviderAddressDeleteInput {
     pub tenant_id: String,
     pub address_id: String,
+}
+
+#[derive(InputObject)]
+pub struct ProviderAddressUpdateInput {
+    pub tenant_id: String,
+    pub address_id: String,
+    /// Turns deletion protection on or off (left as it is when not given).
+    pub deletion_protection: Option<bool>,
 }
 
 #[derive(Default)]
@@ -187,6 +204,7 @@ impl AddressMutation {
             name: input.name,
             region: input.region,
             family: input.family,
+            deletion_protection: input.deletion_protection,
             idempotency_key: input.idempotency_key,
         };
         Ok(ProviderAddress(services(ctx).address_create(actor(ctx)?, create).await?))
@@ -218,9 +236,21 @@ impl AddressMutation {
         Ok(ProviderAddress(services(ctx).address_unassign(actor(ctx)?, &input.tenant_id, &input.address_id).await?))
     }
 
+    /// Changes its settings (deletion protection); publishes `providerAddress.updated`. Asking
+    /// what it already has returns it unchanged; INVALID_STATE while it is being deleted.
+    async fn provider_address_update(
+        &self,
+        ctx: &Context<'_>,
+        input: ProviderAddressUpdateInput,
+    ) -> Result<ProviderAddress> {
+        let update = Protection { tenant_id: input.tenant_id, id: input.address_id, on: input.deletion_protection };
+        Ok(ProviderAddress(services(ctx).address_update(actor(ctx)?, update).await?))
+    }
+
     /// Marks it for release and returns it DELETING; publishes `providerAddress.deleted` once
     /// the provider released it and its `addresses` is refunded. INVALID_STATE while it is
-    /// assigned; deleting one being deleted returns it.
+    /// assigned, or while it has deletion protection (`reason: deletionProtected`); deleting one
+    /// being deleted returns it.
     async fn provider_address_delete(
         &self,
         ctx: &Context<'_>,

@@ -8,6 +8,7 @@ use futures_util::{Stream, StreamExt};
 use super::pages::{Connection, Edge};
 use super::render::Render;
 use super::{actor, services};
+use crate::service::events::Start;
 use crate::store::outbox;
 
 /// A CloudEvents-style event. `data` is the subject's view after the change; `version` orders
@@ -66,18 +67,21 @@ pub struct EventQuery;
 
 #[Object]
 impl EventQuery {
-    /// The tenant's events in feed order, after a cursor (`compute:events:read` on the tenant,
-    /// each event filtered to what the caller may read). Operators may omit tenantId for all.
+    /// The tenant's events in feed order, after a cursor or from a moment (`since`: the first
+    /// event stamped at or after it; not with `after`), `compute:events:read` on the tenant, each
+    /// event filtered to what the caller may read. Operators may omit tenantId for all.
     #[graphql(complexity = "super::limits::page(first, child_complexity)")]
     async fn events(
         &self,
         ctx: &Context<'_>,
         tenant_id: Option<String>,
         after: Option<String>,
+        since: Option<DateTime<Utc>>,
         #[graphql(default = 100)] first: i32,
     ) -> Result<Connection<Event>> {
         let svc = services(ctx);
-        let page = svc.event_list(actor(ctx)?, tenant_id, after.as_deref(), first).await?;
+        let start = Start { after: after.as_deref(), since };
+        let page = svc.event_list(actor(ctx)?, tenant_id, start, first).await?;
         let edges = page
             .events
             .into_iter()
@@ -96,18 +100,19 @@ pub struct EventSubscription;
 #[Subscription]
 impl EventSubscription {
     /// The tenant's events as they commit. `types` keeps only those types (`quota.updated`, or a
-    /// prefix such as `providerVolume.*`); `after` replays what came after that cursor first, then
-    /// goes live with no gap and no duplicate.
+    /// prefix such as `providerVolume.*`); `after` replays what came after that cursor first (or
+    /// `since` what came from that moment on), then goes live with no gap and no duplicate.
     async fn events(
         &self,
         ctx: &Context<'_>,
         tenant_id: Option<String>,
         types: Option<Vec<String>>,
         after: Option<String>,
+        since: Option<DateTime<Utc>>,
     ) -> Result<impl Stream<Item = Result<Event>> + use<>> {
         let svc = services(ctx).clone();
-        let (filter, after) =
-            svc.event_subscription(actor(ctx)?, tenant_id, types.unwrap_or_default(), after.as_deref()).await?;
+        let start = Start { after: after.as_deref(), since };
+        let (filter, after) = svc.event_subscription(actor(ctx)?, tenant_id, types.unwrap_or_default(), start).await?;
         let feed = svc.feed.clone();
         Ok(feed.subscribe(filter, after).map(move |item| {
             let event = item?;

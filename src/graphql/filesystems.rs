@@ -5,6 +5,7 @@ use futures_util::Stream;
 
 use super::{actor, services};
 use crate::service::filesystems::FilesystemCreate;
+use crate::service::protection::Protection;
 use crate::store::state::{Deployment, Desired, FilesystemKind, State};
 use crate::views::filesystems::FilesystemView;
 
@@ -69,6 +70,10 @@ impl Filesystem {
     async fn version(&self) -> i64 {
         self.0.version
     }
+    /// A delete is refused while it is set (`details.reason: deletionProtected`).
+    async fn deletion_protection(&self) -> bool {
+        self.0.deletion_protection
+    }
     async fn created_at(&self) -> DateTime<Utc> {
         self.0.created_at
     }
@@ -95,6 +100,10 @@ pub struct FilesystemCreateInput {
     /// Lustre: one of the account's zones with a subnet of the network (default the account's
     /// first). NFS takes none.
     pub zone: Option<String>,
+    /// A delete is refused while it is set (INVALID_STATE, `reason: deletionProtected`); an
+    /// update call turns it off.
+    #[graphql(default)]
+    pub deletion_protection: bool,
     pub idempotency_key: String,
 }
 
@@ -103,6 +112,15 @@ pub struct FilesystemDeleteInput {
     pub tenant_id: String,
     pub network_id: String,
     pub filesystem_id: String,
+}
+
+#[derive(InputObject)]
+pub struct FilesystemUpdateInput {
+    pub tenant_id: String,
+    pub network_id: String,
+    pub filesystem_id: String,
+    /// Turns deletion protection on or off (left as it is when not given).
+    pub deletion_protection: Option<bool>,
 }
 
 #[derive(Default)]
@@ -147,14 +165,23 @@ impl FilesystemMutation {
             size_gib: input.size_gib,
             deployment: input.deployment,
             zone: input.zone,
+            deletion_protection: input.deletion_protection,
             idempotency_key: input.idempotency_key,
         };
         Ok(Filesystem(services(ctx).filesystem_create(actor(ctx)?, create).await?))
     }
 
+    /// Changes its settings (deletion protection); publishes `network.filesystem.updated`.
+    /// Asking what it already has returns it unchanged; INVALID_STATE while it is being deleted.
+    async fn filesystem_update(&self, ctx: &Context<'_>, input: FilesystemUpdateInput) -> Result<Filesystem> {
+        let update = Protection { tenant_id: input.tenant_id, id: input.filesystem_id, on: input.deletion_protection };
+        Ok(Filesystem(services(ctx).filesystem_update(actor(ctx)?, &input.network_id, update).await?))
+    }
+
     /// Marks the filesystem for deletion and returns it DELETING; the reconciler removes its
     /// mount targets, the filesystem (no final backup) and its security group, then publishes
-    /// `network.filesystem.deleted`. INVALID_STATE while an instance mounts it.
+    /// `network.filesystem.deleted`. INVALID_STATE while an instance mounts it, or while it has
+    /// deletion protection (`reason: deletionProtected`).
     async fn filesystem_delete(&self, ctx: &Context<'_>, input: FilesystemDeleteInput) -> Result<Filesystem> {
         let view = services(ctx)
             .filesystem_delete(actor(ctx)?, &input.tenant_id, &input.network_id, &input.filesystem_id)

@@ -6,6 +6,7 @@ use futures_util::Stream;
 use super::pages::Connection;
 use super::render::{Planner, Render, Step, view_field};
 use super::{actor, services};
+use crate::service::protection::Protection;
 use crate::service::snapshots::SnapshotListFilter;
 use crate::store::list::ListFilter;
 use crate::views::snapshots::SnapshotView;
@@ -52,6 +53,14 @@ pub struct ProviderSnapshotDeleteInput {
     pub snapshot_id: String,
 }
 
+#[derive(InputObject)]
+pub struct ProviderSnapshotUpdateInput {
+    pub tenant_id: String,
+    pub snapshot_id: String,
+    /// Turns deletion protection on or off (left as it is when not given).
+    pub deletion_protection: Option<bool>,
+}
+
 #[derive(Default)]
 pub struct SnapshotQuery;
 
@@ -90,7 +99,19 @@ pub struct SnapshotMutation;
 
 #[Object]
 impl SnapshotMutation {
-    /// Marks the snapshot for deletion and returns it DELETING.
+    /// Changes its settings (deletion protection); publishes `providerVolume.snapshot.updated`.
+    /// Asking what it already has returns it unchanged; INVALID_STATE while it is being deleted.
+    async fn provider_snapshot_update(
+        &self,
+        ctx: &Context<'_>,
+        input: ProviderSnapshotUpdateInput,
+    ) -> Result<ProviderSnapshot> {
+        let update = Protection { tenant_id: input.tenant_id, id: input.snapshot_id, on: input.deletion_protection };
+        Ok(ProviderSnapshot::from(services(ctx).snapshot_update(actor(ctx)?, update).await?))
+    }
+
+    /// Marks the snapshot for deletion and returns it DELETING. INVALID_STATE while it has
+    /// deletion protection (`reason: deletionProtected`).
     async fn provider_snapshot_delete(
         &self,
         ctx: &Context<'_>,

@@ -12,6 +12,7 @@ use super::render::{Planner, Render, Step, text, view_field};
 use super::snapshots::ProviderSnapshot;
 use super::{actor, reads, services};
 use crate::service::mounts;
+use crate::service::protection::Protection;
 use crate::service::rows::Page;
 use crate::service::snapshots::{SnapshotRestore, SnapshotTake};
 use crate::service::volumes::{VolumeCreate, VolumePage, VolumeReads};
@@ -36,6 +37,10 @@ pub struct ProviderSnapshotRestoreInput {
     pub delete_with_instance: bool,
     /// Refused: the restored volume keeps the filesystem of the snapshot's volume.
     pub filesystem: Option<VolumeFilesystem>,
+    /// A delete is refused while it is set (INVALID_STATE, `reason: deletionProtected`); an
+    /// update call turns it off.
+    #[graphql(default)]
+    pub deletion_protection: bool,
     pub idempotency_key: String,
 }
 
@@ -277,6 +282,10 @@ pub struct ProviderVolumeCreateInput {
     pub delete_with_instance: bool,
     /// Attaches it once both exist.
     pub instance_id: Option<String>,
+    /// A delete is refused while it is set (INVALID_STATE, `reason: deletionProtected`); an
+    /// update call turns it off.
+    #[graphql(default)]
+    pub deletion_protection: bool,
     pub idempotency_key: String,
 }
 
@@ -309,6 +318,10 @@ pub struct ProviderVolumeSnapshotInput {
     pub volume_id: String,
     /// Unique among the volume's snapshots not deleted.
     pub name: String,
+    /// A delete is refused while it is set (INVALID_STATE, `reason: deletionProtected`); an
+    /// update call turns it off.
+    #[graphql(default)]
+    pub deletion_protection: bool,
     pub idempotency_key: String,
 }
 
@@ -316,6 +329,14 @@ pub struct ProviderVolumeSnapshotInput {
 pub struct ProviderVolumeDeleteInput {
     pub tenant_id: String,
     pub volume_id: String,
+}
+
+#[derive(InputObject)]
+pub struct ProviderVolumeUpdateInput {
+    pub tenant_id: String,
+    pub volume_id: String,
+    /// Turns deletion protection on or off (left as it is when not given).
+    pub deletion_protection: Option<bool>,
 }
 
 #[derive(Default)]
@@ -381,6 +402,7 @@ impl VolumeMutation {
             filesystem: input.filesystem,
             delete_with_instance: input.delete_with_instance,
             instance_id: input.instance_id,
+            deletion_protection: input.deletion_protection,
             idempotency_key: input.idempotency_key,
         };
         Ok(ProviderVolume::whole(services(ctx).volume_create(actor(ctx)?, create).await?))
@@ -439,14 +461,27 @@ impl VolumeMutation {
             tenant_id: input.tenant_id,
             volume_id: input.volume_id,
             name: input.name,
+            deletion_protection: input.deletion_protection,
             idempotency_key: input.idempotency_key,
         };
         Ok(ProviderSnapshot::from(services(ctx).volume_snapshot(actor(ctx)?, take).await?))
     }
 
+    /// Changes its settings (deletion protection); publishes `providerVolume.updated`. Asking
+    /// what it already has returns it unchanged; INVALID_STATE while it is being deleted.
+    async fn provider_volume_update(
+        &self,
+        ctx: &Context<'_>,
+        input: ProviderVolumeUpdateInput,
+    ) -> Result<ProviderVolume> {
+        let update = Protection { tenant_id: input.tenant_id, id: input.volume_id, on: input.deletion_protection };
+        Ok(ProviderVolume::whole(services(ctx).volume_update(actor(ctx)?, update).await?))
+    }
+
     /// Marks it for deletion and returns it DELETING; publishes `providerVolume.deleted` once
     /// the provider deleted it and its diskGiB is refunded. INVALID_STATE while any instance has
-    /// it; deleting one being deleted returns it.
+    /// it, or while it has deletion protection (`reason: deletionProtected`); deleting one being
+    /// deleted returns it.
     async fn provider_volume_delete(
         &self,
         ctx: &Context<'_>,
@@ -470,6 +505,7 @@ impl VolumeMutation {
             size_gib: input.size_gib.map(i64::from),
             delete_with_instance: input.delete_with_instance,
             filesystem: input.filesystem,
+            deletion_protection: input.deletion_protection,
             idempotency_key: input.idempotency_key,
         };
         Ok(ProviderVolume::whole(services(ctx).snapshot_restore(actor(ctx)?, restore).await?))

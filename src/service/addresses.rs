@@ -10,6 +10,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::networks::{self};
+use super::protection::{Protection, check_delete};
 use super::volumes::{attachable_instance, invalid_state};
 use super::{rows, validate};
 use crate::authz::{Actor, Target};
@@ -41,6 +42,10 @@ pub struct AddressCreate {
     pub region: String,
     /// `ipv4` or `ipv6`.
     pub family: AddressFamily,
+    /// A delete is refused while it is set. Left out of the request's hash when false, so keys
+    /// recorded before it existed replay.
+    #[serde(skip_serializing_if = "crate::service::protection::is_false")]
+    pub deletion_protection: bool,
     #[serde(skip)]
     pub idempotency_key: String,
 }
@@ -78,6 +83,7 @@ impl Services {
             name: &input.name,
             region: &input.region,
             family: input.family,
+            deletion_protection: input.deletion_protection,
         };
         let created = store::insert(&txn, new, self.clock.now()).await?;
         let holding =
@@ -152,6 +158,7 @@ impl Services {
         if current.desired_state == Desired::Absent {
             return Ok(view(&current));
         }
+        check_delete(current.deletion_protection, &format!("address {address_id}"), "providerAddressUpdate")?;
         if let Some(instance_id) = &current.instance_id {
             return Err(Error::new(Code::InvalidState, "the address is assigned: unassign it first")
                 .with_details(json!({ "reason": "assigned", "instanceId": instance_id })));
@@ -159,6 +166,21 @@ impl Services {
         let updated = store::mark_deleting(&txn, &current, self.clock.now()).await?;
         queue::wake(&txn, RECONCILER, address_id, self.clock.now_ms()).await?;
         self.commit_and_wake(txn, vec![event("deleting", &updated)]).await?;
+        Ok(view(&updated))
+    }
+
+    /// Changes the address's deletion protection; the same value returns it unchanged.
+    pub async fn address_update(&self, actor: &Actor, update: Protection) -> Result<AddressView> {
+        let txn = self.begin().await?;
+        let current = self.address_for_update(&txn, actor, &update.tenant_id, &update.id).await?;
+        if current.desired_state == Desired::Absent {
+            return Err(invalid_state(format!("address {} is being deleted", current.id), "deleting"));
+        }
+        let Some(on) = update.change_of(current.deletion_protection) else { return Ok(view(&current)) };
+        let updated =
+            crate::store::change::set_deletion_protection::<address::Entity>(&txn, &current.id, on, self.clock.now())
+                .await?;
+        self.commit(txn, vec![event("updated", &updated)]).await?;
         Ok(view(&updated))
     }
 

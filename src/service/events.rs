@@ -3,6 +3,8 @@
 //! filtered to what the caller may read; the whole feed (no tenant) is the operator's.
 use std::sync::Arc;
 
+use chrono::{DateTime, Utc};
+
 use super::validate;
 use crate::authz::Actor;
 use crate::error::{Error, Result};
@@ -12,6 +14,14 @@ use crate::store::outbox::{Event, Position};
 
 const MAX_PAGE: i32 = 1000;
 const MAX_TYPES: usize = 50;
+
+/// Where a read of the feed starts: `after` a cursor, or `since` a moment (the first event stamped
+/// at or after it), not both.
+#[derive(Clone, Copy, Default)]
+pub struct Start<'a> {
+    pub after: Option<&'a str>,
+    pub since: Option<DateTime<Utc>>,
+}
 
 pub struct EventPage {
     pub events: Vec<Arc<Event>>,
@@ -25,12 +35,12 @@ impl Services {
         &self,
         actor: &Actor,
         tenant_id: Option<String>,
-        after: Option<&str>,
+        start: Start<'_>,
         first: i32,
     ) -> Result<EventPage> {
         validate::range("first", i64::from(first), 1, i64::from(MAX_PAGE))?;
         let filter = self.event_filter(actor, tenant_id, Vec::new())?;
-        let after = after.map(|c| self.feed.parse_cursor(c)).transpose()?;
+        let after = self.start_position(start).await?;
         let rows = self.feed.read_after(after, filter.tenant_id.as_deref(), first as u64).await?;
         let has_next_page = rows.len() == first as usize;
         // Nothing read from the start: go on from the oldest event kept, not from before it.
@@ -48,15 +58,26 @@ impl Services {
         actor: &Actor,
         tenant_id: Option<String>,
         types: Vec<String>,
-        after: Option<&str>,
+        start: Start<'_>,
     ) -> Result<(Filter, Option<Position>)> {
         let filter = self.event_filter(actor, tenant_id, types)?;
-        let after = after.map(|c| self.feed.parse_cursor(c)).transpose()?;
+        let after = self.start_position(start).await?;
         if let Some(after) = after {
             self.feed.check_retained(after).await?;
         }
         self.ensure_active(actor).await?;
         Ok((filter, after))
+    }
+
+    /// Where a read starts: after a cursor, from a moment, or (neither) from the oldest event kept
+    /// for a page and from now on for a subscription.
+    async fn start_position(&self, start: Start<'_>) -> Result<Option<Position>> {
+        match (start.after, start.since) {
+            (Some(_), Some(_)) => Err(Error::invalid_input("since", "give `after` or `since`, not both")),
+            (Some(cursor), None) => Ok(Some(self.feed.parse_cursor(cursor)?)),
+            (None, Some(since)) => Ok(Some(self.feed.start_since(since).await?)),
+            (None, None) => Ok(None),
+        }
     }
 
     fn event_filter(&self, actor: &Actor, tenant_id: Option<String>, types: Vec<String>) -> Result<Filter> {

@@ -9,8 +9,9 @@ use serde_json::json;
 
 use super::networks;
 use super::pools::find_pool;
+use super::protection::{Protection, check_delete};
 use super::validate;
-use crate::authz::Actor;
+use crate::authz::{Actor, Target};
 use crate::error::{Code, Error, Result};
 use crate::ids;
 use crate::provider;
@@ -41,6 +42,10 @@ pub struct FilesystemCreate {
     /// `scratch` or `persistent`.
     pub deployment: Option<Deployment>,
     pub zone: Option<String>,
+    /// A delete is refused while it is set. Left out of the request's hash when false, so keys
+    /// recorded before it existed replay.
+    #[serde(skip_serializing_if = "crate::service::protection::is_false")]
+    pub deletion_protection: bool,
     #[serde(skip)]
     pub idempotency_key: String,
 }
@@ -55,20 +60,22 @@ impl Services {
     pub async fn filesystem_create(&self, actor: &Actor, input: FilesystemCreate) -> Result<FilesystemView> {
         check_create(&input)?;
         let (size_gib, deployment) = lustre_shape(&input)?;
-        let txn = self.begin().await?;
-        let network = self.network_for_change(&txn, actor, &input.tenant_id, &input.network_id).await?;
-        // A replay answers what the first request made, whatever the network's state is now.
-        let id = ids::new_id(ids::FILESYSTEM);
         let key = idempotency::Key {
             tenant_id: &input.tenant_id,
             operation: "filesystemCreate",
             key: &input.idempotency_key,
         };
-        if let Claim::Existing(existing) =
-            idempotency::claim(&txn, &key, &idempotency::request_hash(&input), &id).await?
-        {
+        let hash = idempotency::request_hash(&input);
+        // A replay answers what the first request made, whatever became of the network since.
+        if let Some(existing) = idempotency::recorded(&self.db, &key, &hash).await? {
+            return self.filesystem_replayed(actor, &input, &existing).await;
+        }
+        let txn = self.begin().await?;
+        let network = self.network_for_change(&txn, actor, &input.tenant_id, &input.network_id).await?;
+        let id = ids::new_id(ids::FILESYSTEM);
+        if let Claim::Existing(existing) = idempotency::claim(&txn, &key, &hash, &id).await? {
             drop(txn);
-            return load(&self.db, &input.tenant_id, &input.network_id, &existing).await.map(|f| view(&f));
+            return self.filesystem_replayed(actor, &input, &existing).await;
         }
         let pool = find_pool(&txn, &network.pool_id).await?;
         if !provider::supports_filesystems(pool.account.kind) {
@@ -116,6 +123,7 @@ impl Services {
             zone,
             region: network.region.as_deref().unwrap_or_default(),
             provider_name: provider_name(&id),
+            deletion_protection: input.deletion_protection,
         };
         let created = store::filesystems::insert(&txn, new, now).await?;
         let bookings = [(store::filesystems::QUOTA, 1), (store::filesystems::GIB_QUOTA, size_gib.unwrap_or(0))];
@@ -143,6 +151,7 @@ impl Services {
         if current.desired_state == Desired::Absent {
             return Ok(view(&current));
         }
+        check_delete(current.deletion_protection, &format!("filesystem {filesystem_id}"), "filesystemUpdate")?;
         let mounting = mounted_by(&txn, std::slice::from_ref(&current.id)).await?;
         if !mounting.is_empty() {
             return Err(Error::new(Code::InvalidState, "instances mount the filesystem: delete them first")
@@ -153,6 +162,51 @@ impl Services {
         queue::wake(&txn, RECONCILER, filesystem_id, self.clock.now_ms()).await?;
         self.commit_and_wake(txn, vec![event("deleting", &updated)]).await?;
         Ok(view(&updated))
+    }
+
+    /// Changes the filesystem's deletion protection; the same value returns it unchanged.
+    pub async fn filesystem_update(
+        &self,
+        actor: &Actor,
+        network_id: &str,
+        update: Protection,
+    ) -> Result<FilesystemView> {
+        validate::id("filesystemId", ids::FILESYSTEM, &update.id)?;
+        let txn = self.begin().await?;
+        self.network_for_change(&txn, actor, &update.tenant_id, network_id).await?;
+        let current = load(&txn, &update.tenant_id, network_id, &update.id).await?;
+        if current.state == State::Deleted {
+            return Err(Error::not_found(KIND, &update.id));
+        }
+        if current.desired_state == Desired::Absent {
+            return Err(Error::new(Code::InvalidState, format!("filesystem {} is being deleted", current.id))
+                .with_details(json!({ "reason": "deleting" })));
+        }
+        let Some(on) = update.change_of(current.deletion_protection) else { return Ok(view(&current)) };
+        let updated =
+            store::change::set_deletion_protection::<filesystem::Entity>(&txn, &current.id, on, self.clock.now())
+                .await?;
+        self.commit(txn, vec![event("updated", &updated)]).await?;
+        Ok(view(&updated))
+    }
+
+    /// The filesystem a replayed create made, decided on its network with the caller's
+    /// credential as the first call was, though the network may be deleted since.
+    async fn filesystem_replayed(
+        &self,
+        actor: &Actor,
+        input: &FilesystemCreate,
+        filesystem_id: &str,
+    ) -> Result<FilesystemView> {
+        let found = load(&self.db, &input.tenant_id, &input.network_id, filesystem_id).await?;
+        let network = Target::resource(
+            &input.tenant_id,
+            found.project_id.as_deref(),
+            crate::views::networks::KIND,
+            &found.network_id,
+        );
+        actor.decide(networks::UPDATE, &network)?;
+        Ok(view(&found))
     }
 
     pub async fn filesystem_get(

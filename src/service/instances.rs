@@ -165,6 +165,8 @@ impl Services {
         if current.desired_state == Desired::Absent {
             return Ok(current.into());
         }
+        let protected = crate::store::volumes::protected_going_with(&txn, instance_id).await?;
+        super::protection::check_instance_delete(instance_id, &protected)?;
         let now = self.clock.now();
         store::mark_deleting(&txn, instance_id, now).await?;
         let updated = self.instance_load(&txn, tenant_id, instance_id).await?;

@@ -11,6 +11,7 @@ pub mod mounts;
 pub mod networks;
 pub mod nodes;
 pub mod pools;
+pub mod protection;
 pub mod rows;
 pub mod snapshots;
 pub mod tenants;

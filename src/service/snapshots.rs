@@ -7,6 +7,7 @@ use sea_orm::ConnectionTrait;
 use serde::Serialize;
 use serde_json::json;
 
+use super::protection::{Protection, check_delete};
 use super::rows;
 use super::validate;
 use super::volumes::{self, MANAGE, READ, VolumeCreate, invalid_state};
@@ -40,6 +41,10 @@ pub struct SnapshotTake {
     pub tenant_id: String,
     pub volume_id: String,
     pub name: String,
+    /// A delete is refused while it is set. Left out of the request's hash when false, so keys
+    /// recorded before it existed replay.
+    #[serde(skip_serializing_if = "crate::service::protection::is_false")]
+    pub deletion_protection: bool,
     #[serde(skip)]
     pub idempotency_key: String,
 }
@@ -54,6 +59,10 @@ pub struct SnapshotRestore {
     pub delete_with_instance: bool,
     /// Refused when given: formatting could wipe the restored data.
     pub filesystem: Option<VolumeFilesystem>,
+    /// A delete is refused while it is set. Left out of the request's hash when false, so keys
+    /// recorded before it existed replay.
+    #[serde(skip_serializing_if = "crate::service::protection::is_false")]
+    pub deletion_protection: bool,
     #[serde(skip)]
     pub idempotency_key: String,
 }
@@ -70,19 +79,23 @@ impl Services {
     pub async fn volume_snapshot(&self, actor: &Actor, input: SnapshotTake) -> Result<SnapshotView> {
         validate::name("name", &input.name)?;
         validate::idempotency_key(&input.idempotency_key)?;
-        let txn = self.begin().await?;
-        let (current, _) = self.volume_for_update(&txn, actor, &input.tenant_id, &input.volume_id).await?;
-        let id = ids::new_id(ids::SNAPSHOT);
+        validate::tenant_id("tenantId", &input.tenant_id)?;
         let key = idempotency::Key {
             tenant_id: &input.tenant_id,
             operation: "providerVolumeSnapshot",
             key: &input.idempotency_key,
         };
-        if let Claim::Existing(existing) =
-            idempotency::claim(&txn, &key, &idempotency::request_hash(&input), &id).await?
-        {
+        let hash = idempotency::request_hash(&input);
+        // A replay answers the snapshot it made, whatever became of its volume since.
+        if let Some(existing) = idempotency::recorded(&self.db, &key, &hash).await? {
+            return self.snapshot_replayed(actor, &input.tenant_id, &existing).await;
+        }
+        let txn = self.begin().await?;
+        let (current, _) = self.volume_for_update(&txn, actor, &input.tenant_id, &input.volume_id).await?;
+        let id = ids::new_id(ids::SNAPSHOT);
+        if let Claim::Existing(existing) = idempotency::claim(&txn, &key, &hash, &id).await? {
             drop(txn);
-            return Ok(view(&find_snapshot(&self.db, &input.tenant_id, &existing).await?));
+            return self.snapshot_replayed(actor, &input.tenant_id, &existing).await;
         }
         if current.desired_state == Desired::Absent {
             return Err(invalid_state(format!("volume {} is being deleted", current.id), "deleting"));
@@ -108,11 +121,20 @@ impl Services {
             name: &input.name,
             provider_name: provider_name(&id, current.kind),
             min_disk_size: current.size_gib,
+            deletion_protection: input.deletion_protection,
         };
         let created = store::snapshots::insert(&txn, new, now).await?;
         queue::wake(&txn, crate::store::volumes::RECONCILER, &id, self.clock.now_ms()).await?;
         self.commit_and_wake(txn, vec![event("created", &created)]).await?;
         Ok(view(&created))
+    }
+
+    /// The snapshot a replayed request made, decided with the caller's credential as its first
+    /// call was (a key is the tenant's; its snapshot may be in a project the caller cannot manage).
+    async fn snapshot_replayed(&self, actor: &Actor, tenant_id: &str, snapshot_id: &str) -> Result<SnapshotView> {
+        let found = find_snapshot(&self.db, tenant_id, snapshot_id).await?;
+        actor.decide(MANAGE, &Target::resource(tenant_id, found.project_id.as_deref(), KIND, snapshot_id))?;
+        Ok(view(&found))
     }
 
     pub async fn snapshot_get(&self, actor: &Actor, tenant_id: &str, snapshot_id: &str) -> Result<SnapshotView> {
@@ -150,6 +172,27 @@ impl Services {
         snapshots_in(&Session::open(&self.db).await?, actor, volume_ids, &Columns::all()).await
     }
 
+    /// Changes the snapshot's deletion protection; the same value returns it unchanged.
+    pub async fn snapshot_update(&self, actor: &Actor, update: Protection) -> Result<SnapshotView> {
+        validate::tenant_id("tenantId", &update.tenant_id)?;
+        validate::id("snapshotId", ids::SNAPSHOT, &update.id)?;
+        let txn = self.begin().await?;
+        crate::store::lock(&txn, "provider_snapshots", &update.id).await?;
+        let current = find_snapshot(&txn, &update.tenant_id, &update.id).await?;
+        actor.decide(MANAGE, &Target::resource(&update.tenant_id, current.project_id.as_deref(), KIND, &current.id))?;
+        if current.state == State::Deleted {
+            return Err(Error::not_found(KIND, &current.id));
+        }
+        if current.desired_state == Desired::Absent {
+            return Err(invalid_state(format!("snapshot {} is being deleted", current.id), "deleting"));
+        }
+        let Some(on) = update.change_of(current.deletion_protection) else { return Ok(view(&current)) };
+        let updated =
+            store::change::set_deletion_protection::<snapshot::Entity>(&txn, &current.id, on, self.clock.now()).await?;
+        self.commit(txn, vec![event("updated", &updated)]).await?;
+        Ok(view(&updated))
+    }
+
     /// Marks the snapshot for deletion and returns it deleting; one being deleted is returned.
     pub async fn snapshot_delete(&self, actor: &Actor, tenant_id: &str, snapshot_id: &str) -> Result<SnapshotView> {
         validate::tenant_id("tenantId", tenant_id)?;
@@ -164,6 +207,7 @@ impl Services {
         if current.desired_state == Desired::Absent {
             return Ok(view(&current));
         }
+        check_delete(current.deletion_protection, &format!("snapshot {snapshot_id}"), "providerSnapshotUpdate")?;
         let updated = store::snapshots::mark_deleting(&txn, snapshot_id, self.clock.now()).await?;
         queue::wake(&txn, crate::store::volumes::RECONCILER, snapshot_id, self.clock.now_ms()).await?;
         self.commit_and_wake(txn, vec![event("deleting", &updated)]).await?;
@@ -234,11 +278,13 @@ impl Services {
             filesystem,
             delete_with_instance: input.delete_with_instance,
             instance_id: None,
+            deletion_protection: input.deletion_protection,
             idempotency_key: input.idempotency_key.clone(),
         };
         let now = self.clock.now();
+        let restore = volumes::Restore { snapshot_id: &source.id, size_from_snapshot: input.size_gib.is_none() };
         let created =
-            volumes::insert_volume(&txn, &id, &create, &source.provider_account_id, Some(&source.id), now).await?;
+            volumes::insert_volume(&txn, &id, &create, &source.provider_account_id, Some(restore), now).await?;
         volumes::book(&txn, &created, size_gib).await?;
         queue::wake(&txn, crate::store::volumes::RECONCILER, &id, self.clock.now_ms()).await?;
         self.commit_and_wake(txn, vec![crate::views::volumes::event("created", &created, &[])]).await?;

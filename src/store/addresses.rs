@@ -56,6 +56,7 @@ pub struct NewAddress<'a> {
     pub name: &'a str,
     pub region: &'a str,
     pub family: AddressFamily,
+    pub deletion_protection: bool,
 }
 
 /// Inserts the address, pending and on no instance; a name the tenant already uses is CONFLICT.
@@ -80,6 +81,7 @@ pub async fn insert(conn: &impl ConnectionTrait, new: NewAddress<'_>, now: DateT
         assignment_state: Set(Assignment::None),
         assignment_message: Set(None),
         action_id: Set(None),
+        deletion_protection: Set(new.deletion_protection),
         version: Set(1),
         generation: Set(1),
         created_at: Set(now),

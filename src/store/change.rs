@@ -14,6 +14,9 @@ use crate::store::state::{Desired, State};
 pub struct UserChange {
     id: String,
     sets: Vec<(DynIden, SimpleExpr)>,
+    /// Whether the change is of what the provider holds (the reconciler has work): only then
+    /// does the generation move.
+    spec: bool,
 }
 
 fn col(name: &str) -> DynIden {
@@ -24,7 +27,13 @@ impl UserChange {
     /// A change of row `id` that sets nothing more: its version and generation still move (a
     /// change of its children, recorded on it).
     pub fn of(id: &str) -> Self {
-        UserChange { id: id.to_owned(), sets: Vec::new() }
+        UserChange { id: id.to_owned(), sets: Vec::new(), spec: true }
+    }
+
+    /// A change of a setting of ours the provider never sees (deletion protection): its version
+    /// moves, its generation does not, so a run in flight writes back what it saw as usual.
+    pub fn setting(id: &str) -> Self {
+        UserChange { spec: false, ..UserChange::of(id) }
     }
 
     pub fn set(mut self, column: impl IntoIden, value: impl Into<SimpleExpr>) -> Self {
@@ -48,8 +57,10 @@ impl UserChange {
         for (column, value) in self.sets {
             update.value(column, value);
         }
+        if self.spec {
+            update.value(col("generation"), Expr::col(col("generation")).add(1));
+        }
         update
-            .value(col("generation"), Expr::col(col("generation")).add(1))
             .value(col("version"), Expr::col(col("version")).add(1))
             .value(col("updated_at"), Expr::val(now))
             .and_where(Expr::col(col("id")).eq(self.id.as_str()))
@@ -59,4 +70,17 @@ impl UserChange {
         let row = row.ok_or_else(|| Error::internal(format!("{} vanished during a change", self.id)))?;
         Ok(E::Model::from_query_result(&row, "")?)
     }
+}
+
+/// Sets row `id`'s deletion protection (a setting: its generation does not move).
+pub async fn set_deletion_protection<E>(
+    conn: &impl ConnectionTrait,
+    id: &str,
+    on: bool,
+    now: DateTime<Utc>,
+) -> Result<E::Model>
+where
+    E: EntityTrait + Default,
+{
+    UserChange::setting(id).set(col("deletion_protection"), Expr::val(on)).write::<E>(conn, now).await
 }

@@ -105,6 +105,7 @@ pub struct NewFilesystem<'a> {
     pub zone: Option<String>,
     pub region: &'a str,
     pub provider_name: String,
+    pub deletion_protection: bool,
 }
 
 /// Inserts the filesystem, pending; a name taken on the network is CONFLICT.
@@ -137,6 +138,7 @@ pub async fn insert(
         dns_name: Set(None),
         mount_name: Set(None),
         lost: Set(false),
+        deletion_protection: Set(new.deletion_protection),
         version: Set(1),
         generation: Set(1),
         created_at: Set(now),

@@ -57,20 +57,28 @@ pub async fn claim(
     if inserted == 1 {
         return Ok(Claim::New);
     }
+    let existing = recorded(conn, key, request_hash).await?;
+    Ok(Claim::Existing(existing.ok_or_else(|| Error::internal("idempotency record vanished"))?))
+}
+
+/// The resource a first request with this key made, without claiming the key: for a replay to
+/// answer before the rules that decide a first call (whose subject may be gone since). CONFLICT
+/// when the key was used with other input.
+pub async fn recorded(conn: &impl ConnectionTrait, key: &Key<'_>, request_hash: &str) -> Result<Option<String>> {
     let row = conn
         .query_one_raw(stmt(
-            backend,
+            conn.get_database_backend(),
             "SELECT request_hash, resource_id FROM idempotency_records WHERE tenant_id = $1 AND operation = $2 AND key = $3",
             vec![key.tenant_id.into(), key.operation.into(), key.key.into()],
         ))
-        .await?
-        .ok_or_else(|| Error::internal("idempotency record vanished"))?;
+        .await?;
+    let Some(row) = row else { return Ok(None) };
     let stored_hash: String = row.try_get("", "request_hash")?;
     if stored_hash != request_hash {
         return Err(Error::conflict(format!("idempotencyKey {} was used with other input", key.key))
             .with_details(json!({ "reason": "idempotencyKey", "field": "idempotencyKey" })));
     }
-    Ok(Claim::Existing(row.try_get("", "resource_id")?))
+    Ok(Some(row.try_get("", "resource_id")?))
 }
 
 pub(crate) fn hex(bytes: &[u8]) -> String {

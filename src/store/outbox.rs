@@ -88,6 +88,13 @@ pub struct Position {
     pub id: i64,
 }
 
+impl Position {
+    /// The position a read "after" starts from to include this one (ids are unique).
+    pub fn just_before(self) -> Position {
+        Position { txid: self.txid, id: self.id - 1 }
+    }
+}
+
 /// A position as handed to clients: `<epoch>:<txid>:<id>`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Cursor {
@@ -186,6 +193,35 @@ fn read_after_statement(
         values.push(tenant_id.into());
     }
     stmt(backend, &sql, values)
+}
+
+/// The position of the earliest-stamped event at or after `since`, if any (by the time index:
+/// events are stamped with the app's clock as their transaction writes them).
+pub async fn first_since(conn: &impl ConnectionTrait, since: DateTime<Utc>) -> Result<Option<Position>> {
+    let backend = conn.get_database_backend();
+    let sql = match backend {
+        DbBackend::Postgres => {
+            "SELECT id, txid::text::bigint AS txid FROM outbox_events WHERE time >= $1 \
+             ORDER BY outbox_events.time, outbox_events.txid, outbox_events.id LIMIT 1"
+        }
+        _ => "SELECT id, txid FROM outbox_events WHERE time >= $1 ORDER BY time, txid, id LIMIT 1",
+    };
+    let row = conn.query_one_raw(stmt(backend, sql, vec![since.into()])).await?;
+    row.as_ref().map(position_from_row).transpose()
+}
+
+/// When the first event after `after` was stamped (None when there is none).
+pub async fn first_time_after(conn: &impl ConnectionTrait, after: Position) -> Result<Option<DateTime<Utc>>> {
+    let backend = conn.get_database_backend();
+    let sql = match backend {
+        DbBackend::Postgres => {
+            "SELECT time FROM outbox_events WHERE (txid, id) > ($1::text::xid8, $2) \
+             ORDER BY outbox_events.txid, outbox_events.id LIMIT 1"
+        }
+        _ => "SELECT time FROM outbox_events WHERE (txid, id) > ($1, $2) ORDER BY txid, id LIMIT 1",
+    };
+    let row = conn.query_one_raw(stmt(backend, sql, vec![txid_value(backend, after.txid), after.id.into()])).await?;
+    Ok(row.map(|row| row.try_get("", "time")).transpose()?)
 }
 
 /// The position of the newest event a reader may see now (the start for "from now on").

@@ -80,6 +80,7 @@ pub struct NewSnapshot<'a> {
     pub provider_name: String,
     /// The volume's asked size when the snapshot is asked; the provider's figure replaces it.
     pub min_disk_size: i64,
+    pub deletion_protection: bool,
 }
 
 /// Inserts the snapshot, pending; a name the volume's snapshots already use is CONFLICT.
@@ -103,6 +104,7 @@ pub async fn insert(conn: &impl ConnectionTrait, new: NewSnapshot<'_>, now: Date
         create_attempts: Set(0),
         lost: Set(false),
         message: Set(None),
+        deletion_protection: Set(new.deletion_protection),
         version: Set(1),
         generation: Set(1),
         created_at: Set(now),

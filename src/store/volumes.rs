@@ -39,6 +39,25 @@ pub async fn going_with_instance(conn: &impl ConnectionTrait, volume_ids: Vec<St
         .await?)
 }
 
+/// The ids of the volumes attached to `instance_id` that would go with it and have deletion
+/// protection.
+pub async fn protected_going_with(conn: &impl ConnectionTrait, instance_id: &str) -> Result<Vec<String>> {
+    let attached: Vec<String> = attachment::Entity::find()
+        .filter(attachment::Column::InstanceId.eq(instance_id))
+        .filter(attachment::Column::State.ne(State::Deleted))
+        .all(conn)
+        .await?
+        .into_iter()
+        .map(|a| a.volume_id)
+        .collect();
+    let going = going_with_instance(conn, attached).await?;
+    Ok(going
+        .into_iter()
+        .filter(|v| v.deletion_protection && v.desired_state == Desired::Present)
+        .map(|v| v.id)
+        .collect())
+}
+
 /// The network's volumes that are not deleted (in `region`, if given), by id.
 pub async fn live_on_network(
     conn: &impl ConnectionTrait,
@@ -112,8 +131,11 @@ pub struct NewVolume<'a> {
     pub filesystem: Option<VolumeFilesystem>,
     pub delete_with_instance: bool,
     pub source_snapshot_id: Option<&'a str>,
+    /// A restore that named no size (see the column).
+    pub size_from_snapshot: bool,
     pub size_gib: i64,
     pub provider_name: String,
+    pub deletion_protection: bool,
 }
 
 /// Inserts the volume, pending; a name the tenant already uses is CONFLICT.
@@ -132,6 +154,8 @@ pub async fn insert(conn: &impl ConnectionTrait, new: NewVolume<'_>, now: DateTi
         filesystem: Set(new.filesystem),
         delete_with_instance: Set(new.delete_with_instance),
         source_snapshot_id: Set(new.source_snapshot_id.map(str::to_owned)),
+        size_from_snapshot: Set(new.size_from_snapshot),
+        deletion_protection: Set(new.deletion_protection),
         size_gib: Set(new.size_gib),
         observed_size_gib: Set(None),
         state: Set(State::Pending),

@@ -28,6 +28,8 @@ pub struct AddressView {
     pub assignment_message: Option<String>,
     /// Released at the provider outside vps-graph: never called for again.
     pub lost: bool,
+    /// A delete is refused while it is set.
+    pub deletion_protection: bool,
     pub version: i64,
     pub created_at: DateTime<Utc>,
     pub ready_at: Option<DateTime<Utc>>,
@@ -51,6 +53,7 @@ pub fn view(a: &address::Model) -> AddressView {
         assignment_state: a.assignment_state,
         assignment_message: a.assignment_message.clone(),
         lost: a.lost,
+        deletion_protection: a.deletion_protection,
         version: a.version,
         created_at: a.created_at,
         ready_at: a.ready_at,

@@ -27,6 +27,8 @@ pub struct FilesystemView {
     pub desired_state: Desired,
     pub message: Option<String>,
     pub mount: Option<Mount>,
+    /// A delete is refused while it is set.
+    pub deletion_protection: bool,
     pub version: i64,
     pub created_at: DateTime<Utc>,
     pub ready_at: Option<DateTime<Utc>>,
@@ -49,6 +51,7 @@ pub fn view(f: &filesystem::Model) -> FilesystemView {
         desired_state: f.desired_state,
         message: f.message.clone(),
         mount: mount(f),
+        deletion_protection: f.deletion_protection,
         version: f.version,
         created_at: f.created_at,
         ready_at: f.ready_at,

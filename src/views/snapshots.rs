@@ -30,6 +30,8 @@ view! {
         pub size_gib: Option<f64> as "sizeGiB",
         /// The smallest volume a restore makes: the volume's size when it was taken.
         pub min_disk_size: i64 as "minDiskSizeGiB",
+        /// A delete is refused while it is set (`details.reason: deletionProtected`).
+        pub deletion_protection: bool,
         pub version: i64,
         pub created_at: DateTime<Utc>,
         pub ready_at: Option<DateTime<Utc>>,

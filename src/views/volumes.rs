@@ -61,6 +61,8 @@ view! {
         #[graphql(skip)]
         pub mount_source: Option<String>,
         /// Bumped by every change: keep the view with the highest.
+        /// A delete is refused while it is set (`details.reason: deletionProtected`).
+        pub deletion_protection: bool,
         pub version: i64,
         pub created_at: DateTime<Utc>,
         /// Billing starts here.

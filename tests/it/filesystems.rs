@@ -451,3 +451,23 @@ db_test!(mounting_filesystems_is_decided_on_their_network, |backend: Backend| as
         .await;
     assert_eq!(code(&body), "ACCESS_DENIED", "{body}");
 });
+
+// Issue 33: deletion protection, as on volumes, snapshots and addresses (`protection.rs`).
+db_test!(a_protected_filesystems_delete_is_refused_until_an_update_turns_it_off, |backend: Backend| async move {
+    let s = setup(backend).await;
+    let made = s.created("data", "NFS", json!({ "deletionProtection": true })).await;
+    let id = made["id"].as_str().unwrap();
+    let refused = s.server.gql(Some(&s.token), DELETE, json!({ "n": s.network, "f": id })).await;
+    assert_eq!(code(&refused), "INVALID_STATE", "{refused}");
+    assert_eq!(refused["errors"][0]["extensions"]["details"]["reason"], "deletionProtected");
+    let update = "mutation($n: String!, $f: String!, $on: Boolean) { filesystemUpdate(input: { tenantId: \"acme\", networkId: $n, filesystemId: $f, deletionProtection: $on }) { deletionProtection version } }";
+    let same = s.server.ok(Some(&s.token), update, json!({ "n": s.network, "f": id, "on": true })).await;
+    assert_eq!(same["filesystemUpdate"]["version"], made["version"], "the refusal wrote nothing");
+    let off = s.server.ok(Some(&s.token), update, json!({ "n": s.network, "f": id, "on": false })).await;
+    assert_eq!(
+        off["filesystemUpdate"],
+        json!({ "deletionProtection": false, "version": made["version"].as_i64().unwrap() + 1 })
+    );
+    let deleting = s.server.ok(Some(&s.token), DELETE, json!({ "n": s.network, "f": id })).await;
+    assert_eq!(deleting["filesystemDelete"]["state"], "DELETING");
+});

@@ -44,7 +44,7 @@ impl Setup {
 
     /// Reads until `check` holds, driving the clock.
     async fn until(&self, what: &str, query: &str, variables: Value, check: impl Fn(&Value) -> bool) -> Value {
-        common::until(&self.clock, what, || self.read(query, variables.clone()), check).await
+        common::until(self, what, || self.read(query, variables.clone()), check).await
     }
 
     /// An AWS network with a subnet in each zone, READY.
@@ -351,3 +351,30 @@ db_test!(a_filesystem_delete_bumps_its_generation_and_its_write_backs_do_not, |b
     s.until_filesystem(&network, &id, "DELETED").await;
     assert_eq!(of_filesystem().await, 2, "the delete's write-backs are no user change");
 });
+
+// Issue 33: a replay returns what it made, whatever changed since.
+db_test!(
+    a_replayed_filesystem_create_answers_its_filesystem_once_its_network_is_deleted,
+    |backend: Backend| async move {
+        let s = setup(backend).await;
+        let network = s.network().await;
+        let id = s.filesystem(&network, "data", "NFS").await;
+        s.until_filesystem(&network, &id, "READY").await;
+        s.read(DELETE, json!({ "n": network, "f": id })).await;
+        s.until_filesystem(&network, &id, "DELETED").await;
+        let delete = "mutation($n: String!) { networkDelete(input: { tenantId: \"acme\", networkId: $n }) { state } }";
+        s.read(delete, json!({ "n": network })).await;
+        s.until("network deleted", NETWORK, json!({ "n": network }), |n| n["network"]["state"] == "DELETED").await;
+        let replay = json!({ "i": { "tenantId": "acme", "networkId": network, "name": "data", "kind": "NFS", "idempotencyKey": "data" } });
+        let again = s.read(CREATE, replay).await["filesystemCreate"].clone();
+        assert_eq!(again["id"], id.as_str(), "the replay answers the filesystem it made");
+        assert_eq!(again["state"], "DELETED");
+        let fresh = json!({ "i": { "tenantId": "acme", "networkId": network, "name": "late", "kind": "NFS", "idempotencyKey": "late" } });
+        let body = s.server.gql(Some(&s.token), CREATE, fresh).await;
+        assert_eq!(
+            common::first_code(&body).as_deref(),
+            Some("NOT_FOUND"),
+            "a first request on the deleted network: {body}"
+        );
+    }
+);

@@ -6,7 +6,7 @@ use crate::common;
 
 use std::time::Duration;
 
-use common::Backend;
+use common::{ADMIN, Backend};
 use serde_json::{Value, json};
 use vps_graph::sim::{Fault, Sim};
 
@@ -59,12 +59,13 @@ impl Setup {
         F: Fn() -> Fut,
         Fut: std::future::Future<Output = Value>,
     {
-        common::until(&self.clock, what, read, check).await
+        common::until(self, what, read, check).await
     }
 
     /// `until` without moving the clock: for what happens before any wait is up.
     async fn until_now(&self, id: &str, what: &str, check: impl Fn(&Value) -> bool) -> Value {
         for _ in 0..400 {
+            self.server.app.run_due().await.expect("due work runs");
             let seen = self.volume(id).await;
             if check(&seen) {
                 return seen;
@@ -1248,3 +1249,84 @@ db_test!(a_page_rendered_from_memory_reads_as_the_executor_answers_it, |backend:
     assert_rendered_as_executed(&s, "instances", "Instance", 0).await;
     assert_rendered_as_executed(&s, "providerSnapshots", "ProviderSnapshot", 0).await;
 });
+
+// Issue 33: a replay returns what it made, whatever changed since.
+db_test!(a_replayed_snapshot_request_answers_its_snapshot_once_its_volume_is_deleted, |backend: Backend| async move {
+    let s = setup(backend).await;
+    let id = s.create_volume("source", json!({})).await;
+    s.until_volume(&id, "ready", |v| v["state"] == "READY").await;
+    let snap = s.snapshot(&id, "nightly").await;
+    s.until_volume(&id, "its snapshot ready", |v| v["snapshots"][0]["state"] == "READY").await;
+    s.mutate("providerVolumeDelete", json!({ "tenantId": "acme", "volumeId": id })).await;
+    s.until_volume(&id, "deleted", |v| v["state"] == "DELETED").await;
+    assert_eq!(s.snapshot(&id, "nightly").await, snap, "the replay answers the snapshot it made");
+    let other = json!({ "i": { "tenantId": "acme", "volumeId": id, "name": "other", "idempotencyKey": "nightly" } });
+    let query = "mutation($i: ProviderVolumeSnapshotInput!) { providerVolumeSnapshot(input: $i) { id } }";
+    let body = s.server.gql(Some(&s.token), query, other).await;
+    assert_eq!(common::first_code(&body).as_deref(), Some("CONFLICT"), "the key with other input: {body}");
+    let fresh = json!({ "i": { "tenantId": "acme", "volumeId": id, "name": "late", "idempotencyKey": "late" } });
+    let body = s.server.gql(Some(&s.token), query, fresh).await;
+    assert_eq!(
+        common::first_code(&body).as_deref(),
+        Some("NOT_FOUND"),
+        "a first request on the deleted volume: {body}"
+    );
+});
+
+// Issue 33: a restore without `sizeGiB` makes the volume at the snapshot's size as the provider
+// reports it, booking the difference then (an error while the quota does not allow it); only an
+// explicit size below it is an error.
+db_test!(
+    a_restore_that_names_no_size_takes_the_snapshots_size_as_the_provider_reports_it,
+    |backend: Backend| async move {
+        let s = setup(backend).await;
+        let source = s.create_volume("source", json!({})).await;
+        s.until_volume(&source, "ready", |v| v["state"] == "READY").await;
+        // The provider takes the snapshot only after the volume has grown from 10 to 20 GiB.
+        s.sim().inject("volumes.snapshots.create", Fault::Status { status: 503 }, 1);
+        let snap = s.snapshot(&source, "before").await;
+        let restore = "mutation($s: String!, $n: String!, $size: Int) { providerSnapshotRestore(input: { tenantId: \"acme\", snapshotId: $s, name: $n, sizeGiB: $size, idempotencyKey: $n }) { id sizeGiB } }";
+        let restored = |name: &'static str, size: Value| {
+            let s = &s;
+            let snap = snap.clone();
+            async move {
+                s.gql(restore, json!({ "s": snap, "n": name, "size": size })).await["providerSnapshotRestore"].clone()
+            }
+        };
+        let no_size = restored("copy", Value::Null).await;
+        let pinned = restored("pinned", json!(10)).await;
+        assert_eq!(
+            (no_size["sizeGiB"].clone(), pinned["sizeGiB"].clone()),
+            (json!(10), json!(10)),
+            "the size recorded"
+        );
+        // Room for the source's growth, not for the copy's too.
+        let quota = "mutation($m: Int!) { quotaSet(input: { tenantId: \"acme\", poolId: \"POOL\", resource: \"diskGiB\", max: $m }) { max } }";
+        let quota = quota.replace("POOL", &s.pool);
+        let disks = common::instance_disks(&s.server, &s.token).await;
+        s.server.ok(Some(ADMIN), &quota, json!({ "m": disks + 45 })).await;
+        s.mutate("providerVolumeResize", json!({ "tenantId": "acme", "volumeId": source, "sizeGiB": 20 })).await;
+        s.until_volume(&source, "grown", |v| v["observedSizeGiB"] == 20).await;
+
+        let copy = no_size["id"].as_str().unwrap();
+        let refused = s.until_volume(copy, "refused by the quota", |v| v["state"] == "ERROR").await;
+        let message = refused["message"].as_str().unwrap();
+        assert!(message.contains("holds 20 GiB and the diskGiB quota does not allow"), "{refused}");
+        assert_eq!(refused["sizeGiB"], 10, "nothing booked: {refused}");
+        let failed = s.until_volume(pinned["id"].as_str().unwrap(), "too small", |v| v["state"] == "ERROR").await;
+        assert!(failed["message"].as_str().unwrap().contains("more than the 10 GiB this restore asked"), "{failed}");
+        assert_eq!(s.used().await, 40, "20 + 10 + 10: the copy's growth was never booked");
+        assert_eq!(s.sim().name_calls("volumes.made", &provider_name(copy)), 0, "nothing was made");
+
+        // With room, the periodic pass grows it, books the difference and makes it at 20 GiB.
+        s.server.ok(Some(ADMIN), &quota, json!({ "m": disks + 2000 })).await;
+        let made = s.until_volume(copy, "restored", |v| v["state"] == "READY").await;
+        assert_eq!((made["sizeGiB"].clone(), made["observedSizeGiB"].clone()), (json!(20), json!(20)), "{made}");
+        assert_eq!(s.used().await, 50);
+        let events = s.event_types(copy).await;
+        assert!(
+            in_order(&events, &["providerVolume.created", "providerVolume.updated", "providerVolume.ready"]),
+            "{events:?}"
+        );
+    }
+);

@@ -30,6 +30,7 @@ fn row(fingerprint: Option<&str>) -> address::Model {
         assignment_state: Assignment::Ready,
         assignment_message: None,
         action_id: None,
+        deletion_protection: false,
         version: 3,
         generation: 1,
         created_at: t,

@@ -34,6 +34,7 @@ fn fs(kind: FilesystemKind, state: State, desired: Desired) -> filesystem::Model
         dns_name: None,
         mount_name: None,
         lost: false,
+        deletion_protection: false,
         version: 3,
         generation: 1,
         created_at: now,

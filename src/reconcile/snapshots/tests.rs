@@ -30,6 +30,7 @@ fn taking() -> snapshot::Model {
         create_attempts: 1,
         lost: false,
         message: None,
+        deletion_protection: false,
         version: 1,
         generation: 1,
         created_at: t,

@@ -3,7 +3,9 @@
 //! provider failed is deleted and made again by the periodic pass). What each look and answer
 //! means is decided in `decide`; this module reads and calls.
 use super::*;
+use crate::error::Code;
 use crate::store::state::VolumeFilesystem;
+use decide::RestoreSource;
 
 pub(super) async fn create(ctx: &Ctx<'_>, v: &volume::Model) -> Result<Next> {
     let run = ctx.run;
@@ -18,8 +20,9 @@ pub(super) async fn create(ctx: &Ctx<'_>, v: &volume::Model) -> Result<Next> {
         Some(source) => {
             let snapshot = snapshots::find(&run.services.db, source).await?;
             match decide::restore_source(v, source, snapshot.as_ref()) {
-                Ok(provider_id) => Some(provider_id),
-                Err((observed, next)) => return write(run, v, observed, next).await,
+                RestoreSource::Ready(provider_id) => Some(provider_id),
+                RestoreSource::Grow(size_gib) => return grow_to_snapshot(run, v, source, size_gib).await,
+                RestoreSource::Not((observed, next)) => return write(run, v, observed, next).await,
             }
         }
     };
@@ -94,4 +97,32 @@ async fn mark_create_attempt(run: &Run<'_>, v: &volume::Model) -> Result<Option<
         volume::Column::CreateAttempts,
     )
     .await
+}
+
+/// A restore that named no size takes its snapshot's size as the provider reports it: the
+/// difference is booked and the size recorded in one transaction (the run then goes again with
+/// the new size), or the volume is an error, tried again later, when the quota does not allow it.
+async fn grow_to_snapshot(run: &Run<'_>, v: &volume::Model, source: &str, size_gib: i64) -> Result<Next> {
+    let services = run.services;
+    let txn = services.begin().await?;
+    crate::store::lock(&txn, "provider_volumes", &v.id).await?;
+    match rows::find(&txn, &v.id).await? {
+        Some(current) if current.generation == v.generation => {}
+        _ => return Ok(Next::Now),
+    }
+    let holding = quota::Holding { tenant_id: &v.tenant_id, pool_id: &v.pool_id, quota: QUOTA, resource_id: &v.id };
+    match quota::hold(&txn, &holding, size_gib).await {
+        Ok(()) => {
+            let grown = rows::mark_resized(&txn, v, size_gib, services.clock.now()).await?;
+            let attached = live_attachments(&txn, &v.id).await?;
+            services.commit(txn, vec![crate::views::volumes::event("updated", &grown, &attached)]).await?;
+            Ok(Next::Now)
+        }
+        Err(err) if err.code == Code::QuotaExceeded => {
+            drop(txn);
+            let (observed, next) = decide::restore_over_quota(v, source, size_gib);
+            write(run, v, observed, next).await
+        }
+        Err(err) => Err(err),
+    }
 }

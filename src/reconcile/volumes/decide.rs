@@ -234,35 +234,60 @@ pub fn looked_up(
     }
 }
 
+/// What a restore does about its snapshot.
+#[derive(Debug, PartialEq)]
+pub enum RestoreSource {
+    /// Made from the snapshot with this provider id.
+    Ready(String),
+    /// The restore named no size and the snapshot holds more than recorded when it was asked:
+    /// the volume grows to this size (booking the difference) before it is made.
+    Grow(i64),
+    /// Waits, or has failed: written as decided.
+    Not(Decided<Observed>),
+}
+
 /// The snapshot a restore is made from: its provider id once ready; it waits while the snapshot
 /// is pending, and fails for good when the snapshot was deleted first.
-pub fn restore_source(
-    v: &volume::Model,
-    source: &str,
-    s: Option<&snapshot::Model>,
-) -> Result<String, Decided<Observed>> {
+pub fn restore_source(v: &volume::Model, source: &str, s: Option<&snapshot::Model>) -> RestoreSource {
     match s {
         // The provider's min_disk_size may be above the size recorded when the restore was asked
-        // (the volume grew before the provider took the snapshot): the provider would refuse it.
+        // (the volume grew before the provider took the snapshot). A restore that named no size
+        // takes the snapshot's; one that named a size below it is an error, as the provider would
+        // refuse it.
+        Some(s) if s.state == State::Ready && s.min_disk_size > v.size_gib && v.size_from_snapshot => {
+            RestoreSource::Grow(s.min_disk_size)
+        }
         Some(s) if s.state == State::Ready && s.min_disk_size > v.size_gib => {
             let message = format!(
                 "snapshot {source} holds {} GiB, more than the {} GiB this restore asked: nothing was made; delete it and restore again",
                 s.min_disk_size, v.size_gib
             );
-            Err((Observed::of(v).state(State::Error, Some(message)), Next::After(ERROR_RETRY_MS)))
+            RestoreSource::Not((Observed::of(v).state(State::Error, Some(message)), Next::After(ERROR_RETRY_MS)))
         }
         Some(s) if s.desired_state == Desired::Present && s.state == State::Ready && s.provider_id.is_some() => {
-            Ok(s.provider_id.clone().unwrap_or_default())
+            RestoreSource::Ready(s.provider_id.clone().unwrap_or_default())
         }
-        Some(s) if s.desired_state == Desired::Present && !s.lost => Err((
+        Some(s) if s.desired_state == Desired::Present && !s.lost => RestoreSource::Not((
             Observed::of(v).said(format!("waiting for snapshot {source} to be ready")),
             Next::After(ACTION_POLL_MS),
         )),
         _ => {
             let message = format!("snapshot {source} was deleted before the restore: nothing was made");
-            Err((Observed { lost: true, ..Observed::of(v).state(State::Error, Some(message)) }, Next::Drift))
+            RestoreSource::Not((
+                Observed { lost: true, ..Observed::of(v).state(State::Error, Some(message)) },
+                Next::Drift,
+            ))
         }
     }
+}
+
+/// A restore that named no size, whose snapshot holds more than the quota lets the volume grow to.
+pub fn restore_over_quota(v: &volume::Model, source: &str, size_gib: i64) -> Decided<Observed> {
+    let message = format!(
+        "snapshot {source} holds {size_gib} GiB and the diskGiB quota does not allow growing this restore from {} GiB: nothing was made; it is tried again",
+        v.size_gib
+    );
+    (Observed::of(v).state(State::Error, Some(message)), Next::After(ERROR_RETRY_MS))
 }
 
 /// A share waits for its network's subnet to be made in its region.

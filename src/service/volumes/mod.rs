@@ -13,6 +13,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::networks::{self};
+use super::protection::{Protection, check_delete};
 use super::rows;
 use super::{instances, validate};
 use crate::authz::{Actor, Target};
@@ -53,6 +54,10 @@ pub struct VolumeCreate {
     pub filesystem: Option<VolumeFilesystem>,
     pub delete_with_instance: bool,
     pub instance_id: Option<String>,
+    /// A delete is refused while it is set. Left out of the request's hash when false, so keys
+    /// recorded before it existed replay.
+    #[serde(skip_serializing_if = "crate::service::protection::is_false")]
+    pub deletion_protection: bool,
     #[serde(skip)]
     pub idempotency_key: String,
 }
@@ -239,6 +244,7 @@ impl Services {
         if current.desired_state == Desired::Absent {
             return Ok(view(&current, &attached));
         }
+        check_delete(current.deletion_protection, &format!("volume {volume_id}"), "providerVolumeUpdate")?;
         if !attached.is_empty() {
             let instance_ids: Vec<&str> = attached.iter().map(|a| a.instance_id.as_str()).collect();
             return Err(Error::new(Code::InvalidState, "the volume is attached: detach it from every instance first")
@@ -248,6 +254,19 @@ impl Services {
         let updated = store::volumes::mark_deleting(&txn, &current, now).await?;
         queue::wake(&txn, RECONCILER, volume_id, self.clock.now_ms()).await?;
         self.commit_and_wake(txn, vec![event("deleting", &updated, &attached)]).await?;
+        Ok(view(&updated, &attached))
+    }
+
+    /// Changes the volume's deletion protection; the same value returns it unchanged.
+    pub async fn volume_update(&self, actor: &Actor, update: Protection) -> Result<VolumeView> {
+        let txn = self.begin().await?;
+        let (current, attached) = self.volume_for_change(&txn, actor, &update.tenant_id, &update.id).await?;
+        let Some(on) = update.change_of(current.deletion_protection) else {
+            return Ok(view(&current, &attached));
+        };
+        let updated =
+            store::change::set_deletion_protection::<volume::Entity>(&txn, &current.id, on, self.clock.now()).await?;
+        self.commit(txn, vec![event("updated", &updated, &attached)]).await?;
         Ok(view(&updated, &attached))
     }
 
@@ -332,12 +351,19 @@ pub(crate) async fn book(conn: &impl ConnectionTrait, v: &volume::Model, size_gi
     quota::hold(conn, &holding, size_gib).await
 }
 
+/// The snapshot a volume is restored from, and whether the restore named no size (the volume then
+/// takes the snapshot's size as the provider reports it).
+pub(crate) struct Restore<'a> {
+    pub snapshot_id: &'a str,
+    pub size_from_snapshot: bool,
+}
+
 pub(crate) async fn insert_volume(
     conn: &impl ConnectionTrait,
     id: &str,
     input: &VolumeCreate,
     account_id: &str,
-    source_snapshot_id: Option<&str>,
+    restore: Option<Restore<'_>>,
     now: DateTime<Utc>,
 ) -> Result<volume::Model> {
     let filesystem = match input.kind {
@@ -357,9 +383,11 @@ pub(crate) async fn insert_volume(
         network_id: input.network_id.as_deref(),
         filesystem,
         delete_with_instance: input.delete_with_instance,
-        source_snapshot_id,
+        source_snapshot_id: restore.as_ref().map(|r| r.snapshot_id),
+        size_from_snapshot: restore.is_some_and(|r| r.size_from_snapshot),
         size_gib: input.size_gib,
         provider_name: provider_name(id),
+        deletion_protection: input.deletion_protection,
     };
     store::volumes::insert(conn, new, now).await
 }

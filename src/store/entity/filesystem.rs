@@ -35,6 +35,8 @@ pub struct Model {
     pub dns_name: Option<String>,
     pub mount_name: Option<String>,
     pub lost: bool,
+    /// A delete is refused while it is set.
+    pub deletion_protection: bool,
     pub version: i64,
     /// Bumped by each user change of what is asked; see `store::status`.
     pub generation: i64,

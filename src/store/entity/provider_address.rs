@@ -35,6 +35,8 @@ pub struct Model {
     pub assignment_state: Assignment,
     pub assignment_message: Option<String>,
     pub action_id: Option<String>,
+    /// A delete is refused while it is set.
+    pub deletion_protection: bool,
     pub version: i64,
     /// Bumped by each user change of what is asked; see `store::status`.
     pub generation: i64,

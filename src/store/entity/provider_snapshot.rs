@@ -26,6 +26,8 @@ pub struct Model {
     pub create_attempts: i32,
     pub lost: bool,
     pub message: Option<String>,
+    /// A delete is refused while it is set.
+    pub deletion_protection: bool,
     pub version: i64,
     /// Bumped by each user change of what is asked; see `store::status`.
     pub generation: i64,

@@ -23,6 +23,8 @@ pub struct Model {
     pub filesystem: Option<VolumeFilesystem>,
     pub delete_with_instance: bool,
     pub source_snapshot_id: Option<String>,
+    /// A restore that named no size: it takes the snapshot's size as the provider reports it.
+    pub size_from_snapshot: bool,
     pub size_gib: i64,
     pub observed_size_gib: Option<i64>,
     pub state: State,
@@ -35,6 +37,8 @@ pub struct Model {
     pub lost: bool,
     pub action_id: Option<String>,
     pub message: Option<String>,
+    /// A delete is refused while it is set.
+    pub deletion_protection: bool,
     pub version: i64,
     /// Bumped by each user change of what is asked; see `store::status`.
     pub generation: i64,

@@ -1,0 +1,150 @@
+//! Deletion protection (issue 33): a volume, snapshot or address that has it is refused a delete,
+//! and an instance delete that would take a protected volume with it, until an update turns it
+//! off. The refusal writes nothing; the update is a change of ours the provider never sees.
+use crate::common;
+
+use common::Backend;
+use sea_orm::EntityTrait;
+use serde_json::{Value, json};
+use vps_graph::store::entity::provider_volume;
+
+local_app!(Setup);
+
+/// The quick sim on a manual clock with no worker: what runs, runs in the test's waits.
+async fn setup(backend: Backend) -> Setup {
+    common::TestApp::on_clock(backend)
+        .quotas(json!([{ "resource": "diskGiB", "max": 2000 }, { "resource": "addresses", "max": 3 }]))
+        .workers(0)
+        .build()
+        .await
+        .into()
+}
+
+/// `field`'s input type: `providerVolumeUpdate` → `ProviderVolumeUpdateInput`.
+fn input_type(field: &str) -> String {
+    let mut chars = field.chars();
+    chars.next().unwrap().to_ascii_uppercase().to_string() + chars.as_str() + "Input"
+}
+
+impl Setup {
+    /// The mutation `field` with `input`: its whole answer (data or errors).
+    async fn call(&self, field: &str, selection: &str, input: Value) -> Value {
+        let query = format!("mutation($i: {}!) {{ {field}(input: $i) {{ {selection} }} }}", input_type(field));
+        self.server.gql(Some(&self.token), &query, json!({ "i": input })).await
+    }
+
+    async fn made(&self, field: &str, input: Value) -> Value {
+        let body = self.call(field, "id deletionProtection version state", input).await;
+        assert!(body["errors"].is_null(), "{field}: {body}");
+        body["data"][field].clone()
+    }
+
+    async fn event_types(&self, subject: &str) -> Vec<String> {
+        let query = "{ events(tenantId: \"acme\", first: 1000) { edges { node { type subject } } } }";
+        let page = self.server.ok(Some(&self.token), query, json!({})).await;
+        let edges = page["events"]["edges"].as_array().unwrap();
+        edges
+            .iter()
+            .filter(|e| e["node"]["subject"] == subject)
+            .map(|e| e["node"]["type"].as_str().unwrap().into())
+            .collect()
+    }
+
+    async fn instance_ready(&self, name: &str) -> String {
+        let input = json!({ "tenantId": "acme", "poolId": self.pool, "name": name, "region": "nyc3", "size": "s-1vcpu-1gb", "image": "ubuntu-24-04-x64", "idempotencyKey": name });
+        let made = self.call("instanceCreate", "id", input).await;
+        let id = made["data"]["instanceCreate"]["id"].as_str().expect("an instance").to_owned();
+        let query = "query($i: String!) { instance(tenantId: \"acme\", instanceId: $i) { state } }";
+        let read = || async { self.server.ok(Some(&self.token), query, json!({ "i": id })).await["instance"].clone() };
+        common::until(self, "instance ready", read, |i| i["state"] == "READY").await;
+        id
+    }
+}
+
+fn reason(body: &Value) -> (&str, &str) {
+    let extensions = &body["errors"][0]["extensions"];
+    (extensions["code"].as_str().unwrap_or_default(), extensions["details"]["reason"].as_str().unwrap_or_default())
+}
+
+/// One kind's rule: made protected, its delete is INVALID_STATE (deletionProtected) and writes
+/// nothing; asking protection it has returns it unchanged; turning it off publishes
+/// `{events}.updated` and moves its version; then the delete goes through.
+async fn refused_until_turned_off(s: &Setup, kind: &str, made: Value, id_field: &str, events: &str) {
+    let id = made["id"].as_str().unwrap().to_owned();
+    assert_eq!(made["deletionProtection"], true, "{kind} made protected: {made}");
+    let delete = format!("{kind}Delete");
+    let update = format!("{kind}Update");
+    let refused = s.call(&delete, "state", json!({ "tenantId": "acme", id_field: id })).await;
+    assert_eq!(reason(&refused), ("INVALID_STATE", "deletionProtected"), "{kind}: {refused}");
+    let message = refused["errors"][0]["message"].as_str().unwrap();
+    assert!(message.contains(&id) && message.contains(&update), "names it and the call that turns it off: {message}");
+
+    let same = s.made(&update, json!({ "tenantId": "acme", id_field: id, "deletionProtection": true })).await;
+    assert_eq!(
+        same["version"], made["version"],
+        "{kind}: the same value returns it unchanged, the refusal wrote nothing"
+    );
+    assert!(!s.event_types(&id).await.iter().any(|t| t.ends_with(".updated") || t.ends_with(".deleting")));
+
+    let off = s.made(&update, json!({ "tenantId": "acme", id_field: id, "deletionProtection": false })).await;
+    assert_eq!(off["deletionProtection"], false);
+    assert_eq!(off["version"].as_i64(), made["version"].as_i64().map(|v| v + 1), "{kind}: {off}");
+    assert!(s.event_types(&id).await.contains(&format!("{events}.updated")), "{kind}");
+    let deleting = s.made(&delete, json!({ "tenantId": "acme", id_field: id })).await;
+    assert_eq!(deleting["state"], "DELETING", "{kind}: {deleting}");
+    let late = s.call(&update, "id", json!({ "tenantId": "acme", id_field: id, "deletionProtection": true })).await;
+    assert_eq!(reason(&late), ("INVALID_STATE", "deleting"), "{kind}: no protection for what is being deleted: {late}");
+}
+
+db_test!(
+    deletion_protection_refuses_a_volumes_a_snapshots_and_an_addresss_delete_until_turned_off,
+    |backend: Backend| async move {
+        let s = setup(backend).await;
+        let volume = json!({ "tenantId": "acme", "poolId": s.pool, "name": "data", "region": "nyc3", "sizeGiB": 10, "idempotencyKey": "data", "deletionProtection": true });
+        let volume = s.made("providerVolumeCreate", volume).await;
+        let snapshot = json!({ "tenantId": "acme", "volumeId": volume["id"], "name": "nightly", "idempotencyKey": "nightly", "deletionProtection": true });
+        let snapshot = s.made("providerVolumeSnapshot", snapshot).await;
+        let address = json!({ "tenantId": "acme", "poolId": s.pool, "name": "web", "region": "nyc3", "idempotencyKey": "web", "deletionProtection": true });
+        let address = s.made("providerAddressCreate", address).await;
+
+        refused_until_turned_off(&s, "providerSnapshot", snapshot, "snapshotId", "providerVolume.snapshot").await;
+        let id = volume["id"].as_str().unwrap();
+        let row = provider_volume::Entity::find_by_id(id).one(&s.server.app.services.db).await.unwrap().unwrap();
+        refused_until_turned_off(&s, "providerVolume", volume.clone(), "volumeId", "providerVolume").await;
+        let after = provider_volume::Entity::find_by_id(id).one(&s.server.app.services.db).await.unwrap().unwrap();
+        assert_eq!(after.generation, row.generation + 1, "only the delete moved the spec, not the protection's update");
+        refused_until_turned_off(&s, "providerAddress", address, "addressId", "providerAddress").await;
+    }
+);
+
+db_test!(a_volume_made_without_protection_has_none_and_deletes_at_once, |backend: Backend| async move {
+    let s = setup(backend).await;
+    let input = json!({ "tenantId": "acme", "poolId": s.pool, "name": "scratch", "region": "nyc3", "sizeGiB": 10, "idempotencyKey": "scratch" });
+    let made = s.made("providerVolumeCreate", input.clone()).await;
+    assert_eq!(made["deletionProtection"], false);
+    // The key replays: a request without the flag hashes as it did before the flag existed.
+    assert_eq!(s.made("providerVolumeCreate", input).await["id"], made["id"]);
+    let deleting = s.made("providerVolumeDelete", json!({ "tenantId": "acme", "volumeId": made["id"] })).await;
+    assert_eq!(deleting["state"], "DELETING");
+});
+
+db_test!(an_instance_delete_that_would_take_a_protected_volume_with_it_is_refused, |backend: Backend| async move {
+    let s = setup(backend).await;
+    let instance = s.instance_ready("web").await;
+    let volume = |name: &str, with_instance: bool| {
+        json!({ "tenantId": "acme", "poolId": s.pool, "name": name, "region": "nyc3", "sizeGiB": 10, "idempotencyKey": name,
+        "instanceId": instance, "deleteWithInstance": with_instance, "deletionProtection": true })
+    };
+    let going = s.made("providerVolumeCreate", volume("going", true)).await["id"].as_str().unwrap().to_owned();
+    // Protected too, but it stays when the instance goes (detached): it does not hold the delete up.
+    s.made("providerVolumeCreate", volume("staying", false)).await;
+
+    let refused = s.call("instanceDelete", "state", json!({ "tenantId": "acme", "instanceId": instance })).await;
+    assert_eq!(reason(&refused), ("INVALID_STATE", "deletionProtected"), "{refused}");
+    assert_eq!(refused["errors"][0]["extensions"]["details"]["volumeIds"], json!([going]));
+    assert!(!s.event_types(&instance).await.contains(&"instance.deleting".to_owned()), "nothing was written");
+
+    s.made("providerVolumeUpdate", json!({ "tenantId": "acme", "volumeId": going, "deletionProtection": false })).await;
+    let deleting = s.call("instanceDelete", "state", json!({ "tenantId": "acme", "instanceId": instance })).await;
+    assert_eq!(deleting["data"]["instanceDelete"]["state"], "DELETING", "{deleting}");
+});
