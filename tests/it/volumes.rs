@@ -10,7 +10,7 @@ use common::{ADMIN, Backend};
 use serde_json::{Value, json};
 use vps_graph::sim::{Fault, Sim};
 
-const VOLUME: &str = "query($v: String!) { providerVolume(tenantId: \"acme\", volumeId: $v) { id state message sizeGiB observedSizeGiB device version kind readyAt mount { source type mountLines(path: \"/mnt/assets\") { cloudConfig fstab } } attachments { instanceId state desiredState message } snapshots { id state sizeGiB version } } }";
+const VOLUME: &str = "query($v: String!) { providerVolume(tenantId: \"acme\", volumeId: $v) { id state message deletionProtection sizeGiB observedSizeGiB device version kind readyAt mount { source type mountLines(path: \"/mnt/assets\") { cloudConfig fstab } } attachments { instanceId state desiredState message } snapshots { id state sizeGiB version } } }";
 
 local_app!(Setup);
 
@@ -1328,5 +1328,35 @@ db_test!(
             in_order(&events, &["providerVolume.created", "providerVolume.updated", "providerVolume.ready"]),
             "{events:?}"
         );
+    }
+);
+
+// Issue 33: deletion protection is a setting of ours: turned on while the create is in flight, the
+// run's write-back is taken as it is (the spec did not move), and the volume is READY at once.
+db_test!(
+    protection_turned_on_during_a_create_keeps_the_providers_answer_and_the_setting,
+    |backend: Backend| async move {
+        let s = setup_with(backend, Duration::from_millis(500)).await;
+        let id = s.create_volume("early", json!({})).await;
+        let row = || async {
+            use sea_orm::EntityTrait;
+            let db = &s.server.app.services.db;
+            vps_graph::store::entity::provider_volume::Entity::find_by_id(id.clone()).one(db).await.unwrap().unwrap()
+        };
+        for _ in 0..400 {
+            if row().await.create_attempts > 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let generation = row().await.generation;
+        s.mutate("providerVolumeUpdate", json!({ "tenantId": "acme", "volumeId": id, "deletionProtection": true }))
+            .await;
+        assert!(row().await.provider_id.is_none(), "the update came while the create was in flight");
+        assert_eq!(row().await.generation, generation, "the spec did not move");
+        let ready = s.until_between_runs(&id, "ready", |v| v["state"] == "READY").await;
+        assert_eq!(ready["deletionProtection"], true, "{ready}");
+        assert_eq!(s.sim().calls("volumes.create"), 1);
+        assert_eq!(s.sim().calls("volumes.list"), 0, "the create's answer was kept");
     }
 );
