@@ -29,6 +29,9 @@ const REPLAY_PAGE: u64 = 256;
 /// Events a subscriber's queue holds before it overflows (it then reads from the outbox).
 const QUEUE_CAPACITY: usize = 256;
 const BEHIND_RETENTION: &str = "cursorBehindRetention";
+/// The longest a transaction is taken to stay open between its first write and its events:
+/// within it, feed order and the events' stamps may disagree (see `outbox::first_since`).
+const SINCE_SLACK: chrono::Duration = chrono::Duration::seconds(60);
 const REPLAY_BACKOFF: Duration = Duration::from_secs(1);
 const RECHECK: Duration = Duration::from_millis(50);
 const RECHECK_FOR: Duration = Duration::from_secs(3);
@@ -302,14 +305,17 @@ impl Feed {
         Ok(events)
     }
 
-    /// Where a read of the events from `since` on starts: just before the first event stamped at
-    /// or after it, or no later than what a reader may see now (a transaction still open may
-    /// commit events stamped after `since`), so none is skipped. Refused like a cursor when
-    /// retention has removed events since then (the first kept is younger than `since`).
-    pub async fn start_since(&self, since: DateTime<Utc>) -> Result<Position> {
+    /// Where a read of the events (of `tenant_id`'s, if given) from `since` on starts: just before
+    /// the first in feed order stamped at or after it, and no later than what a reader may see now
+    /// (a transaction still open may commit events stamped after `since`), so none is skipped.
+    /// Refused like a cursor when retention may have removed events stamped since then: a removed
+    /// event precedes the first kept in the feed, so it was stamped at most `SINCE_SLACK` after it.
+    pub async fn start_since(&self, tenant_id: Option<&str>, since: DateTime<Utc>) -> Result<Position> {
         let horizon = self.horizon().await?;
         if horizon != Position::default()
-            && outbox::first_time_after(self.db(), horizon).await?.is_some_and(|first_kept| since < first_kept)
+            && outbox::first_time_after(self.db(), horizon)
+                .await?
+                .is_some_and(|first_kept| since <= first_kept + SINCE_SLACK)
         {
             return Err(Error::invalid_input(
                 "since",
@@ -322,10 +328,12 @@ impl Feed {
             })));
         }
         let head = outbox::head(self.db()).await?;
-        Ok(match outbox::first_since(self.db(), since).await? {
+        let start = match outbox::first_since(self.db(), tenant_id, since, SINCE_SLACK).await? {
             Some(first) => first.just_before().min(head),
             None => head,
-        })
+        };
+        // On a quiet feed the head may be the feed's start, behind what retention removed.
+        Ok(start.max(horizon))
     }
 
     /// Refuses a position retention has removed events after (INVALID_INPUT, reason

@@ -80,8 +80,8 @@ impl EventQuery {
         #[graphql(default = 100)] first: i32,
     ) -> Result<Connection<Event>> {
         let svc = services(ctx);
-        let start = Start { after: after.as_deref(), since };
-        let page = svc.event_list(actor(ctx)?, tenant_id, start, first).await?;
+        let start = Start { after: after.as_deref(), since, tenant_id: tenant_id.as_deref() };
+        let page = svc.event_list(actor(ctx)?, tenant_id.clone(), start, first).await?;
         let edges = page
             .events
             .into_iter()
@@ -111,8 +111,9 @@ impl EventSubscription {
         since: Option<DateTime<Utc>>,
     ) -> Result<impl Stream<Item = Result<Event>> + use<>> {
         let svc = services(ctx).clone();
-        let start = Start { after: after.as_deref(), since };
-        let (filter, after) = svc.event_subscription(actor(ctx)?, tenant_id, types.unwrap_or_default(), start).await?;
+        let start = Start { after: after.as_deref(), since, tenant_id: tenant_id.as_deref() };
+        let (filter, after) =
+            svc.event_subscription(actor(ctx)?, tenant_id.clone(), types.unwrap_or_default(), start).await?;
         let feed = svc.feed.clone();
         Ok(feed.subscribe(filter, after).map(move |item| {
             let event = item?;

@@ -21,6 +21,8 @@ const MAX_TYPES: usize = 50;
 pub struct Start<'a> {
     pub after: Option<&'a str>,
     pub since: Option<DateTime<Utc>>,
+    /// Whose events are read (None: the whole feed, the operator's): `since` is sought in them.
+    pub tenant_id: Option<&'a str>,
 }
 
 pub struct EventPage {
@@ -75,7 +77,7 @@ impl Services {
         match (start.after, start.since) {
             (Some(_), Some(_)) => Err(Error::invalid_input("since", "give `after` or `since`, not both")),
             (Some(cursor), None) => Ok(Some(self.feed.parse_cursor(cursor)?)),
-            (None, Some(since)) => Ok(Some(self.feed.start_since(since).await?)),
+            (None, Some(since)) => Ok(Some(self.feed.start_since(start.tenant_id, since).await?)),
             (None, None) => Ok(None),
         }
     }

@@ -60,22 +60,35 @@ impl Services {
     pub async fn filesystem_create(&self, actor: &Actor, input: FilesystemCreate) -> Result<FilesystemView> {
         check_create(&input)?;
         let (size_gib, deployment) = lustre_shape(&input)?;
+        // Decided on the network first, as a first call is (its row outlives it): a replay
+        // answers what the first request made, whatever became of the network since, and a key
+        // is never looked at for a caller who may not change the network.
+        let network = store::networks::find(&self.db, &input.network_id)
+            .await?
+            .filter(|n| n.tenant_id == input.tenant_id)
+            .ok_or_else(|| Error::not_found(crate::views::networks::KIND, &input.network_id))?;
+        let target = Target::resource(
+            &input.tenant_id,
+            network.project_id.as_deref(),
+            crate::views::networks::KIND,
+            &network.id,
+        );
+        actor.decide(networks::UPDATE, &target)?;
         let key = idempotency::Key {
             tenant_id: &input.tenant_id,
             operation: "filesystemCreate",
             key: &input.idempotency_key,
         };
         let hash = idempotency::request_hash(&input);
-        // A replay answers what the first request made, whatever became of the network since.
         if let Some(existing) = idempotency::recorded(&self.db, &key, &hash).await? {
-            return self.filesystem_replayed(actor, &input, &existing).await;
+            return self.filesystem_replayed(&input, &existing).await;
         }
         let txn = self.begin().await?;
         let network = self.network_for_change(&txn, actor, &input.tenant_id, &input.network_id).await?;
         let id = ids::new_id(ids::FILESYSTEM);
         if let Claim::Existing(existing) = idempotency::claim(&txn, &key, &hash, &id).await? {
             drop(txn);
-            return self.filesystem_replayed(actor, &input, &existing).await;
+            return self.filesystem_replayed(&input, &existing).await;
         }
         let pool = find_pool(&txn, &network.pool_id).await?;
         if !provider::supports_filesystems(pool.account.kind) {
@@ -190,23 +203,9 @@ impl Services {
         Ok(view(&updated))
     }
 
-    /// The filesystem a replayed create made, decided on its network with the caller's
-    /// credential as the first call was, though the network may be deleted since.
-    async fn filesystem_replayed(
-        &self,
-        actor: &Actor,
-        input: &FilesystemCreate,
-        filesystem_id: &str,
-    ) -> Result<FilesystemView> {
-        let found = load(&self.db, &input.tenant_id, &input.network_id, filesystem_id).await?;
-        let network = Target::resource(
-            &input.tenant_id,
-            found.project_id.as_deref(),
-            crate::views::networks::KIND,
-            &found.network_id,
-        );
-        actor.decide(networks::UPDATE, &network)?;
-        Ok(view(&found))
+    /// The filesystem a replayed create made (on the network the caller was decided on).
+    async fn filesystem_replayed(&self, input: &FilesystemCreate, filesystem_id: &str) -> Result<FilesystemView> {
+        load(&self.db, &input.tenant_id, &input.network_id, filesystem_id).await.map(|f| view(&f))
     }
 
     pub async fn filesystem_get(

@@ -166,7 +166,16 @@ impl Services {
             return Ok(current.into());
         }
         let protected = crate::store::volumes::protected_going_with(&txn, instance_id).await?;
-        super::protection::check_instance_delete(instance_id, &protected)?;
+        // Named only where the caller may read them (a volume of another project may be on it).
+        let readable: Vec<String> = protected
+            .iter()
+            .filter(|v| {
+                let target = Target::resource(tenant_id, v.project_id.as_deref(), crate::views::volumes::KIND, &v.id);
+                actor.allows(super::volumes::READ, &target)
+            })
+            .map(|v| v.id.clone())
+            .collect();
+        super::protection::check_instance_delete(instance_id, protected.len(), &readable)?;
         let now = self.clock.now();
         store::mark_deleting(&txn, instance_id, now).await?;
         let updated = self.instance_load(&txn, tenant_id, instance_id).await?;

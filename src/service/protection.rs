@@ -36,16 +36,17 @@ pub fn check_delete(protected: bool, what: &str, update: &str) -> Result<()> {
     .with_details(json!({ "reason": "deletionProtected" })))
 }
 
-/// An instance delete that would take protected volumes with it (`deleteWithInstance`).
-pub fn check_instance_delete(instance_id: &str, protected_volumes: &[String]) -> Result<()> {
-    if protected_volumes.is_empty() {
+/// An instance delete that would take `protected` volumes with deletion protection with it
+/// (`deleteWithInstance`); `readable` are the ids of those the caller may read, the ones named.
+pub fn check_instance_delete(instance_id: &str, protected: usize, readable: &[String]) -> Result<()> {
+    if protected == 0 {
         return Ok(());
     }
     Err(Error::new(
         Code::InvalidState,
         format!(
-            "instance {instance_id} would take volumes with deletion protection with it: turn it off with providerVolumeUpdate, or detach them, first"
+            "instance {instance_id} would take {protected} volume(s) with deletion protection with it: turn it off with providerVolumeUpdate, or detach them, first"
         ),
     )
-    .with_details(json!({ "reason": "deletionProtected", "volumeIds": protected_volumes })))
+    .with_details(json!({ "reason": "deletionProtected", "volumeIds": readable })))
 }

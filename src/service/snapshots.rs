@@ -23,7 +23,7 @@ use crate::store::queue;
 use crate::store::session::Session;
 use crate::store::state::{Desired, State, VolumeFilesystem, VolumeKind};
 use crate::views::snapshots::{KIND, SnapshotView, event, view};
-use crate::views::volumes::VolumeView;
+use crate::views::volumes::{KIND as VOLUME_KIND, VolumeView};
 
 /// The name a snapshot is taken under: derived from its id, so a lost answer is found by name.
 /// A share snapshot's name is at most 20 characters: `bc-` and 16 hex digits of the id's SHA-256.
@@ -80,22 +80,28 @@ impl Services {
         validate::name("name", &input.name)?;
         validate::idempotency_key(&input.idempotency_key)?;
         validate::tenant_id("tenantId", &input.tenant_id)?;
+        validate::id("volumeId", ids::VOLUME, &input.volume_id)?;
+        // Decided on the volume first, as a first call is (its row outlives it): a replay answers
+        // the snapshot it made, whatever became of the volume since, and a key is never looked
+        // at for a caller who may not take the volume's snapshots.
+        let volume = volumes::find_volume(&self.db, &input.tenant_id, &input.volume_id).await?;
+        let target = Target::resource(&input.tenant_id, volume.project_id.as_deref(), VOLUME_KIND, &volume.id);
+        actor.decide(MANAGE, &target)?;
         let key = idempotency::Key {
             tenant_id: &input.tenant_id,
             operation: "providerVolumeSnapshot",
             key: &input.idempotency_key,
         };
         let hash = idempotency::request_hash(&input);
-        // A replay answers the snapshot it made, whatever became of its volume since.
         if let Some(existing) = idempotency::recorded(&self.db, &key, &hash).await? {
-            return self.snapshot_replayed(actor, &input.tenant_id, &existing).await;
+            return self.snapshot_replayed(&input.tenant_id, &existing).await;
         }
         let txn = self.begin().await?;
         let (current, _) = self.volume_for_update(&txn, actor, &input.tenant_id, &input.volume_id).await?;
         let id = ids::new_id(ids::SNAPSHOT);
         if let Claim::Existing(existing) = idempotency::claim(&txn, &key, &hash, &id).await? {
             drop(txn);
-            return self.snapshot_replayed(actor, &input.tenant_id, &existing).await;
+            return self.snapshot_replayed(&input.tenant_id, &existing).await;
         }
         if current.desired_state == Desired::Absent {
             return Err(invalid_state(format!("volume {} is being deleted", current.id), "deleting"));
@@ -129,12 +135,9 @@ impl Services {
         Ok(view(&created))
     }
 
-    /// The snapshot a replayed request made, decided with the caller's credential as its first
-    /// call was (a key is the tenant's; its snapshot may be in a project the caller cannot manage).
-    async fn snapshot_replayed(&self, actor: &Actor, tenant_id: &str, snapshot_id: &str) -> Result<SnapshotView> {
-        let found = find_snapshot(&self.db, tenant_id, snapshot_id).await?;
-        actor.decide(MANAGE, &Target::resource(tenant_id, found.project_id.as_deref(), KIND, snapshot_id))?;
-        Ok(view(&found))
+    /// The snapshot a replayed request made (of the volume the caller was decided on).
+    async fn snapshot_replayed(&self, tenant_id: &str, snapshot_id: &str) -> Result<SnapshotView> {
+        Ok(view(&find_snapshot(&self.db, tenant_id, snapshot_id).await?))
     }
 
     pub async fn snapshot_get(&self, actor: &Actor, tenant_id: &str, snapshot_id: &str) -> Result<SnapshotView> {

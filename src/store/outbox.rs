@@ -195,18 +195,42 @@ fn read_after_statement(
     stmt(backend, &sql, values)
 }
 
-/// The position of the earliest-stamped event at or after `since`, if any (by the time index:
-/// events are stamped with the app's clock as their transaction writes them).
-pub async fn first_since(conn: &impl ConnectionTrait, since: DateTime<Utc>) -> Result<Option<Position>> {
+/// The first position, in feed order, of the events stamped at or after `since` (of one tenant's
+/// when `tenant_id` is given), if any. An event is stamped as its transaction appends it, while
+/// its place in the feed is taken at the transaction's first write, so feed order and stamps can
+/// disagree by as long as a transaction stays open: the first in feed order is sought among the
+/// events stamped from `since` to `slack` after the earliest such stamp, which holds it when no
+/// transaction stays open longer than `slack`. Both reads are bounded by the time indexes.
+pub async fn first_since(
+    conn: &impl ConnectionTrait,
+    tenant_id: Option<&str>,
+    since: DateTime<Utc>,
+    slack: chrono::Duration,
+) -> Result<Option<Position>> {
     let backend = conn.get_database_backend();
-    let sql = match backend {
-        DbBackend::Postgres => {
-            "SELECT id, txid::text::bigint AS txid FROM outbox_events WHERE time >= $1 \
-             ORDER BY outbox_events.time, outbox_events.txid, outbox_events.id LIMIT 1"
+    let tenant_clause = if tenant_id.is_some() { " AND tenant_id = $2" } else { "" };
+    let with_tenant = |mut values: Vec<sea_orm::Value>| {
+        if let Some(tenant_id) = tenant_id {
+            values.insert(1, tenant_id.into());
         }
-        _ => "SELECT id, txid FROM outbox_events WHERE time >= $1 ORDER BY time, txid, id LIMIT 1",
+        values
     };
-    let row = conn.query_one_raw(stmt(backend, sql, vec![since.into()])).await?;
+    let earliest = format!("SELECT time FROM outbox_events WHERE time >= $1{tenant_clause} ORDER BY time LIMIT 1");
+    let Some(row) = conn.query_one_raw(stmt(backend, &earliest, with_tenant(vec![since.into()]))).await? else {
+        return Ok(None);
+    };
+    let until: DateTime<Utc> = row.try_get::<DateTime<Utc>>("", "time")? + slack;
+    let last = if tenant_id.is_some() { "$3" } else { "$2" };
+    let sql = match backend {
+        DbBackend::Postgres => format!(
+            "SELECT id, txid::text::bigint AS txid FROM outbox_events WHERE time >= $1{tenant_clause} AND time <= {last} \
+             ORDER BY outbox_events.txid, outbox_events.id LIMIT 1"
+        ),
+        _ => format!(
+            "SELECT id, txid FROM outbox_events WHERE time >= $1{tenant_clause} AND time <= {last} ORDER BY txid, id LIMIT 1"
+        ),
+    };
+    let row = conn.query_one_raw(stmt(backend, &sql, with_tenant(vec![since.into(), until.into()]))).await?;
     row.as_ref().map(position_from_row).transpose()
 }
 

@@ -39,9 +39,8 @@ pub async fn going_with_instance(conn: &impl ConnectionTrait, volume_ids: Vec<St
         .await?)
 }
 
-/// The ids of the volumes attached to `instance_id` that would go with it and have deletion
-/// protection.
-pub async fn protected_going_with(conn: &impl ConnectionTrait, instance_id: &str) -> Result<Vec<String>> {
+/// The volumes attached to `instance_id` that would go with it and have deletion protection.
+pub async fn protected_going_with(conn: &impl ConnectionTrait, instance_id: &str) -> Result<Vec<volume::Model>> {
     let attached: Vec<String> = attachment::Entity::find()
         .filter(attachment::Column::InstanceId.eq(instance_id))
         .filter(attachment::Column::State.ne(State::Deleted))
@@ -51,11 +50,7 @@ pub async fn protected_going_with(conn: &impl ConnectionTrait, instance_id: &str
         .map(|a| a.volume_id)
         .collect();
     let going = going_with_instance(conn, attached).await?;
-    Ok(going
-        .into_iter()
-        .filter(|v| v.deletion_protection && v.desired_state == Desired::Present)
-        .map(|v| v.id)
-        .collect())
+    Ok(going.into_iter().filter(|v| v.deletion_protection && v.desired_state == Desired::Present).collect())
 }
 
 /// The network's volumes that are not deleted (in `region`, if given), by id.

@@ -127,7 +127,12 @@ fn bases() -> BTreeMap<&'static str, Vec<Value>> {
             vec![json!({ "tenantId": t, "volumeId": "$volume", "name": name(), "idempotencyKey": key() })],
         ),
         ("providerVolumeDelete", vec![json!({ "tenantId": t, "volumeId": "$volume" })]),
+        ("providerVolumeUpdate", vec![json!({ "tenantId": t, "volumeId": "$volume", "deletionProtection": true })]),
         ("providerSnapshotDelete", vec![json!({ "tenantId": t, "snapshotId": "$snapshot" })]),
+        (
+            "providerSnapshotUpdate",
+            vec![json!({ "tenantId": t, "snapshotId": "$snapshot", "deletionProtection": true })],
+        ),
         (
             "providerSnapshotRestore",
             vec![json!({ "tenantId": t, "snapshotId": "$snapshot", "name": name(), "idempotencyKey": key() })],
@@ -140,6 +145,7 @@ fn bases() -> BTreeMap<&'static str, Vec<Value>> {
         ("providerAddressAssign", vec![json!({ "tenantId": t, "addressId": "$address", "instanceId": "$instance" })]),
         ("providerAddressUnassign", vec![json!({ "tenantId": t, "addressId": "$address" })]),
         ("providerAddressDelete", vec![json!({ "tenantId": t, "addressId": "$address" })]),
+        ("providerAddressUpdate", vec![json!({ "tenantId": t, "addressId": "$address", "deletionProtection": true })]),
         (
             "filesystemCreate",
             vec![
@@ -147,6 +153,10 @@ fn bases() -> BTreeMap<&'static str, Vec<Value>> {
             ],
         ),
         ("filesystemDelete", vec![json!({ "tenantId": t, "networkId": "$awsnet", "filesystemId": "$fs" })]),
+        (
+            "filesystemUpdate",
+            vec![json!({ "tenantId": t, "networkId": "$awsnet", "filesystemId": "$fs", "deletionProtection": true })],
+        ),
         (
             "firewallRuleCreate",
             vec![

@@ -178,6 +178,11 @@ fn table(ids: &Ids) -> Vec<(&'static str, &'static str, String)> {
         ),
         (
             "Mutation",
+            "filesystemUpdate",
+            m("filesystemUpdate", format!("{t}, networkId: \"{}\", filesystemId: \"{FILESYSTEM}\"", ids.network)),
+        ),
+        (
+            "Mutation",
             "instanceCreate",
             m(
                 "instanceCreate",
@@ -219,6 +224,12 @@ fn table(ids: &Ids) -> Vec<(&'static str, &'static str, String)> {
             ),
         ),
         ("Mutation", "providerVolumeDelete", m("providerVolumeDelete", format!("{t}, volumeId: \"{}\"", ids.volume))),
+        ("Mutation", "providerVolumeUpdate", m("providerVolumeUpdate", format!("{t}, volumeId: \"{}\"", ids.volume))),
+        (
+            "Mutation",
+            "providerSnapshotUpdate",
+            m("providerSnapshotUpdate", format!("{t}, snapshotId: \"{}\"", ids.snapshot)),
+        ),
         (
             "Mutation",
             "providerSnapshotDelete",
@@ -257,6 +268,11 @@ fn table(ids: &Ids) -> Vec<(&'static str, &'static str, String)> {
             "Mutation",
             "providerAddressDelete",
             m("providerAddressDelete", format!("{t}, addressId: \"{}\"", ids.address)),
+        ),
+        (
+            "Mutation",
+            "providerAddressUpdate",
+            m("providerAddressUpdate", format!("{t}, addressId: \"{}\"", ids.address)),
         ),
         ("Subscription", "events", s(format!("events({t}) {{ type }}"))),
         ("Subscription", "networkChanged", s(format!("networkChanged({t}, networkId: \"{}\") {{ id }}", ids.network))),

@@ -165,3 +165,62 @@ db_test!(an_instance_delete_that_would_take_a_protected_volume_with_it_is_refuse
     let deleting = s.call("instanceDelete", "state", json!({ "tenantId": "acme", "instanceId": instance })).await;
     assert_eq!(deleting["data"]["instanceDelete"]["state"], "DELETING", "{deleting}");
 });
+
+db_test!(protection_turned_on_after_an_instance_delete_was_asked_keeps_the_volume, |backend: Backend| async move {
+    let s = setup(backend).await;
+    let instance = s.instance_ready("web").await;
+    let input = json!({ "tenantId": "acme", "poolId": s.pool, "name": "data", "region": "nyc3", "sizeGiB": 10, "idempotencyKey": "data",
+        "instanceId": instance, "deleteWithInstance": true });
+    let volume = s.made("providerVolumeCreate", input).await["id"].as_str().unwrap().to_owned();
+    let query = "query($v: String!) { providerVolume(tenantId: \"acme\", volumeId: $v) { state deletionProtection attachments { state } } }";
+    let read = || async { s.server.ok(Some(&s.token), query, json!({ "v": volume })).await["providerVolume"].clone() };
+    common::until(&s, "attached", read, |v| v["state"] == "READY" && v["attachments"][0]["state"] == "READY").await;
+    let deleting = s.call("instanceDelete", "state", json!({ "tenantId": "acme", "instanceId": instance })).await;
+    assert_eq!(deleting["data"]["instanceDelete"]["state"], "DELETING", "{deleting}");
+    // Asked before the machine's delete ran: the volume stays, detached, when the machine goes.
+    s.made("providerVolumeUpdate", json!({ "tenantId": "acme", "volumeId": volume, "deletionProtection": true })).await;
+    let instance_query = "query($i: String!) { instance(tenantId: \"acme\", instanceId: $i) { state } }";
+    let gone =
+        || async { s.server.ok(Some(&s.token), instance_query, json!({ "i": instance })).await["instance"].clone() };
+    common::until(&s, "instance deleted", gone, |i| i["state"] == "DELETED").await;
+    let kept = common::until(&s, "detached", read, |v| v["attachments"].as_array().is_some_and(Vec::is_empty)).await;
+    assert_eq!((kept["state"].clone(), kept["deletionProtection"].clone()), (json!("READY"), json!(true)), "{kept}");
+    // Still at the provider, read as an outsider.
+    let row =
+        provider_volume::Entity::find_by_id(volume.as_str()).one(&s.server.app.services.db).await.unwrap().unwrap();
+    let url = format!("{}/v2/volumes/{}", s.server.app.services.sim_url.clone().unwrap(), row.provider_id.unwrap());
+    let status = s.server.http.get(url).bearer_auth("inspector").send().await.unwrap().status();
+    assert_eq!(status.as_u16(), 200, "never deleted at the provider");
+});
+
+db_test!(
+    a_replayed_key_is_looked_at_only_for_a_caller_who_may_take_the_volumes_snapshots,
+    |backend: Backend| async move {
+        let s = setup(backend).await;
+        let volume = json!({ "tenantId": "acme", "poolId": s.pool, "name": "data", "region": "nyc3", "sizeGiB": 10, "idempotencyKey": "data" });
+        let volume = s.made("providerVolumeCreate", volume).await["id"].as_str().unwrap().to_owned();
+        let snapshot =
+            |name: &str| json!({ "tenantId": "acme", "volumeId": volume, "name": name, "idempotencyKey": "nightly" });
+        let made = s.made("providerVolumeSnapshot", snapshot("nightly")).await;
+        let query = "mutation($i: ProviderVolumeSnapshotInput!) { providerVolumeSnapshot(input: $i) { id } }";
+
+        // Another tenant's token, and one of acme's that may not take this volume's snapshots, learn
+        // nothing of the key: refused on the volume before it is looked at (CONFLICT would say it is used).
+        s.server.tenant("globex").await;
+        let globex = s.server.token(Some("globex"), &[("compute:*", "tenant/globex")]).await;
+        let other_volume = s
+            .server
+            .token(Some("acme"), &[("compute:volumes:manage", "provider-volume/pvol_00000000000000000000000000")])
+            .await;
+        for token in [&globex, &other_volume] {
+            let body = s.server.gql(Some(token), query, json!({ "i": snapshot("other") })).await;
+            let code = common::first_code(&body);
+            assert!(matches!(code.as_deref(), Some("ACCESS_DENIED" | "NOT_FOUND")), "{body}");
+        }
+        // A token that may manage just this volume replays its snapshot.
+        let this_volume =
+            s.server.token(Some("acme"), &[("compute:volumes:manage", &format!("provider-volume/{volume}"))]).await;
+        let replay = s.server.ok(Some(&this_volume), query, json!({ "i": snapshot("nightly") })).await;
+        assert_eq!(replay["providerVolumeSnapshot"]["id"], made["id"]);
+    }
+);

@@ -185,8 +185,9 @@ pub(super) enum Finish {
 }
 
 /// The provider ids of the deleteWithInstance volumes the machine's delete names: attached to
-/// that Droplet, wanted there until the delete (not detached before it), and carrying this
-/// deployment's tag at the provider (a volume attached by hand is never named).
+/// that Droplet, wanted there until the delete (not detached before it), without deletion
+/// protection, and carrying this deployment's tag at the provider (a volume attached by hand is
+/// never named).
 async fn going_with(
     run: &Run<'_>,
     api: &DigitalOcean,
@@ -199,7 +200,8 @@ async fn going_with(
         attachments::wanted_on_instance(db, &current.id).await?.into_iter().map(|a| a.volume_id).collect();
     let candidates = store_volumes::going_with_instance(db, wanted).await?;
     let mut named = Vec::new();
-    for v in candidates {
+    // A volume with deletion protection stays: the machine's delete leaves it, detached.
+    for v in candidates.into_iter().filter(|v| !v.deletion_protection) {
         let Some(provider_id) = v.provider_id.filter(|id| droplet.volume_ids.contains(id)) else { continue };
         match api.volume_get(&provider_id).await {
             Ok(Some(found)) if found.tags.iter().any(|t| t == tag) => named.push(provider_id),
@@ -241,7 +243,8 @@ pub(super) async fn finish_delete(run: &Run<'_>, current: &instance::Model, fini
             attachments::mark_detach(&txn, a, now).await?;
         }
         let Some(v) = store_volumes::find(&txn, &a.volume_id).await? else { continue };
-        if finish == Finish::Deleted && wanted && v.delete_with_instance && v.desired_state == Desired::Present {
+        let goes = v.delete_with_instance && !v.deletion_protection && v.desired_state == Desired::Present;
+        if finish == Finish::Deleted && wanted && goes {
             let going = store_volumes::mark_deleting(&txn, &v, now).await?;
             let live = store_volumes::live_attachments(&txn, &v.id).await?;
             events.push(crate::views::volumes::event("deleting", &going, &live));

@@ -110,6 +110,9 @@ async fn grow_to_snapshot(run: &Run<'_>, v: &volume::Model, source: &str, size_g
         Some(current) if current.generation == v.generation => {}
         _ => return Ok(Next::Now),
     }
+    if !queue::fence(&txn, run.claimed).await? {
+        return Ok(Next::Now);
+    }
     let holding = quota::Holding { tenant_id: &v.tenant_id, pool_id: &v.pool_id, quota: QUOTA, resource_id: &v.id };
     match quota::hold(&txn, &holding, size_gib).await {
         Ok(()) => {

@@ -254,10 +254,11 @@ pub fn restore_source(v: &volume::Model, source: &str, s: Option<&snapshot::Mode
         // (the volume grew before the provider took the snapshot). A restore that named no size
         // takes the snapshot's; one that named a size below it is an error, as the provider would
         // refuse it.
-        Some(s) if s.state == State::Ready && s.min_disk_size > v.size_gib && v.size_from_snapshot => {
-            RestoreSource::Grow(s.min_disk_size)
-        }
-        Some(s) if s.state == State::Ready && s.min_disk_size > v.size_gib => {
+        // Only for a snapshot still wanted: one being deleted fails the restore below.
+        Some(s) if s.state == State::Ready && s.min_disk_size > v.size_gib && s.desired_state == Desired::Present => {
+            if v.size_from_snapshot {
+                return RestoreSource::Grow(s.min_disk_size);
+            }
             let message = format!(
                 "snapshot {source} holds {} GiB, more than the {} GiB this restore asked: nothing was made; delete it and restore again",
                 s.min_disk_size, v.size_gib
