@@ -55,6 +55,18 @@ async fn page_since(server: &TestServer, since: DateTime<Utc>, wanted: usize) ->
     seen
 }
 
+/// The first event after cursor `end`, once one shows.
+async fn first_after(server: &TestServer, end: &str) -> Value {
+    for _ in 0..200 {
+        let page = server.ok(Some(ADMIN), PAGE, json!({ "a": end })).await;
+        if let Some(first) = page["events"]["edges"].get(0) {
+            return first.clone();
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("nothing came after {end}");
+}
+
 fn created(project: &str) -> (String, String) {
     ("project.created".to_owned(), project.to_owned())
 }
@@ -71,15 +83,8 @@ db_test!(a_page_since_a_moment_starts_at_the_first_event_stamped_at_or_after_it,
     assert!(none.is_empty(), "{body}");
     let end = body["data"]["events"]["pageInfo"]["endCursor"].as_str().expect("a cursor to read on").to_owned();
     let c = server.project("acme", "c").await;
-    let mut next = Value::Null;
-    for _ in 0..200 {
-        next = server.ok(Some(ADMIN), PAGE, json!({ "a": end })).await;
-        if !next["events"]["edges"].as_array().unwrap().is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    assert_eq!(next["events"]["edges"][0]["node"]["subject"], c.as_str(), "{next}");
+    let next = first_after(&server, &end).await;
+    assert_eq!(next["node"]["subject"], c.as_str(), "{next}");
 });
 
 db_test!(since_and_after_together_are_refused, |backend: Backend| async move {
@@ -160,13 +165,6 @@ db_test!(a_moment_on_a_feed_retention_emptied_reads_from_now_on, |backend: Backe
     assert!(none.is_empty() && body["errors"].is_null(), "{body}");
     let end = body["data"]["events"]["pageInfo"]["endCursor"].as_str().unwrap().to_owned();
     let c = server.project("acme", "c").await;
-    let mut next = Value::Null;
-    for _ in 0..200 {
-        next = server.ok(Some(ADMIN), PAGE, json!({ "a": end })).await;
-        if !next["events"]["edges"].as_array().unwrap().is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    assert_eq!(next["events"]["edges"][0]["node"]["subject"], c.as_str(), "{next}");
+    let next = first_after(&server, &end).await;
+    assert_eq!(next["node"]["subject"], c.as_str(), "{next}");
 });

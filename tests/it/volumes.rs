@@ -75,6 +75,25 @@ impl Setup {
         panic!("never {what}: {}", self.volume(id).await);
     }
 
+    /// The volume's row as stored.
+    async fn row(&self, id: &str) -> vps_graph::store::entity::provider_volume::Model {
+        use sea_orm::EntityTrait;
+        let db = &self.server.app.services.db;
+        vps_graph::store::entity::provider_volume::Entity::find_by_id(id).one(db).await.unwrap().unwrap()
+    }
+
+    /// Waits until the volume's create has been sent (its attempt recorded): with a sim that
+    /// answers late, the call is then in flight.
+    async fn create_sent(&self, id: &str) {
+        for _ in 0..400 {
+            if self.row(id).await.create_attempts > 0 {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        panic!("the create of {id} was never sent");
+    }
+
     /// Waits until the run that last touched `id` has finished and set its next look in the
     /// future, so moving the clock now cannot slip past it.
     async fn settled(&self, id: &str) {
@@ -867,17 +886,8 @@ db_test!(a_resize_asked_while_the_create_is_in_flight_is_sent_once_the_volume_is
 db_test!(a_user_change_during_a_create_keeps_the_providers_answer, |backend: Backend| async move {
     let s = setup_with(backend, Duration::from_millis(500)).await;
     let id = s.create_volume("early", json!({ "sizeGiB": 5 })).await;
-    let row = || async {
-        use sea_orm::EntityTrait;
-        let db = &s.server.app.services.db;
-        vps_graph::store::entity::provider_volume::Entity::find_by_id(id.clone()).one(db).await.unwrap().unwrap()
-    };
-    for _ in 0..400 {
-        if row().await.create_attempts > 0 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    let row = || s.row(&id);
+    s.create_sent(&id).await;
     // The create is on its way (the sim answers half a second later): the tenant resizes meanwhile.
     s.mutate("providerVolumeResize", json!({ "tenantId": "acme", "volumeId": id, "sizeGiB": 8 })).await;
     assert!(row().await.provider_id.is_none(), "the resize came while the create was in flight");
@@ -1338,17 +1348,8 @@ db_test!(
     |backend: Backend| async move {
         let s = setup_with(backend, Duration::from_millis(500)).await;
         let id = s.create_volume("early", json!({})).await;
-        let row = || async {
-            use sea_orm::EntityTrait;
-            let db = &s.server.app.services.db;
-            vps_graph::store::entity::provider_volume::Entity::find_by_id(id.clone()).one(db).await.unwrap().unwrap()
-        };
-        for _ in 0..400 {
-            if row().await.create_attempts > 0 {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        let row = || s.row(&id);
+        s.create_sent(&id).await;
         let generation = row().await.generation;
         s.mutate("providerVolumeUpdate", json!({ "tenantId": "acme", "volumeId": id, "deletionProtection": true }))
             .await;
