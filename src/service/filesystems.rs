@@ -11,7 +11,7 @@ use super::networks;
 use super::pools::find_pool;
 use super::protection::{Protection, check_delete};
 use super::validate;
-use crate::authz::{Actor, Target};
+use crate::authz::Actor;
 use crate::error::{Code, Error, Result};
 use crate::ids;
 use crate::provider;
@@ -60,35 +60,24 @@ impl Services {
     pub async fn filesystem_create(&self, actor: &Actor, input: FilesystemCreate) -> Result<FilesystemView> {
         check_create(&input)?;
         let (size_gib, deployment) = lustre_shape(&input)?;
-        // Decided on the network first, as a first call is (its row outlives it): a replay
-        // answers what the first request made, whatever became of the network since, and a key
-        // is never looked at for a caller who may not change the network.
-        let network = store::networks::find(&self.db, &input.network_id)
-            .await?
-            .filter(|n| n.tenant_id == input.tenant_id)
-            .ok_or_else(|| Error::not_found(crate::views::networks::KIND, &input.network_id))?;
-        let target = Target::resource(
-            &input.tenant_id,
-            network.project_id.as_deref(),
-            crate::views::networks::KIND,
-            &network.id,
-        );
-        actor.decide(networks::UPDATE, &target)?;
+        let txn = self.begin().await?;
+        // The key once the caller is decided on the network, before any state rule: a replay
+        // answers what the first request made, whatever became of the network since.
+        let network = self.network_decided(&txn, actor, &input.tenant_id, &input.network_id).await?;
+        let id = ids::new_id(ids::FILESYSTEM);
         let key = idempotency::Key {
             tenant_id: &input.tenant_id,
             operation: "filesystemCreate",
             key: &input.idempotency_key,
         };
-        let hash = idempotency::request_hash(&input);
-        if let Some(existing) = idempotency::recorded(&self.db, &key, &hash).await? {
-            return self.filesystem_replayed(&input, &existing).await;
-        }
-        let txn = self.begin().await?;
-        let network = self.network_for_change(&txn, actor, &input.tenant_id, &input.network_id).await?;
-        let id = ids::new_id(ids::FILESYSTEM);
-        if let Claim::Existing(existing) = idempotency::claim(&txn, &key, &hash, &id).await? {
+        if let Claim::Existing(existing) =
+            idempotency::claim(&txn, &key, &idempotency::request_hash(&input), &id).await?
+        {
             drop(txn);
-            return self.filesystem_replayed(&input, &existing).await;
+            return load(&self.db, &input.tenant_id, &input.network_id, &existing).await.map(|f| view(&f));
+        }
+        if network.state == State::Deleted {
+            return Err(Error::not_found(crate::views::networks::KIND, &network.id));
         }
         let pool = find_pool(&txn, &network.pool_id).await?;
         if !provider::supports_filesystems(pool.account.kind) {
@@ -201,11 +190,6 @@ impl Services {
                 .await?;
         self.commit(txn, vec![event("updated", &updated)]).await?;
         Ok(view(&updated))
-    }
-
-    /// The filesystem a replayed create made (on the network the caller was decided on).
-    async fn filesystem_replayed(&self, input: &FilesystemCreate, filesystem_id: &str) -> Result<FilesystemView> {
-        load(&self.db, &input.tenant_id, &input.network_id, filesystem_id).await.map(|f| view(&f))
     }
 
     pub async fn filesystem_get(

@@ -79,29 +79,24 @@ impl Services {
     pub async fn volume_snapshot(&self, actor: &Actor, input: SnapshotTake) -> Result<SnapshotView> {
         validate::name("name", &input.name)?;
         validate::idempotency_key(&input.idempotency_key)?;
-        validate::tenant_id("tenantId", &input.tenant_id)?;
-        validate::id("volumeId", ids::VOLUME, &input.volume_id)?;
-        // Decided on the volume first, as a first call is (its row outlives it): a replay answers
-        // the snapshot it made, whatever became of the volume since, and a key is never looked
-        // at for a caller who may not take the volume's snapshots.
-        let volume = volumes::find_volume(&self.db, &input.tenant_id, &input.volume_id).await?;
-        let target = Target::resource(&input.tenant_id, volume.project_id.as_deref(), VOLUME_KIND, &volume.id);
-        actor.decide(MANAGE, &target)?;
+        let txn = self.begin().await?;
+        // The key once the caller is decided on the volume, before any state rule: a replay
+        // answers the snapshot it made, whatever became of the volume since.
+        let current = self.volume_decided(&txn, actor, &input.tenant_id, &input.volume_id).await?;
+        let id = ids::new_id(ids::SNAPSHOT);
         let key = idempotency::Key {
             tenant_id: &input.tenant_id,
             operation: "providerVolumeSnapshot",
             key: &input.idempotency_key,
         };
-        let hash = idempotency::request_hash(&input);
-        if let Some(existing) = idempotency::recorded(&self.db, &key, &hash).await? {
-            return self.snapshot_replayed(&input.tenant_id, &existing).await;
-        }
-        let txn = self.begin().await?;
-        let (current, _) = self.volume_for_update(&txn, actor, &input.tenant_id, &input.volume_id).await?;
-        let id = ids::new_id(ids::SNAPSHOT);
-        if let Claim::Existing(existing) = idempotency::claim(&txn, &key, &hash, &id).await? {
+        if let Claim::Existing(existing) =
+            idempotency::claim(&txn, &key, &idempotency::request_hash(&input), &id).await?
+        {
             drop(txn);
-            return self.snapshot_replayed(&input.tenant_id, &existing).await;
+            return Ok(view(&find_snapshot(&self.db, &input.tenant_id, &existing).await?));
+        }
+        if current.state == State::Deleted {
+            return Err(Error::not_found(VOLUME_KIND, &current.id));
         }
         if current.desired_state == Desired::Absent {
             return Err(invalid_state(format!("volume {} is being deleted", current.id), "deleting"));
@@ -133,11 +128,6 @@ impl Services {
         queue::wake(&txn, crate::store::volumes::RECONCILER, &id, self.clock.now_ms()).await?;
         self.commit_and_wake(txn, vec![event("created", &created)]).await?;
         Ok(view(&created))
-    }
-
-    /// The snapshot a replayed request made (of the volume the caller was decided on).
-    async fn snapshot_replayed(&self, tenant_id: &str, snapshot_id: &str) -> Result<SnapshotView> {
-        Ok(view(&find_snapshot(&self.db, tenant_id, snapshot_id).await?))
     }
 
     pub async fn snapshot_get(&self, actor: &Actor, tenant_id: &str, snapshot_id: &str) -> Result<SnapshotView> {
@@ -288,7 +278,7 @@ impl Services {
         let restore = volumes::Restore { snapshot_id: &source.id, size_from_snapshot: input.size_gib.is_none() };
         let created =
             volumes::insert_volume(&txn, &id, &create, &source.provider_account_id, Some(restore), now).await?;
-        volumes::book(&txn, &created, size_gib).await?;
+        store::volumes::book(&txn, &created, size_gib).await?;
         queue::wake(&txn, crate::store::volumes::RECONCILER, &id, self.clock.now_ms()).await?;
         self.commit_and_wake(txn, vec![crate::views::volumes::event("created", &created, &[])]).await?;
         Ok(crate::views::volumes::view(&created, &[]))

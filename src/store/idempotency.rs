@@ -61,10 +61,9 @@ pub async fn claim(
     Ok(Claim::Existing(existing.ok_or_else(|| Error::internal("idempotency record vanished"))?))
 }
 
-/// The resource a first request with this key made, without claiming the key: for a replay to
-/// answer before the rules that decide a first call (whose subject may be gone since). CONFLICT
-/// when the key was used with other input.
-pub async fn recorded(conn: &impl ConnectionTrait, key: &Key<'_>, request_hash: &str) -> Result<Option<String>> {
+/// The resource a first request with this key made; CONFLICT when the key was used with other
+/// input.
+async fn recorded(conn: &impl ConnectionTrait, key: &Key<'_>, request_hash: &str) -> Result<Option<String>> {
     let row = conn
         .query_one_raw(stmt(
             conn.get_database_backend(),

@@ -24,6 +24,13 @@ use super::session::Session;
 use crate::error::Result;
 use crate::store::state::{Desired, State, VolumeFilesystem, VolumeKind};
 
+/// Makes the volume hold exactly `size_gib` of its tenant's diskGiB in its pool (0 refunds it).
+pub async fn book(conn: &impl ConnectionTrait, v: &volume::Model, size_gib: i64) -> Result<()> {
+    let holding =
+        super::quota::Holding { tenant_id: &v.tenant_id, pool_id: &v.pool_id, quota: QUOTA, resource_id: &v.id };
+    super::quota::hold(conn, &holding, size_gib).await
+}
+
 /// The volume by id, whatever its tenant or state.
 pub async fn find(conn: &impl ConnectionTrait, volume_id: &str) -> Result<Option<volume::Model>> {
     Ok(volume::Entity::find_by_id(volume_id.to_owned()).one(conn).await?)

@@ -6,7 +6,7 @@
 //! acts (at most one call: the snapshot, or its delete) and writes back.
 mod decide;
 #[cfg(test)]
-mod tests;
+pub(super) mod tests;
 
 use super::{Next, Run, again_if_changed};
 use crate::error::Result;

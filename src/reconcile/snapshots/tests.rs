@@ -9,7 +9,7 @@ use crate::store::entity::provider_snapshot as snapshot;
 use crate::store::state::{Desired, State, VolumeKind};
 
 /// A snapshot whose attempt was recorded before the call, of a 10 GiB volume.
-fn taking() -> snapshot::Model {
+pub(in crate::reconcile) fn taking() -> snapshot::Model {
     let t = chrono::Utc::now();
     snapshot::Model {
         id: "psnap_1".into(),

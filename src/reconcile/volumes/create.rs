@@ -113,8 +113,7 @@ async fn grow_to_snapshot(run: &Run<'_>, v: &volume::Model, source: &str, size_g
     if !queue::fence(&txn, run.claimed).await? {
         return Ok(Next::Now);
     }
-    let holding = quota::Holding { tenant_id: &v.tenant_id, pool_id: &v.pool_id, quota: QUOTA, resource_id: &v.id };
-    match quota::hold(&txn, &holding, size_gib).await {
+    match rows::book(&txn, v, size_gib).await {
         Ok(()) => {
             let grown = rows::mark_resized(&txn, v, size_gib, services.clock.now()).await?;
             let attached = live_attachments(&txn, &v.id).await?;

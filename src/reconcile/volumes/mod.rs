@@ -18,11 +18,11 @@ use crate::provider::{
     Provider, ProviderResult, ShareAction, VolumeAction, VolumeActionKind, VolumeCreate, ownership_tag,
 };
 use crate::store::entity::{provider_volume as volume, volume_attachment as attachment};
+use crate::store::queue;
 use crate::store::state::{Desired, State, VolumeKind};
 use crate::store::status::StatusWrite;
-use crate::store::volumes::{QUOTA, RECONCILER, live_attachments, share_tag};
+use crate::store::volumes::{RECONCILER, live_attachments, share_tag};
 use crate::store::{instances, snapshots, volumes as rows};
-use crate::store::{queue, quota};
 use attachments::decide::AttachmentObserved;
 use attachments::*;
 use create::*;
@@ -191,8 +191,7 @@ async fn write(run: &Run<'_>, v: &volume::Model, observed: Observed, next: Next)
         wake_snapshots(&txn, &v.id, services.clock.now_ms()).await?;
     }
     if written.state == State::Deleted {
-        let holding = quota::Holding { tenant_id: &v.tenant_id, pool_id: &v.pool_id, quota: QUOTA, resource_id: &v.id };
-        quota::hold(&txn, &holding, 0).await?;
+        rows::book(&txn, v, 0).await?;
     }
     let attached = live_attachments(&txn, &v.id).await?;
     let event = crate::views::volumes::event(decide::event_type(v, &Observed::of(&written)), &written, &attached);

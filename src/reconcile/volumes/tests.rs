@@ -407,3 +407,32 @@ fn a_drift_read_that_finds_a_droplets_vpc_off_the_share_attaches_it_again_by_its
     let busy = Err(ProviderError::RetryLater { message: "slow".into(), after: std::time::Duration::from_secs(1) });
     assert_eq!(attach::vpc_taken_off(&now, &vpcs, busy), None, "an unread Droplet concludes nothing");
 }
+
+/// Issue 33: a restore that named no size grows to the snapshot's size as the provider reports
+/// it; one that named a size below it fails; a snapshot being deleted fails the restore before
+/// anything is booked.
+#[test]
+fn a_restore_grows_to_a_larger_snapshot_only_when_it_named_no_size_and_the_snapshot_is_wanted() {
+    let taken = crate::store::entity::provider_snapshot::Model {
+        state: State::Ready,
+        provider_id: Some("snap-9".into()),
+        min_disk_size: 20,
+        ..super::super::snapshots::tests::taking()
+    };
+    let restore = volume::Model { source_snapshot_id: Some("psnap_1".into()), provider_id: None, ..creating() };
+    let no_size = volume::Model { size_from_snapshot: true, ..restore.clone() };
+    assert_eq!(decide::restore_source(&no_size, "psnap_1", Some(&taken)), decide::RestoreSource::Grow(20));
+    let named = decide::restore_source(&restore, "psnap_1", Some(&taken));
+    assert!(
+        matches!(&named, decide::RestoreSource::Not((o, _)) if o.message.as_deref().is_some_and(|m| m.contains("more than the 10 GiB"))),
+        "{named:?}"
+    );
+    let fits = volume::Model { size_gib: 20, ..no_size.clone() };
+    assert_eq!(decide::restore_source(&fits, "psnap_1", Some(&taken)), decide::RestoreSource::Ready("snap-9".into()));
+    let going = crate::store::entity::provider_snapshot::Model { desired_state: Desired::Absent, ..taken };
+    let failed = decide::restore_source(&no_size, "psnap_1", Some(&going));
+    assert!(
+        matches!(&failed, decide::RestoreSource::Not((o, _)) if o.message.as_deref().is_some_and(|m| m.contains("deleted before the restore"))),
+        "{failed:?}"
+    );
+}

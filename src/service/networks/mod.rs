@@ -384,6 +384,23 @@ impl Services {
         tenant_id: &str,
         network_id: &str,
     ) -> Result<(network::Model, Vec<network_subnet::Model>)> {
+        let found = self.network_decided(conn, actor, tenant_id, network_id).await?;
+        if found.state == State::Deleted {
+            return Err(Error::not_found(KIND, network_id));
+        }
+        let subnets = subnets_of(conn, network_id).await?;
+        Ok((found, subnets))
+    }
+
+    /// The network locked for a change once `actor` may update it, whatever its state: a replay
+    /// answers before the state rules of a first call (the row outlives the network).
+    pub(crate) async fn network_decided(
+        &self,
+        conn: &impl ConnectionTrait,
+        actor: &Actor,
+        tenant_id: &str,
+        network_id: &str,
+    ) -> Result<network::Model> {
         validate::tenant_id("tenantId", tenant_id)?;
         validate::id("networkId", ids::NETWORK, network_id)?;
         // The network's row lock first (PostgreSQL): changes of one network take turns, and take
@@ -392,11 +409,7 @@ impl Services {
             .await?
             .ok_or_else(|| Error::not_found(KIND, network_id))?;
         actor.decide(UPDATE, &Target::resource(tenant_id, found.project_id.as_deref(), KIND, network_id))?;
-        if found.state == State::Deleted {
-            return Err(Error::not_found(KIND, network_id));
-        }
-        let subnets = subnets_of(conn, network_id).await?;
-        Ok((found, subnets))
+        Ok(found)
     }
 }
 

@@ -25,14 +25,14 @@ use crate::store;
 use crate::store::attachments::mark_detach;
 use crate::store::entity::{instance, provider_volume as volume, volume_attachment as attachment};
 use crate::store::idempotency::{self, Claim};
+use crate::store::queue;
 use crate::store::state::{Desired, State, VolumeFilesystem, VolumeKind};
-use crate::store::{queue, quota};
 use crate::views::volumes::{KIND, VolumeView, event, view};
 pub(crate) use checks::attachable_instance;
 use checks::*;
 pub use page::{VolumePage, VolumeReads};
 
-use crate::store::volumes::{QUOTA, RECONCILER, live_attachments};
+use crate::store::volumes::{RECONCILER, live_attachments};
 pub const READ: &str = "compute:volumes:read";
 pub const MANAGE: &str = "compute:volumes:manage";
 pub const MAX_SIZE_GIB: i64 = 16_384;
@@ -106,7 +106,7 @@ impl Services {
         };
         let now = self.clock.now();
         let created = insert_volume(&txn, &id, &input, &pool.account.id, None, now).await?;
-        book(&txn, &created, created.size_gib).await?;
+        store::volumes::book(&txn, &created, created.size_gib).await?;
         let mut attached = Vec::new();
         if let Some(found) = target {
             attached.push(insert_attachment(&txn, &id, &found.id, now).await?);
@@ -228,7 +228,7 @@ impl Services {
         if size_gib == current.size_gib {
             return Ok(view(&current, &attached));
         }
-        book(&txn, &current, size_gib).await?;
+        store::volumes::book(&txn, &current, size_gib).await?;
         let now = self.clock.now();
         let updated = store::volumes::mark_resized(&txn, &current, size_gib, now).await?;
         queue::wake(&txn, RECONCILER, volume_id, self.clock.now_ms()).await?;
@@ -303,16 +303,29 @@ impl Services {
         tenant_id: &str,
         volume_id: &str,
     ) -> Result<(volume::Model, Vec<attachment::Model>)> {
-        validate::tenant_id("tenantId", tenant_id)?;
-        validate::id("volumeId", ids::VOLUME, volume_id)?;
-        crate::store::lock(conn, "provider_volumes", volume_id).await?;
-        let found = find_volume(conn, tenant_id, volume_id).await?;
-        actor.decide(MANAGE, &Target::resource(tenant_id, found.project_id.as_deref(), KIND, volume_id))?;
+        let found = self.volume_decided(conn, actor, tenant_id, volume_id).await?;
         if found.state == State::Deleted {
             return Err(Error::not_found(KIND, volume_id));
         }
         let attached = live_attachments(conn, volume_id).await?;
         Ok((found, attached))
+    }
+
+    /// The volume locked for a change once `actor` may manage it, whatever its state: a replay
+    /// answers before the state rules of a first call (the row outlives the volume).
+    pub(crate) async fn volume_decided(
+        &self,
+        conn: &impl ConnectionTrait,
+        actor: &Actor,
+        tenant_id: &str,
+        volume_id: &str,
+    ) -> Result<volume::Model> {
+        validate::tenant_id("tenantId", tenant_id)?;
+        validate::id("volumeId", ids::VOLUME, volume_id)?;
+        crate::store::lock(conn, "provider_volumes", volume_id).await?;
+        let found = find_volume(conn, tenant_id, volume_id).await?;
+        actor.decide(MANAGE, &Target::resource(tenant_id, found.project_id.as_deref(), KIND, volume_id))?;
+        Ok(found)
     }
 
     /// `volume_for_update`, and INVALID_STATE when the volume is being deleted.
@@ -343,12 +356,6 @@ pub(crate) async fn find_volume(
 
 pub(crate) fn invalid_state(message: String, reason: &str) -> Error {
     Error::new(Code::InvalidState, message).with_details(json!({ "reason": reason }))
-}
-
-/// Holds `size_gib` of the tenant's diskGiB in the volume's pool.
-pub(crate) async fn book(conn: &impl ConnectionTrait, v: &volume::Model, size_gib: i64) -> Result<()> {
-    let holding = quota::Holding { tenant_id: &v.tenant_id, pool_id: &v.pool_id, quota: QUOTA, resource_id: &v.id };
-    quota::hold(conn, &holding, size_gib).await
 }
 
 /// The snapshot a volume is restored from, and whether the restore named no size (the volume then
