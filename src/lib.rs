@@ -15,6 +15,7 @@ pub mod graphql;
 pub mod http;
 pub mod ids;
 pub mod metrics;
+pub mod plan;
 pub mod provider;
 pub mod reconcile;
 pub mod secret;

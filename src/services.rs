@@ -35,7 +35,13 @@ impl Services {
     }
 
     /// Appends `events` and commits, then wakes this process's feed.
+    /// In a dry run (`plan::dry_run`), notes what the events would start and rolls back.
     pub async fn commit(&self, txn: DatabaseTransaction, events: Vec<NewEvent>) -> Result<()> {
+        if crate::plan::active() {
+            note_events(&txn, &events).await?;
+            txn.rollback().await?;
+            return Ok(());
+        }
         let now = self.clock.now();
         for event in events {
             outbox::append(&txn, event, now).await?;
@@ -48,8 +54,32 @@ impl Services {
     /// `commit` for a change that woke a reconciler (`queue::wake` in `txn`): also rouses one of
     /// this process's workers, so the work starts at once rather than at the next poll.
     pub async fn commit_and_wake(&self, txn: DatabaseTransaction, events: Vec<NewEvent>) -> Result<()> {
+        let dry_run = crate::plan::active();
         self.commit(txn, events).await?;
-        self.work.notify_one();
+        if !dry_run {
+            self.work.notify_one();
+        }
         Ok(())
     }
+}
+
+/// A dry run's note of its events: their types, the provider of each resource they are of, and
+/// the meter each resource it creates would start.
+async fn note_events(txn: &DatabaseTransaction, events: &[NewEvent]) -> Result<()> {
+    for event in events {
+        let subject = crate::store::pools::subject_of(txn, &event.subject).await?;
+        let meter = match event.event_type.ends_with(".created") {
+            true => crate::store::usage::meter_of(txn, &event.subject).await?,
+            false => None,
+        };
+        crate::plan::note(|plan| {
+            plan.events.push(event.event_type.clone());
+            plan.subjects.extend(subject);
+            if let Some((meter, pool_id, quantity)) = meter {
+                let resource_id = event.subject.clone();
+                plan.meters.push(crate::plan::MeterStart { meter: meter.to_owned(), resource_id, pool_id, quantity });
+            }
+        });
+    }
+    Ok(())
 }

@@ -19,6 +19,7 @@ mod m20261208_000012_inventory;
 mod m20261209_000013_restore_size;
 mod m20261210_000014_deletion_protection;
 mod m20261211_000015_event_times;
+mod m20261212_000016_rate_cards;
 
 pub struct Migrator;
 
@@ -41,6 +42,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261209_000013_restore_size::Migration),
             Box::new(m20261210_000014_deletion_protection::Migration),
             Box::new(m20261211_000015_event_times::Migration),
+            Box::new(m20261212_000016_rate_cards::Migration),
         ]
     }
 }

@@ -6,6 +6,7 @@ use futures_util::Stream;
 use super::instances::Instance;
 use super::loaders::loaders;
 use super::pages::Connection;
+use super::plans::planned;
 use super::render::Render;
 use super::{actor, services};
 use crate::service::addresses::AddressCreate;
@@ -112,6 +113,10 @@ pub struct ProviderAddressCreateInput {
     #[graphql(default)]
     pub deletion_protection: bool,
     pub idempotency_key: String,
+    /// Runs the whole call and records nothing: the answer it would give, with its plan (quota,
+    /// provider calls, meters, monthly cost) in the response's `extensions.plan`.
+    #[graphql(default)]
+    pub dry_run: bool,
 }
 
 #[derive(InputObject)]
@@ -119,18 +124,30 @@ pub struct ProviderAddressAssignInput {
     pub tenant_id: String,
     pub address_id: String,
     pub instance_id: String,
+    /// Runs the whole call and records nothing: the answer it would give, with its plan (quota,
+    /// provider calls, meters, monthly cost) in the response's `extensions.plan`.
+    #[graphql(default)]
+    pub dry_run: bool,
 }
 
 #[derive(InputObject)]
 pub struct ProviderAddressUnassignInput {
     pub tenant_id: String,
     pub address_id: String,
+    /// Runs the whole call and records nothing: the answer it would give, with its plan (quota,
+    /// provider calls, meters, monthly cost) in the response's `extensions.plan`.
+    #[graphql(default)]
+    pub dry_run: bool,
 }
 
 #[derive(InputObject)]
 pub struct ProviderAddressDeleteInput {
     pub tenant_id: String,
     pub address_id: String,
+    /// Runs the whole call and records nothing: the answer it would give, with its plan (quota,
+    /// provider calls, meters, monthly cost) in the response's `extensions.plan`.
+    #[graphql(default)]
+    pub dry_run: bool,
 }
 
 #[derive(InputObject)]
@@ -139,6 +156,10 @@ pub struct ProviderAddressUpdateInput {
     pub address_id: String,
     /// Turns deletion protection on or off (left as it is when not given).
     pub deletion_protection: Option<bool>,
+    /// Runs the whole call and records nothing: the answer it would give, with its plan (quota,
+    /// provider calls, meters, monthly cost) in the response's `extensions.plan`.
+    #[graphql(default)]
+    pub dry_run: bool,
 }
 
 #[derive(Default)]
@@ -197,17 +218,21 @@ impl AddressMutation {
         ctx: &Context<'_>,
         input: ProviderAddressCreateInput,
     ) -> Result<ProviderAddress> {
-        let create = AddressCreate {
-            tenant_id: input.tenant_id,
-            project_id: input.project_id,
-            pool_id: input.pool_id,
-            name: input.name,
-            region: input.region,
-            family: input.family,
-            deletion_protection: input.deletion_protection,
-            idempotency_key: input.idempotency_key,
-        };
-        Ok(ProviderAddress(services(ctx).address_create(actor(ctx)?, create).await?))
+        let dry_run = input.dry_run;
+        planned(ctx, dry_run, async move {
+            let create = AddressCreate {
+                tenant_id: input.tenant_id,
+                project_id: input.project_id,
+                pool_id: input.pool_id,
+                name: input.name,
+                region: input.region,
+                family: input.family,
+                deletion_protection: input.deletion_protection,
+                idempotency_key: input.idempotency_key,
+            };
+            Ok(ProviderAddress(services(ctx).address_create(actor(ctx)?, create).await?))
+        })
+        .await
     }
 
     /// Assigns it to an instance; publishes `providerAddress.assigned` once the provider did.
@@ -221,9 +246,14 @@ impl AddressMutation {
         ctx: &Context<'_>,
         input: ProviderAddressAssignInput,
     ) -> Result<ProviderAddress> {
-        let view =
-            services(ctx).address_assign(actor(ctx)?, &input.tenant_id, &input.address_id, &input.instance_id).await?;
-        Ok(ProviderAddress(view))
+        let dry_run = input.dry_run;
+        planned(ctx, dry_run, async move {
+            let view = services(ctx)
+                .address_assign(actor(ctx)?, &input.tenant_id, &input.address_id, &input.instance_id)
+                .await?;
+            Ok(ProviderAddress(view))
+        })
+        .await
     }
 
     /// Unassigns it and keeps it reserved; publishes `providerAddress.unassigned` once the
@@ -233,7 +263,11 @@ impl AddressMutation {
         ctx: &Context<'_>,
         input: ProviderAddressUnassignInput,
     ) -> Result<ProviderAddress> {
-        Ok(ProviderAddress(services(ctx).address_unassign(actor(ctx)?, &input.tenant_id, &input.address_id).await?))
+        let dry_run = input.dry_run;
+        planned(ctx, dry_run, async move {
+            Ok(ProviderAddress(services(ctx).address_unassign(actor(ctx)?, &input.tenant_id, &input.address_id).await?))
+        })
+        .await
     }
 
     /// Changes its settings (deletion protection); publishes `providerAddress.updated`. Asking
@@ -243,8 +277,12 @@ impl AddressMutation {
         ctx: &Context<'_>,
         input: ProviderAddressUpdateInput,
     ) -> Result<ProviderAddress> {
-        let update = Protection { tenant_id: input.tenant_id, id: input.address_id, on: input.deletion_protection };
-        Ok(ProviderAddress(services(ctx).address_update(actor(ctx)?, update).await?))
+        let dry_run = input.dry_run;
+        planned(ctx, dry_run, async move {
+            let update = Protection { tenant_id: input.tenant_id, id: input.address_id, on: input.deletion_protection };
+            Ok(ProviderAddress(services(ctx).address_update(actor(ctx)?, update).await?))
+        })
+        .await
     }
 
     /// Marks it for release and returns it DELETING; publishes `providerAddress.deleted` once
@@ -256,7 +294,11 @@ impl AddressMutation {
         ctx: &Context<'_>,
         input: ProviderAddressDeleteInput,
     ) -> Result<ProviderAddress> {
-        Ok(ProviderAddress(services(ctx).address_delete(actor(ctx)?, &input.tenant_id, &input.address_id).await?))
+        let dry_run = input.dry_run;
+        planned(ctx, dry_run, async move {
+            Ok(ProviderAddress(services(ctx).address_delete(actor(ctx)?, &input.tenant_id, &input.address_id).await?))
+        })
+        .await
     }
 }
 

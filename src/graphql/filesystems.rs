@@ -3,6 +3,7 @@ use async_graphql::{Context, ID, InputObject, Object, Result, SimpleObject, Subs
 use chrono::{DateTime, Utc};
 use futures_util::Stream;
 
+use super::plans::planned;
 use super::{actor, services};
 use crate::service::filesystems::FilesystemCreate;
 use crate::service::protection::Protection;
@@ -105,6 +106,10 @@ pub struct FilesystemCreateInput {
     #[graphql(default)]
     pub deletion_protection: bool,
     pub idempotency_key: String,
+    /// Runs the whole call and records nothing: the answer it would give, with its plan (quota,
+    /// provider calls, meters, monthly cost) in the response's `extensions.plan`.
+    #[graphql(default)]
+    pub dry_run: bool,
 }
 
 #[derive(InputObject)]
@@ -112,6 +117,10 @@ pub struct FilesystemDeleteInput {
     pub tenant_id: String,
     pub network_id: String,
     pub filesystem_id: String,
+    /// Runs the whole call and records nothing: the answer it would give, with its plan (quota,
+    /// provider calls, meters, monthly cost) in the response's `extensions.plan`.
+    #[graphql(default)]
+    pub dry_run: bool,
 }
 
 #[derive(InputObject)]
@@ -121,6 +130,10 @@ pub struct FilesystemUpdateInput {
     pub filesystem_id: String,
     /// Turns deletion protection on or off (left as it is when not given).
     pub deletion_protection: Option<bool>,
+    /// Runs the whole call and records nothing: the answer it would give, with its plan (quota,
+    /// provider calls, meters, monthly cost) in the response's `extensions.plan`.
+    #[graphql(default)]
+    pub dry_run: bool,
 }
 
 #[derive(Default)]
@@ -157,25 +170,34 @@ impl FilesystemMutation {
     /// the provider once the network has been ready. Publishes `network.filesystem.created`,
     /// then `…ready` or `…error`. UNSUPPORTED on a provider without filesystems.
     async fn filesystem_create(&self, ctx: &Context<'_>, input: FilesystemCreateInput) -> Result<Filesystem> {
-        let create = FilesystemCreate {
-            tenant_id: input.tenant_id,
-            network_id: input.network_id,
-            name: input.name,
-            kind: input.kind,
-            size_gib: input.size_gib,
-            deployment: input.deployment,
-            zone: input.zone,
-            deletion_protection: input.deletion_protection,
-            idempotency_key: input.idempotency_key,
-        };
-        Ok(Filesystem(services(ctx).filesystem_create(actor(ctx)?, create).await?))
+        let dry_run = input.dry_run;
+        planned(ctx, dry_run, async move {
+            let create = FilesystemCreate {
+                tenant_id: input.tenant_id,
+                network_id: input.network_id,
+                name: input.name,
+                kind: input.kind,
+                size_gib: input.size_gib,
+                deployment: input.deployment,
+                zone: input.zone,
+                deletion_protection: input.deletion_protection,
+                idempotency_key: input.idempotency_key,
+            };
+            Ok(Filesystem(services(ctx).filesystem_create(actor(ctx)?, create).await?))
+        })
+        .await
     }
 
     /// Changes its settings (deletion protection); publishes `network.filesystem.updated`.
     /// Asking what it already has returns it unchanged; INVALID_STATE while it is being deleted.
     async fn filesystem_update(&self, ctx: &Context<'_>, input: FilesystemUpdateInput) -> Result<Filesystem> {
-        let update = Protection { tenant_id: input.tenant_id, id: input.filesystem_id, on: input.deletion_protection };
-        Ok(Filesystem(services(ctx).filesystem_update(actor(ctx)?, &input.network_id, update).await?))
+        let dry_run = input.dry_run;
+        planned(ctx, dry_run, async move {
+            let update =
+                Protection { tenant_id: input.tenant_id, id: input.filesystem_id, on: input.deletion_protection };
+            Ok(Filesystem(services(ctx).filesystem_update(actor(ctx)?, &input.network_id, update).await?))
+        })
+        .await
     }
 
     /// Marks the filesystem for deletion and returns it DELETING; the reconciler removes its
@@ -183,10 +205,14 @@ impl FilesystemMutation {
     /// `network.filesystem.deleted`. INVALID_STATE while an instance mounts it, or while it has
     /// deletion protection (`reason: deletionProtected`).
     async fn filesystem_delete(&self, ctx: &Context<'_>, input: FilesystemDeleteInput) -> Result<Filesystem> {
-        let view = services(ctx)
-            .filesystem_delete(actor(ctx)?, &input.tenant_id, &input.network_id, &input.filesystem_id)
-            .await?;
-        Ok(Filesystem(view))
+        let dry_run = input.dry_run;
+        planned(ctx, dry_run, async move {
+            let view = services(ctx)
+                .filesystem_delete(actor(ctx)?, &input.tenant_id, &input.network_id, &input.filesystem_id)
+                .await?;
+            Ok(Filesystem(view))
+        })
+        .await
     }
 }
 

@@ -3,6 +3,7 @@ use async_graphql::{Context, ID, InputObject, Object, Result, SimpleObject, Subs
 use chrono::{DateTime, Utc};
 use futures_util::Stream;
 
+use super::plans::planned;
 use super::{actor, services};
 use crate::service::firewall_rules::FirewallRuleCreate;
 use crate::store::state::{Desired, Direction, Protocol, RuleAction, State};
@@ -124,6 +125,10 @@ pub struct FirewallRuleCreateInput {
     #[graphql(default)]
     pub applies_to: Vec<String>,
     pub idempotency_key: String,
+    /// Runs the whole call and records nothing: the answer it would give, with its plan (quota,
+    /// provider calls, meters, monthly cost) in the response's `extensions.plan`.
+    #[graphql(default)]
+    pub dry_run: bool,
 }
 
 #[derive(InputObject)]
@@ -131,6 +136,10 @@ pub struct FirewallRuleDeleteInput {
     pub tenant_id: String,
     pub network_id: String,
     pub firewall_rule_id: String,
+    /// Runs the whole call and records nothing: the answer it would give, with its plan (quota,
+    /// provider calls, meters, monthly cost) in the response's `extensions.plan`.
+    #[graphql(default)]
+    pub dry_run: bool,
 }
 
 #[derive(Default)]
@@ -174,30 +183,38 @@ impl FirewallRuleMutation {
     /// an outbound rule applies to it, so is outbound traffic no rule allows. Publishes
     /// `network.firewallRule.created`, then `…ready` or `…error`.
     async fn firewall_rule_create(&self, ctx: &Context<'_>, input: FirewallRuleCreateInput) -> Result<FirewallRule> {
-        let create = FirewallRuleCreate {
-            tenant_id: input.tenant_id,
-            network_id: input.network_id,
-            name: input.name,
-            direction: input.direction,
-            action: input.action,
-            protocol: input.protocol,
-            from_port: input.from_port,
-            to_port: input.to_port,
-            peers: Peers { addresses: input.peers.addresses, instance_ids: input.peers.instance_ids },
-            applies_to: input.applies_to,
-            idempotency_key: input.idempotency_key,
-        };
-        Ok(FirewallRule(services(ctx).firewall_rule_create(actor(ctx)?, create).await?))
+        let dry_run = input.dry_run;
+        planned(ctx, dry_run, async move {
+            let create = FirewallRuleCreate {
+                tenant_id: input.tenant_id,
+                network_id: input.network_id,
+                name: input.name,
+                direction: input.direction,
+                action: input.action,
+                protocol: input.protocol,
+                from_port: input.from_port,
+                to_port: input.to_port,
+                peers: Peers { addresses: input.peers.addresses, instance_ids: input.peers.instance_ids },
+                applies_to: input.applies_to,
+                idempotency_key: input.idempotency_key,
+            };
+            Ok(FirewallRule(services(ctx).firewall_rule_create(actor(ctx)?, create).await?))
+        })
+        .await
     }
 
     /// Marks the rule for deletion and returns it DELETING; the reconciler takes it off the
     /// machines and deletes its firewall or security group, then publishes
     /// `network.firewallRule.deleted`.
     async fn firewall_rule_delete(&self, ctx: &Context<'_>, input: FirewallRuleDeleteInput) -> Result<FirewallRule> {
-        let view = services(ctx)
-            .firewall_rule_delete(actor(ctx)?, &input.tenant_id, &input.network_id, &input.firewall_rule_id)
-            .await?;
-        Ok(FirewallRule(view))
+        let dry_run = input.dry_run;
+        planned(ctx, dry_run, async move {
+            let view = services(ctx)
+                .firewall_rule_delete(actor(ctx)?, &input.tenant_id, &input.network_id, &input.firewall_rule_id)
+                .await?;
+            Ok(FirewallRule(view))
+        })
+        .await
     }
 }
 

@@ -6,6 +6,7 @@ use async_graphql::{ComplexObject, Context, ID, InputObject, Object, Result, Sim
 use futures_util::Stream;
 
 use super::pages::Connection;
+use super::plans::planned;
 use super::render::{Planner, Render, Step, view_field};
 use super::{actor, services};
 use crate::service::instances::{FilesystemMountInput, InstanceCreate};
@@ -89,6 +90,10 @@ pub struct InstanceCreateInput {
     #[graphql(default_with = "OnDelete::Delete")]
     pub on_delete: OnDelete,
     pub idempotency_key: String,
+    /// Runs the whole call and records nothing: the answer it would give, with its plan (quota,
+    /// provider calls, meters, monthly cost) in the response's `extensions.plan`.
+    #[graphql(default)]
+    pub dry_run: bool,
 }
 
 /// A filesystem to mount, at an absolute path of plain segments outside the system directories
@@ -111,6 +116,10 @@ pub struct InstanceFilesystem {
 pub struct InstanceDeleteInput {
     pub tenant_id: String,
     pub instance_id: String,
+    /// Runs the whole call and records nothing: the answer it would give, with its plan (quota,
+    /// provider calls, meters, monthly cost) in the response's `extensions.plan`.
+    #[graphql(default)]
+    pub dry_run: bool,
 }
 
 #[derive(Default)]
@@ -150,32 +159,40 @@ impl InstanceMutation {
     /// Records an instance and returns it PENDING; the reconciler makes its machine. Publishes
     /// `instance.created`, then `instance.ready` or `instance.error`.
     async fn instance_create(&self, ctx: &Context<'_>, input: InstanceCreateInput) -> Result<Instance> {
-        let create = InstanceCreate {
-            tenant_id: input.tenant_id,
-            project_id: input.project_id,
-            pool_id: input.pool_id,
-            name: input.name,
-            region: input.region,
-            size: input.size,
-            image: input.image,
-            network_id: input.network_id,
-            on_delete: input.on_delete,
-            zone: input.zone,
-            user_data: input.user_data,
-            filesystems: input
-                .filesystems
-                .into_iter()
-                .map(|f| FilesystemMountInput { filesystem_id: f.filesystem, path: f.path })
-                .collect(),
-            idempotency_key: input.idempotency_key,
-        };
-        Ok(Instance::from(services(ctx).instance_create(actor(ctx)?, create).await?))
+        let dry_run = input.dry_run;
+        planned(ctx, dry_run, async move {
+            let create = InstanceCreate {
+                tenant_id: input.tenant_id,
+                project_id: input.project_id,
+                pool_id: input.pool_id,
+                name: input.name,
+                region: input.region,
+                size: input.size,
+                image: input.image,
+                network_id: input.network_id,
+                on_delete: input.on_delete,
+                zone: input.zone,
+                user_data: input.user_data,
+                filesystems: input
+                    .filesystems
+                    .into_iter()
+                    .map(|f| FilesystemMountInput { filesystem_id: f.filesystem, path: f.path })
+                    .collect(),
+                idempotency_key: input.idempotency_key,
+            };
+            Ok(Instance::from(services(ctx).instance_create(actor(ctx)?, create).await?))
+        })
+        .await
     }
 
     /// Marks the instance for deletion and returns it DELETING; once its machine is gone its
     /// volumes are detached (deleteWithInstance ones deleted).
     async fn instance_delete(&self, ctx: &Context<'_>, input: InstanceDeleteInput) -> Result<Instance> {
-        Ok(Instance::from(services(ctx).instance_delete(actor(ctx)?, &input.tenant_id, &input.instance_id).await?))
+        let dry_run = input.dry_run;
+        planned(ctx, dry_run, async move {
+            Ok(Instance::from(services(ctx).instance_delete(actor(ctx)?, &input.tenant_id, &input.instance_id).await?))
+        })
+        .await
     }
 }
 

@@ -13,6 +13,7 @@ mod measure;
 mod networks;
 mod nodes;
 mod pages;
+pub mod plans;
 mod pools;
 mod reads;
 pub(crate) mod render;
@@ -164,7 +165,12 @@ impl Schemas {
         }
         let checked = self.checked.execute(check).await;
         let Some(spent) = limits::passed(&checked) else { return (checked, 0) };
-        (limits::with_codes(self.fast.execute(request).await), spent)
+        let plans = plans::Plans::default();
+        let mut response = self.fast.execute(request.data(plans.clone())).await;
+        if let Some(plan) = plans.extension() {
+            response.extensions.insert("plan".to_owned(), plan);
+        }
+        (limits::with_codes(response), spent)
     }
 
     /// Each request of a batch in turn, as async-graphql does; the batch is one request, whose

@@ -4,6 +4,7 @@ use chrono::{DateTime, Utc};
 use futures_util::Stream;
 
 use super::pages::{Connection, Edge};
+use super::plans::planned;
 use super::render::Render;
 use super::{actor, services};
 use crate::service::networks::{NetworkAdopt, NetworkCreate, SubnetInput};
@@ -150,6 +151,10 @@ pub struct NetworkCreateInput {
     pub ip_range: Option<String>,
     pub subnets: Vec<SubnetSpec>,
     pub idempotency_key: String,
+    /// Runs the whole call and records nothing: the answer it would give, with its plan (quota,
+    /// provider calls, meters, monthly cost) in the response's `extensions.plan`.
+    #[graphql(default)]
+    pub dry_run: bool,
 }
 
 /// An existing AWS VPC to record as a network.
@@ -165,6 +170,10 @@ pub struct NetworkAdoptInput {
     /// The VPC's region; the account's first when absent.
     pub region: Option<String>,
     pub idempotency_key: String,
+    /// Runs the whole call and records nothing: the answer it would give, with its plan (quota,
+    /// provider calls, meters, monthly cost) in the response's `extensions.plan`.
+    #[graphql(default)]
+    pub dry_run: bool,
 }
 
 #[derive(InputObject)]
@@ -172,6 +181,10 @@ pub struct NetworkAddSubnetInput {
     pub tenant_id: String,
     pub network_id: String,
     pub subnet: SubnetSpec,
+    /// Runs the whole call and records nothing: the answer it would give, with its plan (quota,
+    /// provider calls, meters, monthly cost) in the response's `extensions.plan`.
+    #[graphql(default)]
+    pub dry_run: bool,
 }
 
 #[derive(InputObject)]
@@ -179,12 +192,20 @@ pub struct NetworkRemoveSubnetInput {
     pub tenant_id: String,
     pub network_id: String,
     pub subnet_id: String,
+    /// Runs the whole call and records nothing: the answer it would give, with its plan (quota,
+    /// provider calls, meters, monthly cost) in the response's `extensions.plan`.
+    #[graphql(default)]
+    pub dry_run: bool,
 }
 
 #[derive(InputObject)]
 pub struct NetworkDeleteInput {
     pub tenant_id: String,
     pub network_id: String,
+    /// Runs the whole call and records nothing: the answer it would give, with its plan (quota,
+    /// provider calls, meters, monthly cost) in the response's `extensions.plan`.
+    #[graphql(default)]
+    pub dry_run: bool,
 }
 
 #[derive(Default)]
@@ -227,56 +248,76 @@ impl NetworkMutation {
     /// Records a network with its subnets and returns it PENDING; the reconciler makes one VPC
     /// per subnet. Publishes `network.created`, then `network.ready` or `network.error`.
     async fn network_create(&self, ctx: &Context<'_>, input: NetworkCreateInput) -> Result<Network> {
-        let create = NetworkCreate {
-            tenant_id: input.tenant_id,
-            pool_id: input.pool_id,
-            project_id: input.project_id,
-            name: input.name,
-            description: input.description,
-            ip_range: input.ip_range,
-            subnets: input.subnets.into_iter().map(Into::into).collect(),
-            idempotency_key: input.idempotency_key,
-        };
-        Ok(Network(services(ctx).network_create(actor(ctx)?, create).await?))
+        let dry_run = input.dry_run;
+        planned(ctx, dry_run, async move {
+            let create = NetworkCreate {
+                tenant_id: input.tenant_id,
+                pool_id: input.pool_id,
+                project_id: input.project_id,
+                name: input.name,
+                description: input.description,
+                ip_range: input.ip_range,
+                subnets: input.subnets.into_iter().map(Into::into).collect(),
+                idempotency_key: input.idempotency_key,
+            };
+            Ok(Network(services(ctx).network_create(actor(ctx)?, create).await?))
+        })
+        .await
     }
 
     /// Records an existing AWS VPC as a network and returns it PENDING; the reconciler reads the
     /// VPC and its subnets (READY) and never changes them. An adopted network takes instances
     /// but no filesystems; deleting it only forgets it. UNSUPPORTED on another provider.
     async fn network_adopt(&self, ctx: &Context<'_>, input: NetworkAdoptInput) -> Result<Network> {
-        let adopt = NetworkAdopt {
-            tenant_id: input.tenant_id,
-            pool_id: input.pool_id,
-            project_id: input.project_id,
-            name: input.name,
-            description: input.description,
-            vpc_id: input.vpc_id,
-            region: input.region,
-            idempotency_key: input.idempotency_key,
-        };
-        Ok(Network(services(ctx).network_adopt(actor(ctx)?, adopt).await?))
+        let dry_run = input.dry_run;
+        planned(ctx, dry_run, async move {
+            let adopt = NetworkAdopt {
+                tenant_id: input.tenant_id,
+                pool_id: input.pool_id,
+                project_id: input.project_id,
+                name: input.name,
+                description: input.description,
+                vpc_id: input.vpc_id,
+                region: input.region,
+                idempotency_key: input.idempotency_key,
+            };
+            Ok(Network(services(ctx).network_adopt(actor(ctx)?, adopt).await?))
+        })
+        .await
     }
 
     /// Adds a subnet (INVALID_STATE while the network is being deleted).
     async fn network_add_subnet(&self, ctx: &Context<'_>, input: NetworkAddSubnetInput) -> Result<Network> {
-        let view = services(ctx)
-            .network_add_subnet(actor(ctx)?, &input.tenant_id, &input.network_id, input.subnet.into())
-            .await?;
-        Ok(Network(view))
+        let dry_run = input.dry_run;
+        planned(ctx, dry_run, async move {
+            let view = services(ctx)
+                .network_add_subnet(actor(ctx)?, &input.tenant_id, &input.network_id, input.subnet.into())
+                .await?;
+            Ok(Network(view))
+        })
+        .await
     }
 
     /// Removes a subnet: its VPC is deleted.
     async fn network_remove_subnet(&self, ctx: &Context<'_>, input: NetworkRemoveSubnetInput) -> Result<Network> {
-        let view = services(ctx)
-            .network_remove_subnet(actor(ctx)?, &input.tenant_id, &input.network_id, &input.subnet_id)
-            .await?;
-        Ok(Network(view))
+        let dry_run = input.dry_run;
+        planned(ctx, dry_run, async move {
+            let view = services(ctx)
+                .network_remove_subnet(actor(ctx)?, &input.tenant_id, &input.network_id, &input.subnet_id)
+                .await?;
+            Ok(Network(view))
+        })
+        .await
     }
 
     /// Marks the network for deletion and returns it DELETING; publishes `network.deleting`, then
     /// `network.deleted` once every VPC is gone.
     async fn network_delete(&self, ctx: &Context<'_>, input: NetworkDeleteInput) -> Result<Network> {
-        Ok(Network(services(ctx).network_delete(actor(ctx)?, &input.tenant_id, &input.network_id).await?))
+        let dry_run = input.dry_run;
+        planned(ctx, dry_run, async move {
+            Ok(Network(services(ctx).network_delete(actor(ctx)?, &input.tenant_id, &input.network_id).await?))
+        })
+        .await
     }
 }
 

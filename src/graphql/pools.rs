@@ -2,6 +2,7 @@
 use async_graphql::{ComplexObject, Context, ID, InputObject, Object, Result, SimpleObject};
 use chrono::{DateTime, Utc};
 
+use super::plans::planned;
 use super::{actor, providers, services};
 use crate::service::pools::{self as svc, QuotaLimit};
 use crate::store::state::{Billing, ProviderKind};
@@ -122,6 +123,10 @@ pub struct ProviderAccountCreateInput {
     pub zones: Vec<String>,
     /// Set for a tenant's own (BYO) account.
     pub tenant_id: Option<String>,
+    /// Runs the whole call and records nothing: the answer it would give, with its plan (quota,
+    /// provider calls, meters, monthly cost) in the response's `extensions.plan`.
+    #[graphql(default)]
+    pub dry_run: bool,
 }
 
 #[derive(InputObject)]
@@ -135,6 +140,10 @@ pub struct PoolCreateInput {
     /// The images its instances may ask (none: any).
     #[graphql(default)]
     pub images: Vec<String>,
+    /// Runs the whole call and records nothing: the answer it would give, with its plan (quota,
+    /// provider calls, meters, monthly cost) in the response's `extensions.plan`.
+    #[graphql(default)]
+    pub dry_run: bool,
 }
 
 #[derive(InputObject)]
@@ -144,6 +153,37 @@ pub struct PoolMachinesSetInput {
     pub sizes: Vec<String>,
     /// The images its instances may ask from now on (empty: any).
     pub images: Vec<String>,
+    /// Runs the whole call and records nothing: the answer it would give, with its plan (quota,
+    /// provider calls, meters, monthly cost) in the response's `extensions.plan`.
+    #[graphql(default)]
+    pub dry_run: bool,
+}
+
+#[derive(InputObject)]
+pub struct PoolRatesSetInput {
+    pub pool_id: String,
+    /// Its prices from now on; null removes them (usage then answers no cost).
+    pub rate_card: Option<RateCardInput>,
+    /// Runs the whole call and records nothing: the answer it would give, with its plan (quota,
+    /// provider calls, meters, monthly cost) in the response's `extensions.plan`.
+    #[graphql(default)]
+    pub dry_run: bool,
+}
+
+#[derive(InputObject)]
+pub struct RateCardInput {
+    /// An ISO 4217 code, e.g. `USD`.
+    pub currency: String,
+    /// A price per unit of each meter that costs; a meter not listed is free.
+    pub prices: Vec<MeterPriceInput>,
+}
+
+#[derive(InputObject)]
+pub struct MeterPriceInput {
+    /// A usage meter, e.g. `vps.volume.gib.hours`.
+    pub meter: String,
+    /// Per unit: a GiB-hour, or an hour.
+    pub price: f64,
 }
 
 #[derive(InputObject)]
@@ -158,6 +198,10 @@ pub struct PoolOfferInput {
     pub tenant_id: String,
     #[graphql(default)]
     pub quotas: Vec<QuotaLimitInput>,
+    /// Runs the whole call and records nothing: the answer it would give, with its plan (quota,
+    /// provider calls, meters, monthly cost) in the response's `extensions.plan`.
+    #[graphql(default)]
+    pub dry_run: bool,
 }
 
 #[derive(InputObject)]
@@ -166,6 +210,10 @@ pub struct QuotaSetInput {
     pub pool_id: String,
     pub resource: String,
     pub max: i64,
+    /// Runs the whole call and records nothing: the answer it would give, with its plan (quota,
+    /// provider calls, meters, monthly cost) in the response's `extensions.plan`.
+    #[graphql(default)]
+    pub dry_run: bool,
 }
 
 #[derive(SimpleObject)]
@@ -216,60 +264,97 @@ impl PoolMutation {
         ctx: &Context<'_>,
         input: ProviderAccountCreateInput,
     ) -> Result<ProviderAccount> {
-        let input = svc::ProviderAccountCreate {
-            name: input.name,
-            kind: input.kind,
-            api_url: input.api_url,
-            credential_ref: input.credential_ref,
-            sim: input.sim,
-            regions: input.regions,
-            zones: input.zones,
-            tenant_id: input.tenant_id,
-        };
-        Ok(ProviderAccount { view: services(ctx).provider_account_create(actor(ctx)?, input).await? })
+        let dry_run = input.dry_run;
+        planned(ctx, dry_run, async move {
+            let input = svc::ProviderAccountCreate {
+                name: input.name,
+                kind: input.kind,
+                api_url: input.api_url,
+                credential_ref: input.credential_ref,
+                sim: input.sim,
+                regions: input.regions,
+                zones: input.zones,
+                tenant_id: input.tenant_id,
+            };
+            Ok(ProviderAccount { view: services(ctx).provider_account_create(actor(ctx)?, input).await? })
+        })
+        .await
     }
 
     /// Creates a pool on an account (operator): METERED on the platform's, BYO on a tenant's own.
     /// Publishes `pool.created`.
     async fn pool_create(&self, ctx: &Context<'_>, input: PoolCreateInput) -> Result<Pool> {
-        let input = svc::PoolCreate {
-            name: input.name,
-            provider_account_id: input.provider_account_id,
-            billing: input.billing,
-            sizes: input.sizes,
-            images: input.images,
-        };
-        Ok(Pool { view: services(ctx).pool_create(actor(ctx)?, input).await? })
+        let dry_run = input.dry_run;
+        planned(ctx, dry_run, async move {
+            let input = svc::PoolCreate {
+                name: input.name,
+                provider_account_id: input.provider_account_id,
+                billing: input.billing,
+                sizes: input.sizes,
+                images: input.images,
+            };
+            Ok(Pool { view: services(ctx).pool_create(actor(ctx)?, input).await? })
+        })
+        .await
     }
 
     /// Sets the machine sizes and images a pool offers (operator); an instance asking any other
     /// is INVALID_INPUT. Publishes `pool.updated`.
     async fn pool_machines_set(&self, ctx: &Context<'_>, input: PoolMachinesSetInput) -> Result<Pool> {
-        let input = svc::PoolMachines { pool_id: input.pool_id, sizes: input.sizes, images: input.images };
-        Ok(Pool { view: services(ctx).pool_machines_set(actor(ctx)?, input).await? })
+        let dry_run = input.dry_run;
+        planned(ctx, dry_run, async move {
+            let input = svc::PoolMachines { pool_id: input.pool_id, sizes: input.sizes, images: input.images };
+            Ok(Pool { view: services(ctx).pool_machines_set(actor(ctx)?, input).await? })
+        })
+        .await
+    }
+
+    /// Sets a pool's rate card (operator): the price per unit of each usage meter, from which
+    /// `usage` answers its cost and a dry run its monthly price. INVALID_INPUT for a meter
+    /// usage does not have, one named twice, a price below 0 or a currency not written as an
+    /// ISO 4217 code. Publishes `pool.updated`.
+    async fn pool_rates_set(&self, ctx: &Context<'_>, input: PoolRatesSetInput) -> Result<Pool> {
+        let dry_run = input.dry_run;
+        planned(ctx, dry_run, async move {
+            let card = input.rate_card.map(|card| svc::RateCardAsk {
+                currency: card.currency,
+                prices: card.prices.into_iter().map(|p| (p.meter, p.price)).collect(),
+            });
+            let rates = svc::PoolRates { pool_id: input.pool_id, card };
+            Ok(Pool { view: services(ctx).pool_rates_set(actor(ctx)?, rates).await? })
+        })
+        .await
     }
 
     /// Offers a pool to a tenant with its quota rows (operator). Publishes `pool.offered` and
     /// `quota.updated` per row.
     async fn pool_offer(&self, ctx: &Context<'_>, input: PoolOfferInput) -> Result<PoolOfferPayload> {
-        let quotas = input.quotas.into_iter().map(|q| QuotaLimit { resource: q.resource, max: q.max }).collect();
-        let offer = svc::PoolOffer { pool_id: input.pool_id.clone(), tenant_id: input.tenant_id.clone(), quotas };
-        let quotas = services(ctx).pool_offer(actor(ctx)?, offer).await?;
-        Ok(PoolOfferPayload {
-            pool_id: input.pool_id,
-            tenant_id: input.tenant_id,
-            quotas: quotas.into_iter().map(|view| Quota { view }).collect(),
+        let dry_run = input.dry_run;
+        planned(ctx, dry_run, async move {
+            let quotas = input.quotas.into_iter().map(|q| QuotaLimit { resource: q.resource, max: q.max }).collect();
+            let offer = svc::PoolOffer { pool_id: input.pool_id.clone(), tenant_id: input.tenant_id.clone(), quotas };
+            let quotas = services(ctx).pool_offer(actor(ctx)?, offer).await?;
+            Ok(PoolOfferPayload {
+                pool_id: input.pool_id,
+                tenant_id: input.tenant_id,
+                quotas: quotas.into_iter().map(|view| Quota { view }).collect(),
+            })
         })
+        .await
     }
 
     /// Sets the max of a tenant's quota on an offered pool (operator). Publishes `quota.updated`.
     async fn quota_set(&self, ctx: &Context<'_>, input: QuotaSetInput) -> Result<Quota> {
-        let input = svc::QuotaSet {
-            tenant_id: input.tenant_id,
-            pool_id: input.pool_id,
-            resource: input.resource,
-            max: input.max,
-        };
-        Ok(Quota { view: services(ctx).quota_set(actor(ctx)?, input).await? })
+        let dry_run = input.dry_run;
+        planned(ctx, dry_run, async move {
+            let input = svc::QuotaSet {
+                tenant_id: input.tenant_id,
+                pool_id: input.pool_id,
+                resource: input.resource,
+                max: input.max,
+            };
+            Ok(Quota { view: services(ctx).quota_set(actor(ctx)?, input).await? })
+        })
+        .await
     }
 }

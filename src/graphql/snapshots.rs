@@ -4,6 +4,7 @@ use async_graphql::{ComplexObject, Context, ID, InputObject, Object, Result, Sim
 use futures_util::Stream;
 
 use super::pages::Connection;
+use super::plans::planned;
 use super::render::{Planner, Render, Step, view_field};
 use super::{actor, services};
 use crate::service::protection::Protection;
@@ -51,6 +52,10 @@ pub(super) fn derived(field: &str) -> Option<&'static [&'static str]> {
 pub struct ProviderSnapshotDeleteInput {
     pub tenant_id: String,
     pub snapshot_id: String,
+    /// Runs the whole call and records nothing: the answer it would give, with its plan (quota,
+    /// provider calls, meters, monthly cost) in the response's `extensions.plan`.
+    #[graphql(default)]
+    pub dry_run: bool,
 }
 
 #[derive(InputObject)]
@@ -59,6 +64,10 @@ pub struct ProviderSnapshotUpdateInput {
     pub snapshot_id: String,
     /// Turns deletion protection on or off (left as it is when not given).
     pub deletion_protection: Option<bool>,
+    /// Runs the whole call and records nothing: the answer it would give, with its plan (quota,
+    /// provider calls, meters, monthly cost) in the response's `extensions.plan`.
+    #[graphql(default)]
+    pub dry_run: bool,
 }
 
 #[derive(Default)]
@@ -106,8 +115,13 @@ impl SnapshotMutation {
         ctx: &Context<'_>,
         input: ProviderSnapshotUpdateInput,
     ) -> Result<ProviderSnapshot> {
-        let update = Protection { tenant_id: input.tenant_id, id: input.snapshot_id, on: input.deletion_protection };
-        Ok(ProviderSnapshot::from(services(ctx).snapshot_update(actor(ctx)?, update).await?))
+        let dry_run = input.dry_run;
+        planned(ctx, dry_run, async move {
+            let update =
+                Protection { tenant_id: input.tenant_id, id: input.snapshot_id, on: input.deletion_protection };
+            Ok(ProviderSnapshot::from(services(ctx).snapshot_update(actor(ctx)?, update).await?))
+        })
+        .await
     }
 
     /// Marks the snapshot for deletion and returns it DELETING. INVALID_STATE while it has
@@ -117,9 +131,13 @@ impl SnapshotMutation {
         ctx: &Context<'_>,
         input: ProviderSnapshotDeleteInput,
     ) -> Result<ProviderSnapshot> {
-        Ok(ProviderSnapshot::from(
-            services(ctx).snapshot_delete(actor(ctx)?, &input.tenant_id, &input.snapshot_id).await?,
-        ))
+        let dry_run = input.dry_run;
+        planned(ctx, dry_run, async move {
+            Ok(ProviderSnapshot::from(
+                services(ctx).snapshot_delete(actor(ctx)?, &input.tenant_id, &input.snapshot_id).await?,
+            ))
+        })
+        .await
     }
 }
 

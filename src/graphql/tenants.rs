@@ -1,6 +1,7 @@
 //! Tenants and projects.
 use async_graphql::{ComplexObject, Context, ID, InputObject, Object, Result, SimpleObject};
 
+use super::plans::planned;
 use super::{actor, services};
 use crate::service::tenants::{ProjectCreate, TenantCreate};
 use crate::views::tenants::{ProjectView, TenantView};
@@ -38,6 +39,10 @@ pub struct TenantCreateInput {
     /// The tenant's id, chosen by the operator: 1 to 128 of `A-Z a-z 0-9 . _ : -`.
     pub id: String,
     pub name: String,
+    /// Runs the whole call and records nothing: the answer it would give, with its plan (quota,
+    /// provider calls, meters, monthly cost) in the response's `extensions.plan`.
+    #[graphql(default)]
+    pub dry_run: bool,
 }
 
 #[derive(InputObject)]
@@ -48,6 +53,10 @@ pub struct ProjectCreateInput {
     pub description: Option<String>,
     /// The same key with the same input returns the same project; with other input CONFLICT.
     pub idempotency_key: Option<String>,
+    /// Runs the whole call and records nothing: the answer it would give, with its plan (quota,
+    /// provider calls, meters, monthly cost) in the response's `extensions.plan`.
+    #[graphql(default)]
+    pub dry_run: bool,
 }
 
 #[derive(Default)]
@@ -89,18 +98,26 @@ pub struct TenantMutation;
 impl TenantMutation {
     /// Creates a tenant (operator). Publishes `tenant.created`.
     async fn tenant_create(&self, ctx: &Context<'_>, input: TenantCreateInput) -> Result<Tenant> {
-        let input = TenantCreate { id: input.id, name: input.name };
-        Ok(Tenant { view: services(ctx).tenant_create(actor(ctx)?, input).await? })
+        let dry_run = input.dry_run;
+        planned(ctx, dry_run, async move {
+            let input = TenantCreate { id: input.id, name: input.name };
+            Ok(Tenant { view: services(ctx).tenant_create(actor(ctx)?, input).await? })
+        })
+        .await
     }
 
     /// Creates a project in a tenant (operator). Publishes `project.created`.
     async fn project_create(&self, ctx: &Context<'_>, input: ProjectCreateInput) -> Result<Project> {
-        let input = ProjectCreate {
-            tenant_id: input.tenant_id,
-            name: input.name,
-            description: input.description,
-            idempotency_key: input.idempotency_key,
-        };
-        Ok(Project { view: services(ctx).project_create(actor(ctx)?, input).await? })
+        let dry_run = input.dry_run;
+        planned(ctx, dry_run, async move {
+            let input = ProjectCreate {
+                tenant_id: input.tenant_id,
+                name: input.name,
+                description: input.description,
+                idempotency_key: input.idempotency_key,
+            };
+            Ok(Project { view: services(ctx).project_create(actor(ctx)?, input).await? })
+        })
+        .await
     }
 }

@@ -2,6 +2,7 @@
 use async_graphql::{Context, ID, InputObject, Object, Result, SimpleObject};
 use chrono::{DateTime, Utc};
 
+use super::plans::planned;
 use super::{actor, services};
 use crate::authz::Grant as ServiceGrant;
 use crate::service::tokens::{Token as ServiceToken, TokenIssue};
@@ -69,11 +70,19 @@ pub struct TokenIssueInput {
     pub tenant_id: Option<String>,
     pub name: Option<String>,
     pub grants: Vec<Grant>,
+    /// Runs the whole call and records nothing: the answer it would give, with its plan (quota,
+    /// provider calls, meters, monthly cost) in the response's `extensions.plan`.
+    #[graphql(default)]
+    pub dry_run: bool,
 }
 
 #[derive(InputObject)]
 pub struct TokenRevokeInput {
     pub token_id: String,
+    /// Runs the whole call and records nothing: the answer it would give, with its plan (quota,
+    /// provider calls, meters, monthly cost) in the response's `extensions.plan`.
+    #[graphql(default)]
+    pub dry_run: bool,
 }
 
 #[derive(Default)]
@@ -106,15 +115,21 @@ pub struct TokenMutation;
 impl TokenMutation {
     /// Issues a token (operator); its secret is returned once. Publishes `token.issued`.
     async fn token_issue(&self, ctx: &Context<'_>, input: TokenIssueInput) -> Result<TokenIssuePayload> {
-        let grants =
-            input.grants.into_iter().map(|g| ServiceGrant { permission: g.permission, scope: g.scope }).collect();
-        let issue = TokenIssue { tenant_id: input.tenant_id, name: input.name, grants };
-        let (token, secret) = services(ctx).token_issue(actor(ctx)?, issue).await?;
-        Ok(TokenIssuePayload { token: Token(token), secret })
+        let dry_run = input.dry_run;
+        planned(ctx, dry_run, async move {
+            let grants =
+                input.grants.into_iter().map(|g| ServiceGrant { permission: g.permission, scope: g.scope }).collect();
+            let issue = TokenIssue { tenant_id: input.tenant_id, name: input.name, grants };
+            let (token, secret) = services(ctx).token_issue(actor(ctx)?, issue).await?;
+            Ok(TokenIssuePayload { token: Token(token), secret })
+        })
+        .await
     }
 
     /// Revokes a token (operator); revoking a revoked token returns it. Publishes `token.revoked`.
     async fn token_revoke(&self, ctx: &Context<'_>, input: TokenRevokeInput) -> Result<Token> {
-        Ok(Token(services(ctx).token_revoke(actor(ctx)?, &input.token_id).await?))
+        let dry_run = input.dry_run;
+        planned(ctx, dry_run, async move { Ok(Token(services(ctx).token_revoke(actor(ctx)?, &input.token_id).await?)) })
+            .await
     }
 }

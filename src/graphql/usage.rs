@@ -17,6 +17,17 @@ pub struct UsageMeter {
     pub quantity: f64,
     /// How many hourly windows the sum is made of.
     pub windows: i64,
+    /// The quantity at the pool's price (`Pool.rateCard`), in its currency; null while the
+    /// pool has no rate card.
+    pub cost: Option<f64>,
+}
+
+/// An amount of money.
+#[derive(SimpleObject)]
+pub struct Cost {
+    pub amount: f64,
+    /// An ISO 4217 code, e.g. `USD`.
+    pub currency: String,
 }
 
 impl From<MeterTotal> for UsageMeter {
@@ -26,6 +37,7 @@ impl From<MeterTotal> for UsageMeter {
             source_kind: total.source_kind,
             quantity: total.quantity,
             windows: total.windows,
+            cost: total.cost,
         }
     }
 }
@@ -40,6 +52,8 @@ pub struct Usage {
     pub to: DateTime<Utc>,
     /// The meters with a window in the range, by name.
     pub meters: Vec<UsageMeter>,
+    /// What the meters cost at the pool's prices; null while the pool has no rate card.
+    pub cost: Option<Cost>,
 }
 
 impl From<UsageView> for Usage {
@@ -50,6 +64,7 @@ impl From<UsageView> for Usage {
             from: view.from,
             to: view.to,
             meters: view.meters.into_iter().map(UsageMeter::from).collect(),
+            cost: view.cost.map(|(amount, currency)| Cost { amount, currency }),
         }
     }
 }

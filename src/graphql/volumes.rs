@@ -8,6 +8,7 @@ use futures_util::Stream;
 use super::instances::Instance;
 use super::loaders::loaders;
 use super::pages::Connection;
+use super::plans::planned;
 use super::render::{Planner, Render, Step, text, view_field};
 use super::snapshots::ProviderSnapshot;
 use super::{actor, reads, services};
@@ -42,6 +43,10 @@ pub struct ProviderSnapshotRestoreInput {
     #[graphql(default)]
     pub deletion_protection: bool,
     pub idempotency_key: String,
+    /// Runs the whole call and records nothing: the answer it would give, with its plan (quota,
+    /// provider calls, meters, monthly cost) in the response's `extensions.plan`.
+    #[graphql(default)]
+    pub dry_run: bool,
 }
 
 /// A volume on an instance.
@@ -287,6 +292,10 @@ pub struct ProviderVolumeCreateInput {
     #[graphql(default)]
     pub deletion_protection: bool,
     pub idempotency_key: String,
+    /// Runs the whole call and records nothing: the answer it would give, with its plan (quota,
+    /// provider calls, meters, monthly cost) in the response's `extensions.plan`.
+    #[graphql(default)]
+    pub dry_run: bool,
 }
 
 #[derive(InputObject)]
@@ -294,6 +303,10 @@ pub struct ProviderVolumeAttachInput {
     pub tenant_id: String,
     pub volume_id: String,
     pub instance_id: String,
+    /// Runs the whole call and records nothing: the answer it would give, with its plan (quota,
+    /// provider calls, meters, monthly cost) in the response's `extensions.plan`.
+    #[graphql(default)]
+    pub dry_run: bool,
 }
 
 #[derive(InputObject)]
@@ -302,6 +315,10 @@ pub struct ProviderVolumeDetachInput {
     pub volume_id: String,
     /// Required for a shared volume.
     pub instance_id: Option<String>,
+    /// Runs the whole call and records nothing: the answer it would give, with its plan (quota,
+    /// provider calls, meters, monthly cost) in the response's `extensions.plan`.
+    #[graphql(default)]
+    pub dry_run: bool,
 }
 
 #[derive(InputObject)]
@@ -310,6 +327,10 @@ pub struct ProviderVolumeResizeInput {
     pub volume_id: String,
     #[graphql(name = "sizeGiB")]
     pub size_gib: i32,
+    /// Runs the whole call and records nothing: the answer it would give, with its plan (quota,
+    /// provider calls, meters, monthly cost) in the response's `extensions.plan`.
+    #[graphql(default)]
+    pub dry_run: bool,
 }
 
 #[derive(InputObject)]
@@ -323,12 +344,20 @@ pub struct ProviderVolumeSnapshotInput {
     #[graphql(default)]
     pub deletion_protection: bool,
     pub idempotency_key: String,
+    /// Runs the whole call and records nothing: the answer it would give, with its plan (quota,
+    /// provider calls, meters, monthly cost) in the response's `extensions.plan`.
+    #[graphql(default)]
+    pub dry_run: bool,
 }
 
 #[derive(InputObject)]
 pub struct ProviderVolumeDeleteInput {
     pub tenant_id: String,
     pub volume_id: String,
+    /// Runs the whole call and records nothing: the answer it would give, with its plan (quota,
+    /// provider calls, meters, monthly cost) in the response's `extensions.plan`.
+    #[graphql(default)]
+    pub dry_run: bool,
 }
 
 #[derive(InputObject)]
@@ -337,6 +366,10 @@ pub struct ProviderVolumeUpdateInput {
     pub volume_id: String,
     /// Turns deletion protection on or off (left as it is when not given).
     pub deletion_protection: Option<bool>,
+    /// Runs the whole call and records nothing: the answer it would give, with its plan (quota,
+    /// provider calls, meters, monthly cost) in the response's `extensions.plan`.
+    #[graphql(default)]
+    pub dry_run: bool,
 }
 
 #[derive(Default)]
@@ -389,23 +422,27 @@ impl VolumeMutation {
         ctx: &Context<'_>,
         input: ProviderVolumeCreateInput,
     ) -> Result<ProviderVolume> {
-        let create = VolumeCreate {
-            tenant_id: input.tenant_id,
-            project_id: input.project_id,
-            pool_id: input.pool_id,
-            name: input.name,
-            description: input.description,
-            region: input.region,
-            size_gib: i64::from(input.size_gib),
-            kind: input.kind,
-            network_id: input.network_id,
-            filesystem: input.filesystem,
-            delete_with_instance: input.delete_with_instance,
-            instance_id: input.instance_id,
-            deletion_protection: input.deletion_protection,
-            idempotency_key: input.idempotency_key,
-        };
-        Ok(ProviderVolume::whole(services(ctx).volume_create(actor(ctx)?, create).await?))
+        let dry_run = input.dry_run;
+        planned(ctx, dry_run, async move {
+            let create = VolumeCreate {
+                tenant_id: input.tenant_id,
+                project_id: input.project_id,
+                pool_id: input.pool_id,
+                name: input.name,
+                description: input.description,
+                region: input.region,
+                size_gib: i64::from(input.size_gib),
+                kind: input.kind,
+                network_id: input.network_id,
+                filesystem: input.filesystem,
+                delete_with_instance: input.delete_with_instance,
+                instance_id: input.instance_id,
+                deletion_protection: input.deletion_protection,
+                idempotency_key: input.idempotency_key,
+            };
+            Ok(ProviderVolume::whole(services(ctx).volume_create(actor(ctx)?, create).await?))
+        })
+        .await
     }
 
     /// Attaches it to an instance; publishes `providerVolume.attached` once the provider did.
@@ -417,9 +454,14 @@ impl VolumeMutation {
         ctx: &Context<'_>,
         input: ProviderVolumeAttachInput,
     ) -> Result<ProviderVolume> {
-        let view =
-            services(ctx).volume_attach(actor(ctx)?, &input.tenant_id, &input.volume_id, &input.instance_id).await?;
-        Ok(ProviderVolume::whole(view))
+        let dry_run = input.dry_run;
+        planned(ctx, dry_run, async move {
+            let view = services(ctx)
+                .volume_attach(actor(ctx)?, &input.tenant_id, &input.volume_id, &input.instance_id)
+                .await?;
+            Ok(ProviderVolume::whole(view))
+        })
+        .await
     }
 
     /// Detaches it; publishes `providerVolume.detached` once the provider let it go. A shared
@@ -431,10 +473,14 @@ impl VolumeMutation {
         ctx: &Context<'_>,
         input: ProviderVolumeDetachInput,
     ) -> Result<ProviderVolume> {
-        let view = services(ctx)
-            .volume_detach(actor(ctx)?, &input.tenant_id, &input.volume_id, input.instance_id.as_deref())
-            .await?;
-        Ok(ProviderVolume::whole(view))
+        let dry_run = input.dry_run;
+        planned(ctx, dry_run, async move {
+            let view = services(ctx)
+                .volume_detach(actor(ctx)?, &input.tenant_id, &input.volume_id, input.instance_id.as_deref())
+                .await?;
+            Ok(ProviderVolume::whole(view))
+        })
+        .await
     }
 
     /// Grows it, booking the difference on diskGiB; publishes `providerVolume.resized` once the
@@ -444,10 +490,14 @@ impl VolumeMutation {
         ctx: &Context<'_>,
         input: ProviderVolumeResizeInput,
     ) -> Result<ProviderVolume> {
-        let view = services(ctx)
-            .volume_resize(actor(ctx)?, &input.tenant_id, &input.volume_id, i64::from(input.size_gib))
-            .await?;
-        Ok(ProviderVolume::whole(view))
+        let dry_run = input.dry_run;
+        planned(ctx, dry_run, async move {
+            let view = services(ctx)
+                .volume_resize(actor(ctx)?, &input.tenant_id, &input.volume_id, i64::from(input.size_gib))
+                .await?;
+            Ok(ProviderVolume::whole(view))
+        })
+        .await
     }
 
     /// Records a snapshot of it, PENDING: at most 25 not deleted per volume (QUOTA_EXCEEDED),
@@ -457,14 +507,18 @@ impl VolumeMutation {
         ctx: &Context<'_>,
         input: ProviderVolumeSnapshotInput,
     ) -> Result<ProviderSnapshot> {
-        let take = SnapshotTake {
-            tenant_id: input.tenant_id,
-            volume_id: input.volume_id,
-            name: input.name,
-            deletion_protection: input.deletion_protection,
-            idempotency_key: input.idempotency_key,
-        };
-        Ok(ProviderSnapshot::from(services(ctx).volume_snapshot(actor(ctx)?, take).await?))
+        let dry_run = input.dry_run;
+        planned(ctx, dry_run, async move {
+            let take = SnapshotTake {
+                tenant_id: input.tenant_id,
+                volume_id: input.volume_id,
+                name: input.name,
+                deletion_protection: input.deletion_protection,
+                idempotency_key: input.idempotency_key,
+            };
+            Ok(ProviderSnapshot::from(services(ctx).volume_snapshot(actor(ctx)?, take).await?))
+        })
+        .await
     }
 
     /// Changes its settings (deletion protection); publishes `providerVolume.updated`. Asking
@@ -474,8 +528,12 @@ impl VolumeMutation {
         ctx: &Context<'_>,
         input: ProviderVolumeUpdateInput,
     ) -> Result<ProviderVolume> {
-        let update = Protection { tenant_id: input.tenant_id, id: input.volume_id, on: input.deletion_protection };
-        Ok(ProviderVolume::whole(services(ctx).volume_update(actor(ctx)?, update).await?))
+        let dry_run = input.dry_run;
+        planned(ctx, dry_run, async move {
+            let update = Protection { tenant_id: input.tenant_id, id: input.volume_id, on: input.deletion_protection };
+            Ok(ProviderVolume::whole(services(ctx).volume_update(actor(ctx)?, update).await?))
+        })
+        .await
     }
 
     /// Marks it for deletion and returns it DELETING; publishes `providerVolume.deleted` once
@@ -487,7 +545,13 @@ impl VolumeMutation {
         ctx: &Context<'_>,
         input: ProviderVolumeDeleteInput,
     ) -> Result<ProviderVolume> {
-        Ok(ProviderVolume::whole(services(ctx).volume_delete(actor(ctx)?, &input.tenant_id, &input.volume_id).await?))
+        let dry_run = input.dry_run;
+        planned(ctx, dry_run, async move {
+            Ok(ProviderVolume::whole(
+                services(ctx).volume_delete(actor(ctx)?, &input.tenant_id, &input.volume_id).await?,
+            ))
+        })
+        .await
     }
 
     /// Records a new volume made from the snapshot once it is ready (a shared volume's snapshot:
@@ -497,18 +561,22 @@ impl VolumeMutation {
         ctx: &Context<'_>,
         input: ProviderSnapshotRestoreInput,
     ) -> Result<ProviderVolume> {
-        let restore = SnapshotRestore {
-            tenant_id: input.tenant_id,
-            snapshot_id: input.snapshot_id,
-            name: input.name,
-            description: input.description,
-            size_gib: input.size_gib.map(i64::from),
-            delete_with_instance: input.delete_with_instance,
-            filesystem: input.filesystem,
-            deletion_protection: input.deletion_protection,
-            idempotency_key: input.idempotency_key,
-        };
-        Ok(ProviderVolume::whole(services(ctx).snapshot_restore(actor(ctx)?, restore).await?))
+        let dry_run = input.dry_run;
+        planned(ctx, dry_run, async move {
+            let restore = SnapshotRestore {
+                tenant_id: input.tenant_id,
+                snapshot_id: input.snapshot_id,
+                name: input.name,
+                description: input.description,
+                size_gib: input.size_gib.map(i64::from),
+                delete_with_instance: input.delete_with_instance,
+                filesystem: input.filesystem,
+                deletion_protection: input.deletion_protection,
+                idempotency_key: input.idempotency_key,
+            };
+            Ok(ProviderVolume::whole(services(ctx).snapshot_restore(actor(ctx)?, restore).await?))
+        })
+        .await
     }
 }
 

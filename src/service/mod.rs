@@ -10,6 +10,7 @@ pub mod instances;
 pub mod mounts;
 pub mod networks;
 pub mod nodes;
+pub mod plan;
 pub mod pools;
 pub mod protection;
 pub mod rows;

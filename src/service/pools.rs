@@ -15,10 +15,11 @@ use crate::error::{Code, Error, Result};
 use crate::ids;
 use crate::services::Services;
 use crate::store::entity::{pool, provider_account};
-use crate::store::pools::{self as store, NewAccount, NewPool};
+use crate::store::pools::{self as store, NewAccount, NewPool, RateCard};
 use crate::store::quota as quota_rows;
 use crate::store::state::{Billing, ProviderKind};
 use crate::store::taken;
+use crate::store::usage::METERS;
 use crate::views::pools::{
     AccountView, PoolView, QuotaView, account_event, pool_event, pool_offered_event, quota_event,
 };
@@ -53,6 +54,18 @@ pub struct PoolMachines {
     pub pool_id: String,
     pub sizes: Vec<String>,
     pub images: Vec<String>,
+}
+
+/// `poolRatesSet`: the pool's rate card from now on (None: no prices, so no costs).
+pub struct PoolRates {
+    pub pool_id: String,
+    pub card: Option<RateCardAsk>,
+}
+
+/// A rate card as asked: a currency and (meter, price per unit) pairs, each meter once.
+pub struct RateCardAsk {
+    pub currency: String,
+    pub prices: Vec<(String, f64)>,
 }
 
 pub struct QuotaLimit {
@@ -220,6 +233,20 @@ impl Services {
         Ok(updated)
     }
 
+    /// Sets a pool's rate card (operator): what usage costs from then on. Usage already
+    /// written is priced by the card read at the time, not fixed when it was metered.
+    pub async fn pool_rates_set(&self, actor: &Actor, input: PoolRates) -> Result<PoolView> {
+        actor.require_operator()?;
+        validate::id("poolId", ids::POOL, &input.pool_id)?;
+        let card = input.card.map(rate_card).transpose()?;
+        let txn = self.begin().await?;
+        find_pool(&txn, &input.pool_id).await?;
+        store::set_rates(&txn, &input.pool_id, card.as_ref(), self.clock.now()).await?;
+        let updated = find_pool(&txn, &input.pool_id).await?.view();
+        self.commit(txn, vec![pool_event("pool.updated", &updated)]).await?;
+        Ok(updated)
+    }
+
     /// Offers a pool to a tenant: records the offer and creates (or resets the max of) the
     /// tenant's quota rows on it.
     pub async fn pool_offer(&self, actor: &Actor, input: PoolOffer) -> Result<Vec<QuotaView>> {
@@ -308,6 +335,36 @@ impl Services {
         actor.decide("compute:quotas:read", &Target::tenant(tenant_id))?;
         Ok(quota_rows::list(&self.db, tenant_id, pool_id).await?.into_iter().map(QuotaView::from).collect())
     }
+}
+
+/// The highest price of one unit of a meter a card takes.
+pub const MAX_PRICE: f64 = 1_000_000.0;
+
+/// A card prices only the meters usage has, each once, at a price from 0 to `MAX_PRICE`, in
+/// a currency written as ISO 4217 codes are (three capitals).
+fn rate_card(ask: RateCardAsk) -> Result<RateCard> {
+    if ask.currency.len() != 3 || !ask.currency.bytes().all(|b| b.is_ascii_uppercase()) {
+        return Err(Error::invalid_input("currency", "a currency is an ISO 4217 code, e.g. USD"));
+    }
+    let mut card = RateCard { currency: ask.currency, prices: Default::default() };
+    for (meter, price) in ask.prices {
+        if !METERS.contains(&meter.as_str()) {
+            return Err(Error::invalid_input(
+                "meter",
+                format!("no meter is named {meter}; meters: {}", METERS.join(", ")),
+            )
+            .with_details(json!({ "field": "meter", "meter": meter })));
+        }
+        if !price.is_finite() || !(0.0..=MAX_PRICE).contains(&price) {
+            return Err(Error::invalid_input("price", format!("a price is from 0 to {MAX_PRICE}, not {price}"))
+                .with_details(json!({ "field": "price", "meter": meter })));
+        }
+        if card.prices.insert(meter.clone(), price).is_some() {
+            return Err(Error::invalid_input("prices", format!("{meter} is priced twice"))
+                .with_details(json!({ "field": "prices", "meter": meter })));
+        }
+    }
+    Ok(card)
 }
 
 /// Most sizes and images a pool lists.

@@ -4,6 +4,7 @@
 //! the resources the caller may read it of (a project's token: its projects').
 use chrono::{DateTime, Duration, Utc};
 
+use super::plan::round_cents;
 use super::{rows, validate};
 use crate::authz::Actor;
 use crate::error::{Error, Result};
@@ -21,6 +22,8 @@ pub struct MeterTotal {
     pub quantity: f64,
     /// How many hourly windows the total is made of.
     pub windows: i64,
+    /// The quantity at the pool's price, when the pool has a rate card.
+    pub cost: Option<f64>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -31,6 +34,8 @@ pub struct UsageView {
     pub to: DateTime<Utc>,
     /// Only the meters with a window in the range, by meter name.
     pub meters: Vec<MeterTotal>,
+    /// The meters' costs summed, in the rate card's currency: (amount, currency).
+    pub cost: Option<(f64, String)>,
 }
 
 impl Services {
@@ -46,15 +51,23 @@ impl Services {
         validate::tenant_id("tenantId", tenant_id)?;
         check_range(from, to)?;
         actor.decide_list(READ, tenant_id)?;
-        rows::offered_pool(&self.db, tenant_id, pool_id).await?;
+        let card =
+            crate::store::pools::RateCard::of(&rows::offered_pool(&self.db, tenant_id, pool_id).await?.pool.rates);
         // Totalled over what the caller may read: a project's token reads its projects' usage.
         let readable = actor.readable(READ, tenant_id, None);
         let totals = crate::store::usage::totals(&self.db, tenant_id, pool_id, &readable, from, to).await?;
         let meters = totals
             .into_iter()
-            .map(|(meter, source_kind, quantity, windows)| MeterTotal { meter, source_kind, quantity, windows })
-            .collect();
-        Ok(UsageView { tenant_id: tenant_id.to_owned(), pool_id: pool_id.to_owned(), from, to, meters })
+            .map(|(meter, source_kind, quantity, windows)| {
+                let cost = card.as_ref().map(|card| round_cents(card.price(&meter) * quantity));
+                MeterTotal { meter, source_kind, quantity, windows, cost }
+            })
+            .collect::<Vec<_>>();
+        let cost = card.map(|card| {
+            let amount = round_cents(meters.iter().filter_map(|m| m.cost).sum());
+            (amount, card.currency)
+        });
+        Ok(UsageView { tenant_id: tenant_id.to_owned(), pool_id: pool_id.to_owned(), from, to, meters, cost })
     }
 }
 

@@ -1,14 +1,18 @@
 //! Pool, pool offer and provider account rows: the reads and inserts of the account and pool
 //! calls, offering a pool to a tenant, and the account a reconciler's run reaches the provider
 //! with.
+use std::collections::BTreeMap;
+
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, Set};
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::entity::{pool, pool_offer, provider_account};
 use crate::error::Result;
-use crate::store::state::{Billing, ProviderKind};
+use crate::plan::{Cloud, Shape, Subject};
+use crate::store::state::{Billing, FilesystemKind, ProviderKind, VolumeKind};
 
 /// The provider account by id (a reconciler's run reads it to reach the provider).
 pub async fn find_account(conn: &impl ConnectionTrait, account_id: &str) -> Result<Option<provider_account::Model>> {
@@ -111,6 +115,7 @@ pub async fn insert(
         billing: Set(new.billing),
         sizes: Set(serde_json::json!(new.sizes)),
         images: Set(serde_json::json!(new.images)),
+        rates: Set(None),
         version: Set(1),
         created_at: Set(now),
         updated_at: Set(now),
@@ -130,6 +135,48 @@ pub async fn set_machines(
     pool::Entity::update_many()
         .col_expr(pool::Column::Sizes, Expr::value(serde_json::json!(sizes)))
         .col_expr(pool::Column::Images, Expr::value(serde_json::json!(images)))
+        .filter(pool::Column::Id.eq(pool_id))
+        .exec(conn)
+        .await?;
+    bump(conn, pool_id, now).await
+}
+
+/// What a pool charges: a price per unit of each meter, in one currency. A meter the card does
+/// not list is free.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RateCard {
+    /// An ISO 4217 code, e.g. `USD`.
+    pub currency: String,
+    /// Price per unit by meter name (e.g. per GiB-hour of `vps.volume.gib.hours`).
+    pub prices: BTreeMap<String, f64>,
+}
+
+impl RateCard {
+    /// The card a pool's `rates` column holds, if any (one that does not read is none).
+    pub fn of(rates: &Option<serde_json::Value>) -> Option<RateCard> {
+        rates.as_ref().and_then(|json| serde_json::from_value(json.clone()).ok())
+    }
+
+    pub fn price(&self, meter: &str) -> f64 {
+        self.prices.get(meter).copied().unwrap_or(0.0)
+    }
+}
+
+/// The pool's rate card, if it has one.
+pub async fn rate_card(conn: &impl ConnectionTrait, pool_id: &str) -> Result<Option<RateCard>> {
+    Ok(find(conn, pool_id).await?.and_then(|pool| RateCard::of(&pool.rates)))
+}
+
+/// Sets (or, with None, removes) the pool's rate card, with a new version.
+pub async fn set_rates(
+    conn: &impl ConnectionTrait,
+    pool_id: &str,
+    card: Option<&RateCard>,
+    now: DateTime<Utc>,
+) -> Result<()> {
+    let rates = card.map(|card| serde_json::json!(card));
+    pool::Entity::update_many()
+        .col_expr(pool::Column::Rates, Expr::value(rates))
         .filter(pool::Column::Id.eq(pool_id))
         .exec(conn)
         .await?;
@@ -172,4 +219,40 @@ pub async fn offer(conn: &impl ConnectionTrait, tenant_id: &str, pool_id: &str, 
     .exec(conn)
     .await?;
     Ok(())
+}
+
+/// A resource at a provider, by its id, as a dry run names it: its provider, and its kind where
+/// that changes the provider's calls. None for an id of no resource at a provider.
+pub async fn subject_of(conn: &impl ConnectionTrait, resource_id: &str) -> Result<Option<Subject>> {
+    let (table, shape) = match resource_id.split_once('_').map(|(prefix, _)| prefix) {
+        Some(crate::ids::VOLUME) => ("provider_volumes", "r.kind"),
+        Some(crate::ids::SNAPSHOT) => ("provider_snapshots", "r.volume_kind"),
+        Some(crate::ids::FILESYSTEM) => ("filesystems", "r.kind"),
+        Some(crate::ids::ADDRESS) => ("provider_addresses", "NULL"),
+        Some(crate::ids::INSTANCE) => ("instances", "NULL"),
+        Some(crate::ids::NETWORK) => ("networks", "NULL"),
+        Some(crate::ids::FIREWALL_RULE) => ("firewall_rules", "NULL"),
+        _ => return Ok(None),
+    };
+    let sql = format!(
+        "SELECT a.kind, {shape} AS shape FROM {table} r JOIN provider_accounts a ON a.id = r.provider_account_id \
+         WHERE r.id = $1"
+    );
+    let Some(row) =
+        conn.query_one_raw(super::stmt(conn.get_database_backend(), &sql, vec![resource_id.into()])).await?
+    else {
+        return Ok(None);
+    };
+    let kind: ProviderKind = row.try_get("", "kind")?;
+    let shape: Option<String> = row.try_get("", "shape")?;
+    let shape = match shape.as_deref() {
+        Some(s) if s == VolumeKind::Shared.to_string() => Shape::Shared,
+        Some(s) if s == FilesystemKind::Lustre.to_string() => Shape::Lustre,
+        _ => Shape::Plain,
+    };
+    let cloud = match kind {
+        ProviderKind::Digitalocean => Cloud::DigitalOcean,
+        ProviderKind::Aws => Cloud::Aws,
+    };
+    Ok(Some(Subject { id: resource_id.to_owned(), cloud, shape }))
 }

@@ -76,6 +76,9 @@ pub async fn hold(conn: &impl ConnectionTrait, holding: &Holding<'_>, amount: i6
     if charged == 0 {
         return Err(exceeded(conn, holding, delta).await);
     }
+    if crate::plan::active() {
+        note_change(conn, holding, delta).await?;
+    }
     conn.execute_raw(stmt(
         backend,
         "UPDATE quota_ledger SET amount = $1, updated_at = $2 WHERE resource_id = $3 AND quota_resource = $4",
@@ -115,6 +118,30 @@ pub async fn held(conn: &impl ConnectionTrait, resource_id: &str, quota: &str) -
         Some(row) => row.try_get("", "amount")?,
         None => 0,
     })
+}
+
+/// A dry run's note of a booking just charged: the quota's use before and after, and its max.
+async fn note_change(conn: &impl ConnectionTrait, holding: &Holding<'_>, delta: i64) -> Result<()> {
+    let row = conn
+        .query_one_raw(stmt(
+            conn.get_database_backend(),
+            "SELECT max, used FROM quotas WHERE tenant_id = $1 AND pool_id = $2 AND resource = $3",
+            vec![holding.tenant_id.into(), holding.pool_id.into(), holding.quota.into()],
+        ))
+        .await?
+        .ok_or_else(|| Error::internal("a quota charged vanished"))?;
+    let (max, used): (i64, i64) = (row.try_get("", "max")?, row.try_get("", "used")?);
+    crate::plan::note(|plan| {
+        plan.quota.push(crate::plan::QuotaChange {
+            pool_id: holding.pool_id.to_owned(),
+            resource: holding.quota.to_owned(),
+            held_by: holding.resource_id.to_owned(),
+            before: used - delta,
+            after: used,
+            max,
+        })
+    });
+    Ok(())
 }
 
 async fn exceeded(conn: &impl ConnectionTrait, holding: &Holding<'_>, requested: i64) -> Error {

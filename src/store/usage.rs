@@ -28,6 +28,9 @@ pub const ADDRESS_HOURS: &str = "vps.address.hours";
 pub const INSTANCE_HOURS: &str = "vps.instance.hours";
 /// A filesystem's GiB, per hour (a Lustre one's size; an elastic NFS one's is not known).
 pub const FILESYSTEM_GIB_HOURS: &str = "vps.filesystem.gib.hours";
+/// Every meter, as a rate card names them.
+pub const METERS: [&str; 6] =
+    [VOLUME_GIB_HOURS, SHARE_GIB_HOURS, SNAPSHOT_GIB_HOURS, ADDRESS_HOURS, INSTANCE_HOURS, FILESYSTEM_GIB_HOURS];
 /// The usage source kinds.
 pub const SOURCE_VOLUME: &str = "volume";
 pub const SOURCE_SNAPSHOT: &str = "snapshot";
@@ -97,6 +100,37 @@ impl Source {
             }
         })
     }
+}
+
+impl Source {
+    /// The source of a resource id, if its kind bills.
+    fn of(resource_id: &str) -> Option<Source> {
+        Some(match resource_id.split_once('_')?.0 {
+            ids::VOLUME => Source::Volumes,
+            ids::SNAPSHOT => Source::Snapshots,
+            ids::ADDRESS => Source::Addresses,
+            ids::INSTANCE => Source::Instances,
+            ids::FILESYSTEM => Source::Filesystems,
+            _ => return None,
+        })
+    }
+}
+
+/// The meter a resource bills once ready, if it is on a metered pool and its quantity is known
+/// (a snapshot's size is the provider's to say): (meter, pool, units per hour).
+pub async fn meter_of(conn: &impl ConnectionTrait, resource_id: &str) -> Result<Option<(&'static str, String, f64)>> {
+    let Some(source) = Source::of(resource_id) else { return Ok(None) };
+    let sql = format!(
+        "SELECT pool_id{} FROM {} WHERE id = $1 AND pool_id IN (SELECT id FROM pools WHERE billing = $2)",
+        source.columns(),
+        source.table()
+    );
+    let values = vec![resource_id.into(), Billing::Metered.into()];
+    let Some(row) = conn.query_one_raw(stmt(conn.get_database_backend(), &sql, values)).await? else {
+        return Ok(None);
+    };
+    let pool_id: String = row.try_get("", "pool_id")?;
+    Ok(source.meter(&row)?.map(|(_, meter, quantity)| (meter, pool_id, quantity)))
 }
 
 /// A resource that bills, as one page of the pass read it.

@@ -7,6 +7,7 @@ use serde::Serialize;
 use super::fields::view;
 use crate::store::entity::{pool, provider_account, quota};
 use crate::store::outbox::{NewEvent, Payload};
+use crate::store::pools::RateCard;
 use crate::store::state::{Billing, ProviderKind};
 
 /// The text items of a JSON array column (regions, zones, sizes, images).
@@ -73,6 +74,9 @@ pub struct PoolView {
     #[graphql(skip)]
     pub version: i64,
     pub created_at: DateTime<Utc>,
+    /// What it charges per unit of each usage meter, once an operator set it
+    /// (`poolRatesSet`); a meter the card does not list is free.
+    pub rate_card: Option<RateCardView>,
     /// Its account's kind, regions and zones.
     #[serde(skip)]
     #[graphql(skip)]
@@ -88,10 +92,35 @@ impl PoolView {
             billing: p.billing,
             sizes: strings(&p.sizes),
             images: strings(&p.images),
+            rate_card: RateCard::of(&p.rates).map(RateCardView::from),
             version: p.version,
             created_at: p.created_at,
             account: account.into(),
         }
+    }
+}
+
+/// A pool's prices: per unit of each usage meter, in one currency.
+#[derive(Clone, Debug, Serialize, SimpleObject)]
+#[serde(rename_all = "camelCase")]
+pub struct RateCardView {
+    /// An ISO 4217 code, e.g. `USD`.
+    pub currency: String,
+    /// By meter name.
+    pub prices: Vec<MeterPrice>,
+}
+
+/// The price of one unit of a meter (a GiB-hour, an hour).
+#[derive(Clone, Debug, Serialize, SimpleObject)]
+pub struct MeterPrice {
+    pub meter: String,
+    pub price: f64,
+}
+
+impl From<RateCard> for RateCardView {
+    fn from(card: RateCard) -> Self {
+        let prices = card.prices.into_iter().map(|(meter, price)| MeterPrice { meter, price }).collect();
+        RateCardView { currency: card.currency, prices }
     }
 }
 

@@ -12,25 +12,26 @@ use common::{ADMIN, Backend, TestServer};
 use serde_json::{Value, json};
 
 /// A caller and the resources of its own it names: `role → id`.
-struct World {
-    token: String,
+pub(crate) struct World {
+    pub(crate) token: String,
     ids: BTreeMap<&'static str, String>,
 }
 
 impl World {
-    fn id(&self, role: &str) -> &str {
+    pub(crate) fn id(&self, role: &str) -> &str {
         self.ids.get(role).unwrap_or_else(|| panic!("no {role} in the world"))
     }
 }
 
 /// The mutations only an operator may call: a project's token is refused before any id.
-const OPERATOR: [&str; 9] = [
+pub(crate) const OPERATOR: [&str; 10] = [
     "tenantCreate",
     "projectCreate",
     "providerAccountCreate",
     "poolCreate",
     "poolOffer",
     "poolMachinesSet",
+    "poolRatesSet",
     "quotaSet",
     "tokenIssue",
     "tokenRevoke",
@@ -62,7 +63,7 @@ const EXCEPTIONS: [(&str, &str, &str); 4] = [
 
 /// Inputs of each mutation that names ids, written with `$role` for the caller's own ids; a
 /// mutation has several when its id fields are set by different variants.
-fn bases() -> BTreeMap<&'static str, Vec<Value>> {
+pub(crate) fn bases() -> BTreeMap<&'static str, Vec<Value>> {
     let key = || format!("k{}", ulid::Ulid::generate().to_string().to_lowercase());
     let name = || format!("n{}", &ulid::Ulid::generate().to_string().to_lowercase()[16..]);
     let t = "$tenant";
@@ -76,6 +77,11 @@ fn bases() -> BTreeMap<&'static str, Vec<Value>> {
         ("poolCreate", vec![json!({ "name": name(), "providerAccountId": "$account", "billing": "BYO" })]),
         ("poolOffer", vec![json!({ "poolId": "$pool", "tenantId": t, "quotas": [] })]),
         ("poolMachinesSet", vec![json!({ "poolId": "$pool", "sizes": [], "images": [] })]),
+        (
+            "poolRatesSet",
+            vec![json!({ "poolId": "$pool", "rateCard": { "currency": "USD",
+                "prices": [{ "meter": "vps.volume.gib.hours", "price": 0.000137 }] } })],
+        ),
         ("quotaSet", vec![json!({ "poolId": "$pool", "tenantId": t, "resource": "diskGiB", "max": 1 })]),
         ("tokenIssue", vec![json!({ "tenantId": t, "grants": [{ "permission": "*", "scope": "tenant/x" }] })]),
         ("tokenRevoke", vec![json!({ "tokenId": "$token" })]),
@@ -238,7 +244,7 @@ fn at_mut<'v>(value: &'v mut Value, path: &[String]) -> &'v mut Value {
 }
 
 /// `base` with every `$role` put as `world`'s id.
-fn filled(base: &Value, world: &World) -> Value {
+pub(crate) fn filled(base: &Value, world: &World) -> Value {
     match base {
         Value::String(s) if s.starts_with('$') => json!(world.id(&s[1..])),
         Value::Array(items) => Value::Array(items.iter().map(|v| filled(v, world)).collect()),
@@ -256,7 +262,7 @@ async fn call(server: &TestServer, token: &str, mutation: &str, input: &Value) -
 
 /// What a tenant's callers share: its pools (a platform DigitalOcean and AWS pool offered to it
 /// alone, and its own AWS account with a pool on it).
-struct Tenant {
+pub(crate) struct Tenant {
     id: &'static str,
     pool: String,
     aws: String,
@@ -264,7 +270,7 @@ struct Tenant {
     account: String,
 }
 
-async fn tenant(server: &TestServer, id: &'static str) -> Tenant {
+pub(crate) async fn tenant(server: &TestServer, id: &'static str) -> Tenant {
     server.tenant(id).await;
     let quotas = json!([{ "resource": "diskGiB", "max": 10000 }, { "resource": "addresses", "max": 50 },
         { "resource": "instances", "max": 50 }, { "resource": "networks", "max": 50 },
@@ -280,7 +286,7 @@ async fn tenant(server: &TestServer, id: &'static str) -> Tenant {
 
 /// One caller's resources, in `project`; its token's grants on that project, or on the whole
 /// tenant.
-async fn world(server: &TestServer, of: &Tenant, project: &str, tenant_wide: bool, n: u8) -> World {
+pub(crate) async fn world(server: &TestServer, of: &Tenant, project: &str, tenant_wide: bool, n: u8) -> World {
     let tenant = of.id;
     let scope = if tenant_wide { format!("tenant/{tenant}") } else { format!("project/{project}") };
     let token = server.token(Some(tenant), &[("compute:*", &scope)]).await;

@@ -100,6 +100,7 @@ fn table(ids: &Ids) -> Vec<(&'static str, &'static str, String)> {
             "poolMachinesSet",
             m("poolMachinesSet", format!("poolId: \"{}\", sizes: [], images: []", ids.pool)),
         ),
+        ("Mutation", "poolRatesSet", m("poolRatesSet", format!("poolId: \"{}\", rateCard: null", ids.pool))),
         (
             "Mutation",
             "quotaSet",

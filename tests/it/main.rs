@@ -13,6 +13,7 @@ mod boundaries;
 mod budget;
 mod coverage;
 mod dashboard;
+mod dry_run;
 mod edge;
 mod events_since;
 mod filesystems;

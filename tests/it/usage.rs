@@ -512,3 +512,55 @@ db_test!(the_usage_query_checks_its_range_grant_and_pool, |backend: Backend| asy
     let other = s.server.token(Some("other"), &[("compute:*", "tenant/other")]).await;
     assert_eq!(code(other, vars(&s.pool, hour(-1), hour(0))).await, "NOT_FOUND", "another tenant's usage");
 });
+
+db_test!(usage_answers_its_cost_at_the_pools_rate_card_and_none_without_one, |backend: Backend| async move {
+    let s = setup(backend).await;
+    s.app_pass_done().await;
+    let share = s.insert_volume(&s.pool, VolumeKind::Shared, 50, Some(hour(-3) + 45 * MINUTE), None).await;
+    let block = s.insert_volume(&s.pool, VolumeKind::Block, 8, Some(hour(-1) + 59 * MINUTE), None).await;
+    assert_eq!(s.pass().await, 4, "{share} {block}");
+    let query = "query($t: String!, $p: String!, $f: DateTime!, $u: DateTime!) { usage(tenantId: $t, poolId: $p, from: $f, to: $u) { meters { meter quantity cost } cost { amount currency } } }";
+    let vars = json!({ "t": "acme", "p": s.pool, "f": rfc3339(hour(-3)), "u": rfc3339(hour(0)) });
+    let usage = s.gql(query, vars.clone()).await["usage"].clone();
+    assert!(usage["cost"].is_null(), "no rate card, no cost: {usage}");
+    assert!(usage["meters"].as_array().unwrap().iter().all(|m| m["cost"].is_null()), "{usage}");
+
+    let rates =
+        "mutation($i: PoolRatesSetInput!) { poolRatesSet(input: $i) { rateCard { currency prices { meter price } } } }";
+    let card = json!({ "currency": "USD", "prices": [
+        { "meter": "vps.volume.gib.hours", "price": 0.001 }, { "meter": "vps.share.gib.hours", "price": 0.002 }] });
+    let set = s.server.ok(Some(common::ADMIN), rates, json!({ "i": { "poolId": s.pool, "rateCard": card } })).await;
+    assert_eq!(set["poolRatesSet"]["rateCard"]["currency"], "USD");
+    let usage = s.gql(query, vars).await["usage"].clone();
+    let cost_of = |meter: &str| {
+        usage["meters"].as_array().unwrap().iter().find(|m| m["meter"] == meter).unwrap()["cost"].as_f64().unwrap()
+    };
+    assert_eq!(cost_of("vps.share.gib.hours"), 0.3, "150 GiB-hours at 0.002: {usage}");
+    assert_eq!(cost_of("vps.volume.gib.hours"), 0.008, "8 GiB-hours at 0.001: {usage}");
+    assert_eq!(usage["cost"], json!({ "amount": 0.308, "currency": "USD" }));
+});
+
+db_test!(
+    a_rate_card_prices_only_the_meters_usage_has_once_each_from_zero_in_a_currency_code,
+    |backend: Backend| async move {
+        let s = setup(backend).await;
+        let rates = "mutation($i: PoolRatesSetInput!) { poolRatesSet(input: $i) { rateCard { currency } } }";
+        let price = |meter: &str, price: f64| json!({ "meter": meter, "price": price });
+        let volume = "vps.volume.gib.hours";
+        for (currency, prices, field) in [
+            ("usd", vec![price(volume, 0.1)], "currency"),
+            ("USD", vec![price("vps.gpu.hours", 0.1)], "meter"),
+            ("USD", vec![price(volume, -0.1)], "price"),
+            ("USD", vec![price(volume, 0.1), price(volume, 0.2)], "prices"),
+        ] {
+            let input = json!({ "poolId": s.pool, "rateCard": { "currency": currency, "prices": prices } });
+            let body = s.server.gql(Some(common::ADMIN), rates, json!({ "i": input })).await;
+            assert_eq!(common::first_code(&body).as_deref(), Some("INVALID_INPUT"), "{body}");
+            assert_eq!(body["errors"][0]["extensions"]["details"]["field"], field, "{body}");
+        }
+        let pool = "query { pools(tenantId: \"acme\") { rateCard { currency } } }";
+        assert!(s.gql(pool, json!({})).await["pools"][0]["rateCard"].is_null(), "nothing refused was written");
+        let body = s.server.gql(Some(&s.token), rates, json!({ "i": { "poolId": s.pool, "rateCard": null } })).await;
+        assert_eq!(common::first_code(&body).as_deref(), Some("ACCESS_DENIED"), "an operator's call: {body}");
+    }
+);

@@ -13,6 +13,8 @@ pub struct Model {
     /// The machine sizes and images the pool offers (JSON arrays of strings); empty: any.
     pub sizes: Json,
     pub images: Json,
+    /// The rate card (`store::pools::RateCard`), once an operator set one.
+    pub rates: Option<Json>,
     pub version: i64,
     pub created_at: DateTimeUtc,
     pub updated_at: DateTimeUtc,
