@@ -5,10 +5,12 @@
 // The page is <base-url>/dashboard (DASHBOARD_PATH overrides the path, e.g.
 // `/dashboard.html` under vite). Steps, each with a screenshot in <screenshot-dir>:
 //  1. signed-in.png      open /dashboard#token=…; the fragment is gone from the URL, tenant `demo` shows
-//  2. volume-pending.png, volume-ready.png
-//                        create `from-the-page` (10 GiB, block) from the form; its row shows
+//  2. volume-price.png, volume-pending.png, volume-ready.png
+//                        create `from-the-page` (10 GiB, block) from the form, which says its
+//                        monthly price (1.00 USD, a dry run) before the click; its row shows
 //                        PENDING, then READY, with no reload
-//  3. quota-exceeded.png a 5000 GiB volume (quota 2000) shows QUOTA_EXCEEDED in the form, naming the
+//  3. quota-exceeded.png a 5000 GiB volume (quota 2000) is said to be refused before the click,
+//                        and shows QUOTA_EXCEEDED in the form, naming the
 //                        pool `demo` (not its id); no row
 //  4. snapshot-restored.png, snapshot-deleted.png
 //                        the volume's panel takes a snapshot; the snapshot's panel restores it to
@@ -179,6 +181,11 @@ async function run() {
   await form.getByLabel('Name').fill(VOLUME);
   await form.getByLabel('Size (GiB)').fill('10');
   await form.getByLabel('Kind').selectOption('BLOCK');
+  // Before the click, the form says what the volume costs a month (a dry run's plan).
+  const price = form.getByTestId('volume-price');
+  await price.filter({ hasText: 'Monthly price: 1.00 USD' }).waitFor({ state: 'visible', timeout: STEP_TIMEOUT_MS })
+    .catch(async () => { throw new Error(`no monthly price of 10 GiB in the form: "${await price.innerText()}"`); });
+  await shot('volume-price.png');
   // Every state the row shows, as it shows it (READY can follow PENDING within
   // ~150 ms: the simulated cloud makes a block volume at once).
   await page.evaluate((name) => {
@@ -215,6 +222,9 @@ async function run() {
   step('quota-exceeded.png');
   await form.getByLabel('Name').fill(TOO_BIG);
   await form.getByLabel('Size (GiB)').fill('5000');
+  // The dry run says the refusal before the click.
+  await price.filter({ hasText: 'Would be refused: QUOTA_EXCEEDED' }).waitFor({ state: 'visible', timeout: STEP_TIMEOUT_MS })
+    .catch(async () => { throw new Error(`the form does not say 5000 GiB would be refused: "${await price.innerText()}"`); });
   await form.getByRole('button', { name: 'Create volume' }).click();
   const formError = form.locator('.form-error');
   await formError.filter({ hasText: 'QUOTA_EXCEEDED' }).waitFor({ state: 'visible', timeout: STEP_TIMEOUT_MS })

@@ -1,7 +1,7 @@
 //! The embedded default's first start: a demo tenant with a project, a provider account and a
 //! pool offered with quotas, and two tokens (an operator's and the demo tenant's) whose secrets
 //! are returned here once and never again. Later starts find the tenant and make nothing.
-use super::pools::{PoolCreate, PoolOffer, ProviderAccountCreate, QuotaLimit};
+use super::pools::{PoolCreate, PoolOffer, PoolRates, ProviderAccountCreate, QuotaLimit, RateCardAsk};
 use super::tenants::{ProjectCreate, TenantCreate};
 use super::tokens::TokenIssue;
 use crate::authz::{Actor, Grant, OPERATOR_SCOPE};
@@ -66,6 +66,7 @@ pub async fn demo(services: &Services) -> Result<Option<FirstStart>> {
         images: strings(&["ubuntu-24-04-x64", "debian-12-x64"]),
     };
     let pool = services.pool_create(&system, pool).await?;
+    services.pool_rates_set(&system, PoolRates { pool_id: pool.id.clone(), card: Some(demo_rates()) }).await?;
     let quotas = limits(&[("diskGiB", 2000), ("addresses", 5), ("instances", 10), ("networks", 5)]);
     services.pool_offer(&system, PoolOffer { pool_id: pool.id, tenant_id: DEMO_TENANT.into(), quotas }).await?;
     if services.sim_url.is_some() {
@@ -93,6 +94,20 @@ pub async fn demo(services: &Services) -> Result<Option<FirstStart>> {
         .await?;
     meta::set_once(&services.db, DONE_KEY, "done").await?;
     Ok(Some(FirstStart { operator_token, tenant_token }))
+}
+
+/// The demo pool's prices, per GiB-hour or hour: a month (730 h) of a block volume's GiB costs
+/// 0.10 USD, of a share's 0.15, of a snapshot's 0.06; an address 5 USD, an instance 6.
+fn demo_rates() -> RateCardAsk {
+    let month = |price: f64| price / crate::service::plan::HOURS_PER_MONTH;
+    let prices = [
+        ("vps.volume.gib.hours", month(0.10)),
+        ("vps.share.gib.hours", month(0.15)),
+        ("vps.snapshot.gib.hours", month(0.06)),
+        ("vps.address.hours", month(5.0)),
+        ("vps.instance.hours", month(6.0)),
+    ];
+    RateCardAsk { currency: "USD".into(), prices: prices.map(|(meter, price)| (meter.to_owned(), price)).to_vec() }
 }
 
 fn strings(values: &[&str]) -> Vec<String> {

@@ -175,6 +175,7 @@ async fn the_dashboard_shows_a_volume_converge_a_refusal_and_resumes_after_a_res
     assert!(restarted, "the driver never asked for the restart: {report}");
     let steps = [
         "signed-in",
+        "volume-price",
         "volume-pending",
         "volume-ready",
         "quota-exceeded",

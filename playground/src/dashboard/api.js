@@ -56,6 +56,26 @@ export async function gql(token, query, variables = {}) {
   return body.data;
 }
 
+// Sends one mutation as a dry run (`dryRun: true` in its input): resolves to the
+// plan the server answered for its field `result`, or throws its refusal as `gql`.
+export async function dryRun(token, query, input) {
+  let response;
+  try {
+    response = await fetch(HTTP_URL, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+      body: JSON.stringify({ query, variables: { input: { ...input, dryRun: true } } }),
+      cache: 'no-store',
+    });
+  } catch {
+    throw new ApiError('NETWORK', 'could not reach the server; try again');
+  }
+  const body = await response.json().catch(() => null);
+  if (!body) throw new ApiError('HTTP', `the server answered ${response.status} without a GraphQL body`);
+  if (body.errors?.length) throw fromGraphQLError(body.errors[0]);
+  return body.extensions?.plan?.result ?? null;
+}
+
 // Errors of a GraphQL result delivered over the WebSocket (`next` with `errors`).
 export function firstError(errors) {
   return fromGraphQLError(errors?.[0]);

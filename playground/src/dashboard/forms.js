@@ -1,7 +1,7 @@
 // The action forms: create a volume or an address, and the Manage panels that
 // attach, detach, resize, snapshot and delete a volume, show a shared volume's
 // mount lines, and assign, unassign and delete an address.
-import { ApiError, gql, newIdempotencyKey } from './api.js';
+import { ApiError, dryRun, gql, newIdempotencyKey } from './api.js';
 import { $, copyButton, h, replaceKeepingFocus } from './dom.js';
 import { MOUNT_LINES, MUTATIONS } from './queries.js';
 import { fillSelect, ruleItem } from './render.js';
@@ -94,6 +94,35 @@ function resetFields(form) {
     if (field.type === 'checkbox') field.checked = field.defaultChecked;
     else field.value = field.defaultValue;
   }
+}
+
+// What a create would cost a month, shown under its form before the user clicks:
+// the form's values are sent as a dry run (nothing is made) a moment after each
+// change, and its plan's monthly cost (or the refusal it would meet) is shown.
+const PRICE_WAIT_MS = 250;
+
+function showPrice(ctx, form, input) {
+  const line = form.querySelector('.price');
+  let timer = null;
+  let asked = 0;
+  const update = async () => {
+    const values = Object.fromEntries(new FormData(form));
+    if (!values.poolId || !values.region || !(Number(values.size) > 0)) { line.textContent = ''; return; }
+    const mine = ++asked;
+    let text;
+    try {
+      const plan = await dryRun(ctx.token, MUTATIONS.volumeCreate, input(values));
+      const cost = plan?.monthlyCost;
+      text = cost ? `Monthly price: ${cost.amount.toFixed(2)} ${cost.currency} (730 hours)` : 'No price: the pool has no rate card';
+    } catch (err) {
+      text = `Would be refused: ${err}`;
+    }
+    if (mine === asked) line.textContent = text;
+  };
+  const later = () => { clearTimeout(timer); timer = setTimeout(update, PRICE_WAIT_MS); };
+  form.addEventListener('input', later);
+  form.addEventListener('change', later);
+  ctx.priceRefresh = later;
 }
 
 // The pool and region pickers of a create form: regions follow the pool.
@@ -196,13 +225,15 @@ export function setUpForms(ctx) {
       fillNetworks(state, volumeCreate);
     });
   }
-  wireForm(volumeCreate, async (v, key) => {
+  const createInput = (v, key) => {
     const input = { tenantId, poolId: v.poolId, region: v.region, name: v.name.trim(), sizeGiB: Number(v.size),
       kind: v.kind, idempotencyKey: key };
     // A block volume takes no network (the server refuses one).
     if (v.kind === 'SHARED' && v.networkId) input.networkId = v.networkId;
-    mergeAnd(await run('volumeCreate', input));
-  });
+    return input;
+  };
+  wireForm(volumeCreate, async (v, key) => mergeAnd(await run('volumeCreate', createInput(v, key))));
+  showPrice(ctx, volumeCreate, (v) => createInput({ ...v, name: v.name.trim() || 'price-preview' }, newIdempotencyKey()));
 
   // Manage a volume.
   const volume = managePanel($('#volume-manage'), () => state.volumes, {
@@ -273,6 +304,8 @@ export function setUpForms(ctx) {
   return function refresh() {
     fillPoolPickers(state, volumeCreate);
     fillNetworks(state, volumeCreate);
+    // The first price, once the pickers have a pool; later ones follow the user's changes.
+    if (!volumeCreate.querySelector('.price').textContent) ctx.priceRefresh?.();
     fillPoolPickers(state, addressCreate);
     volume.refresh();
     address.refresh();
