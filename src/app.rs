@@ -164,6 +164,7 @@ impl App {
             Arc::new(InventoryReconciler),
             Arc::new(UsageReconciler),
             Arc::new(EventRetentionReconciler { retention: config.limits.event_retention }),
+            Arc::new(crate::service::schedules::ScheduleRunner),
         ];
         // The usage pass's one work item: made on the first start, and due now on every start,
         // so a pass catches up on the hours that closed while no process ran.

@@ -16,6 +16,7 @@ pub const ATTACHMENT: &str = "patt";
 pub const ADDRESS: &str = "paddr";
 pub const FILESYSTEM: &str = "fs";
 pub const FIREWALL_RULE: &str = "fwr";
+pub const SNAPSHOT_SCHEDULE: &str = "ssch";
 
 /// Ids made in one millisecond by this process still sort in the order they were made (a
 /// network's subnets list in the order asked), since ULIDs of one millisecond are otherwise random.

@@ -20,6 +20,7 @@ mod m20261209_000013_restore_size;
 mod m20261210_000014_deletion_protection;
 mod m20261211_000015_event_times;
 mod m20261212_000016_rate_cards;
+mod m20261213_000017_snapshot_schedules;
 
 pub struct Migrator;
 
@@ -43,6 +44,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261210_000014_deletion_protection::Migration),
             Box::new(m20261211_000015_event_times::Migration),
             Box::new(m20261212_000016_rate_cards::Migration),
+            Box::new(m20261213_000017_snapshot_schedules::Migration),
         ]
     }
 }

@@ -271,6 +271,7 @@ async fn settle_rows(db: &sea_orm::DatabaseConnection, owner: &Owner, seeded: &S
                 lost: Set(false),
                 message: Set(None),
                 deletion_protection: Set(false),
+                schedule_id: Set(None),
                 version: Set(1),
                 generation: Set(1),
                 created_at: Set(at),

@@ -17,6 +17,7 @@ pub mod plans;
 mod pools;
 mod reads;
 pub(crate) mod render;
+mod schedules;
 pub mod shared;
 mod snapshots;
 mod tenants;
@@ -49,6 +50,7 @@ pub struct Query(
     filesystems::FilesystemQuery,
     firewall_rules::FirewallRuleQuery,
     usage::UsageQuery,
+    schedules::ScheduleQuery,
     events::EventQuery,
     nodes::NodeQuery,
 );
@@ -62,6 +64,7 @@ pub struct Mutation(
     instances::InstanceMutation,
     volumes::VolumeMutation,
     snapshots::SnapshotMutation,
+    schedules::ScheduleMutation,
     addresses::AddressMutation,
     filesystems::FilesystemMutation,
     firewall_rules::FirewallRuleMutation,

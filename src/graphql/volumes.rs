@@ -515,6 +515,7 @@ impl VolumeMutation {
                 name: input.name,
                 deletion_protection: input.deletion_protection,
                 idempotency_key: input.idempotency_key,
+                schedule_id: None,
             };
             Ok(ProviderSnapshot::from(services(ctx).volume_snapshot(actor(ctx)?, take).await?))
         })

@@ -14,6 +14,7 @@ pub mod plan;
 pub mod pools;
 pub mod protection;
 pub mod rows;
+pub mod schedules;
 pub mod snapshots;
 pub mod tenants;
 pub mod tokens;

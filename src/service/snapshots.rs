@@ -47,6 +47,9 @@ pub struct SnapshotTake {
     pub deletion_protection: bool,
     #[serde(skip)]
     pub idempotency_key: String,
+    /// The schedule taking it (its key names the schedule already).
+    #[serde(skip)]
+    pub schedule_id: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -123,6 +126,7 @@ impl Services {
             provider_name: provider_name(&id, current.kind),
             min_disk_size: current.size_gib,
             deletion_protection: input.deletion_protection,
+            schedule_id: input.schedule_id.as_deref(),
         };
         let created = store::snapshots::insert(&txn, new, now).await?;
         queue::wake(&txn, crate::store::volumes::RECONCILER, &id, self.clock.now_ms()).await?;

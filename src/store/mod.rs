@@ -23,6 +23,7 @@ pub mod outbox;
 pub mod pools;
 pub mod queue;
 pub mod quota;
+pub mod schedules;
 pub mod session;
 pub mod snapshots;
 pub mod state;

@@ -81,6 +81,8 @@ pub struct NewSnapshot<'a> {
     /// The volume's asked size when the snapshot is asked; the provider's figure replaces it.
     pub min_disk_size: i64,
     pub deletion_protection: bool,
+    /// The schedule taking it, if one is.
+    pub schedule_id: Option<&'a str>,
 }
 
 /// Inserts the snapshot, pending; a name the volume's snapshots already use is CONFLICT.
@@ -105,6 +107,7 @@ pub async fn insert(conn: &impl ConnectionTrait, new: NewSnapshot<'_>, now: Date
         lost: Set(false),
         message: Set(None),
         deletion_protection: Set(new.deletion_protection),
+        schedule_id: Set(new.schedule_id.map(str::to_owned)),
         version: Set(1),
         generation: Set(1),
         created_at: Set(now),

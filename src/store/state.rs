@@ -46,6 +46,14 @@ macro_rules! placeholder {
 }
 
 stored_enum! {
+    /// Whether a snapshot schedule still takes snapshots.
+    ScheduleState as "SnapshotScheduleState" {
+        Active = "active",
+        Deleted = "deleted",
+    }
+}
+
+stored_enum! {
     /// Where a resource is, as the reconciler last saw it.
     State as "ResourceState" {
         Pending = "pending",

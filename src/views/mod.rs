@@ -9,6 +9,7 @@ pub mod instances;
 pub mod json;
 pub mod networks;
 pub mod pools;
+pub mod schedules;
 pub mod snapshots;
 pub mod tenants;
 pub mod volumes;

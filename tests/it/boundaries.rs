@@ -171,6 +171,16 @@ pub(crate) fn bases() -> BTreeMap<&'static str, Vec<Value>> {
                 "appliesTo": ["$instance"], "idempotencyKey": key() }),
             ],
         ),
+        (
+            "snapshotScheduleCreate",
+            vec![
+                json!({ "tenantId": t, "volumeId": "$volume", "name": name(), "everyHours": 6, "keepLast": 3,
+                    "idempotencyKey": key() }),
+                json!({ "tenantId": t, "projectId": "$project", "name": name(), "dailyAt": "03:30",
+                    "maxAgeHours": 48, "idempotencyKey": key() }),
+            ],
+        ),
+        ("snapshotScheduleDelete", vec![json!({ "tenantId": t, "scheduleId": "$schedule" })]),
         ("firewallRuleDelete", vec![json!({ "tenantId": t, "networkId": "$net", "firewallRuleId": "$rule" })]),
     ])
 }
@@ -371,7 +381,14 @@ pub(crate) async fn world(server: &TestServer, of: &Tenant, project: &str, tenan
             "idempotencyKey": format!("ssh{n}") }),
     )
     .await;
+    let schedule = make(
+        "snapshotScheduleCreate",
+        json!({ "tenantId": tenant, "volumeId": volume, "name": format!("every{n}"), "everyHours": 6,
+            "keepLast": 3, "idempotencyKey": format!("every{n}") }),
+    )
+    .await;
     for (role, id) in [
+        ("schedule", schedule),
         ("rule", rule),
         ("net", net),
         ("subnet", subnet),

@@ -30,6 +30,9 @@ const FILESYSTEM: &str = "fs_01jz0000000000000000000000";
 /// A firewall rule id: every rule call is decided on the network first, as a filesystem's is.
 const RULE: &str = "fwr_01jz0000000000000000000000";
 
+/// A snapshot schedule id: a stranger is refused it before it matters whether it exists.
+const SCHEDULE: &str = "ssch_01jz0000000000000000000000";
+
 /// Each root field with a document that calls it on tenant `acme`'s resources.
 fn table(ids: &Ids) -> Vec<(&'static str, &'static str, String)> {
     let t = "tenantId: \"acme\"";
@@ -69,6 +72,8 @@ fn table(ids: &Ids) -> Vec<(&'static str, &'static str, String)> {
         ),
         ("Query", "firewallRules", q(format!("firewallRules({t}, networkId: \"{}\") {{ id }}", ids.network))),
         ("Query", "events", q(format!("events({t}) {{ edges {{ cursor }} }}"))),
+        ("Query", "snapshotSchedule", q(format!("snapshotSchedule({t}, scheduleId: \"{SCHEDULE}\") {{ id }}"))),
+        ("Query", "snapshotSchedules", q(format!("snapshotSchedules({t}) {{ id }}"))),
         ("Query", "node", q(format!("node(id: \"{}\") {{ id }}", ids.volume))),
         ("Query", "nodes", q(format!("nodes(ids: [\"{}\", \"{}\"]) {{ id }}", ids.volume, ids.network))),
         (
@@ -172,6 +177,18 @@ fn table(ids: &Ids) -> Vec<(&'static str, &'static str, String)> {
             "firewallRuleDelete",
             m("firewallRuleDelete", format!("{t}, networkId: \"{}\", firewallRuleId: \"{RULE}\"", ids.network)),
         ),
+        (
+            "Mutation",
+            "snapshotScheduleCreate",
+            m(
+                "snapshotScheduleCreate",
+                format!(
+                    "{t}, volumeId: \"{}\", name: \"daily\", everyHours: 6, keepLast: 3, idempotencyKey: \"s\"",
+                    ids.volume
+                ),
+            ),
+        ),
+        ("Mutation", "snapshotScheduleDelete", m("snapshotScheduleDelete", format!("{t}, scheduleId: \"{SCHEDULE}\""))),
         (
             "Mutation",
             "filesystemDelete",

@@ -39,6 +39,7 @@ mod queue;
 mod quota;
 mod replicas;
 mod retention;
+mod schedules;
 mod schema;
 mod secrets;
 mod sim;

@@ -206,6 +206,7 @@ impl Setup {
             lost: Set(false),
             message: Set(None),
             deletion_protection: Set(false),
+            schedule_id: Set(None),
             version: Set(1),
             generation: Set(1),
             created_at: Set(at(ready_at - MINUTE)),

@@ -31,6 +31,7 @@ pub(in crate::reconcile) fn taking() -> snapshot::Model {
         lost: false,
         message: None,
         deletion_protection: false,
+        schedule_id: None,
         version: 1,
         generation: 1,
         created_at: t,

@@ -17,6 +17,7 @@ pub mod provider_snapshot;
 pub mod provider_volume;
 pub mod quota;
 pub mod quota_ledger;
+pub mod snapshot_schedule;
 pub mod tenant;
 pub mod token_grant;
 pub mod usage_window;

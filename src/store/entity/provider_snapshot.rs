@@ -28,6 +28,8 @@ pub struct Model {
     pub message: Option<String>,
     /// A delete is refused while it is set.
     pub deletion_protection: bool,
+    /// The schedule that took it; None for one taken by a call.
+    pub schedule_id: Option<String>,
     pub version: i64,
     /// Bumped by each user change of what is asked; see `store::status`.
     pub generation: i64,
