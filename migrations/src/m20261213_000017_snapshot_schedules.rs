@@ -89,6 +89,14 @@ impl MigrationTrait for Migration {
             vec![ProviderSnapshots::ScheduleId.into_iden()],
         )
         .await?;
+        // A name is its snapshots' prefix: two active schedules of a tenant never share one.
+        manager
+            .get_connection()
+            .execute_unprepared(
+                "CREATE UNIQUE INDEX snapshot_schedules_live_name ON snapshot_schedules (tenant_id, name) \
+                 WHERE state = 'active'",
+            )
+            .await?;
         crate::m20261204_000008_bytewise_ids::ids_bytewise(manager).await
     }
 }

@@ -158,7 +158,17 @@ impl Shared {
         }
         drop(live);
         let membership = self.join(&execution, id, &link).expect("a new execution is joinable");
-        let stream = self.schema.execute_stream(request.data(caller.clone()));
+        // A query or mutation's dry-run plans go in its answer's extensions, as over HTTP.
+        let plans = super::plans::Plans::default();
+        let stream = self.schema.execute_stream(request.data(caller.clone()).data(plans.clone()));
+        let stream = stream
+            .map(move |mut response| {
+                if let Some(plan) = plans.extension() {
+                    response.extensions.insert("plan".to_owned(), plan);
+                }
+                response
+            })
+            .boxed();
         let stream = match once {
             Some(once) => within(once, stream),
             None => stream,

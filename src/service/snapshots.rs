@@ -89,7 +89,8 @@ impl Services {
         let id = ids::new_id(ids::SNAPSHOT);
         let key = idempotency::Key {
             tenant_id: &input.tenant_id,
-            operation: "providerVolumeSnapshot",
+            // A schedule's takes are keyed apart from the calls', so no call can claim one first.
+            operation: if input.schedule_id.is_some() { "snapshotScheduleTake" } else { "providerVolumeSnapshot" },
             key: &input.idempotency_key,
         };
         if let Claim::Existing(existing) =

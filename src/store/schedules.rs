@@ -27,8 +27,9 @@ pub struct NewSchedule<'a> {
     pub next_run_at: DateTime<Utc>,
 }
 
+/// Inserts the schedule, active; a name another active schedule of the tenant has is CONFLICT.
 pub async fn insert(conn: &impl ConnectionTrait, new: NewSchedule<'_>, now: DateTime<Utc>) -> Result<schedule::Model> {
-    Ok(schedule::ActiveModel {
+    schedule::ActiveModel {
         id: Set(new.id.to_owned()),
         tenant_id: Set(new.tenant_id.to_owned()),
         project_id: Set(new.project_id.map(str::to_owned)),
@@ -51,7 +52,8 @@ pub async fn insert(conn: &impl ConnectionTrait, new: NewSchedule<'_>, now: Date
         deleted_at: Set(None),
     }
     .insert(conn)
-    .await?)
+    .await
+    .map_err(super::taken("name", || format!("a schedule named {} exists", new.name)))
 }
 
 pub async fn find(conn: &impl ConnectionTrait, schedule_id: &str) -> Result<Option<schedule::Model>> {
@@ -97,7 +99,8 @@ pub async fn mark_deleted(
 
 /// What a run did: the slot it took, what came of it, and when the next is due.
 pub struct Ran {
-    pub slot: DateTime<Utc>,
+    /// The slot taken; None when it is to be tried again (its record stays as it was).
+    pub slot: Option<DateTime<Utc>>,
     pub outcome: String,
     pub error: Option<String>,
     pub next_run_at: DateTime<Utc>,
@@ -110,8 +113,11 @@ pub async fn record_run(
     ran: Ran,
     now: DateTime<Utc>,
 ) -> Result<Option<schedule::Model>> {
-    let written = schedule::Entity::update_many()
-        .col_expr(schedule::Column::LastSlotAt, Expr::value(Some(ran.slot)))
+    let mut update = schedule::Entity::update_many();
+    if let Some(slot) = ran.slot {
+        update = update.col_expr(schedule::Column::LastSlotAt, Expr::value(Some(slot)));
+    }
+    let written = update
         .col_expr(schedule::Column::LastRunAt, Expr::value(Some(now)))
         .col_expr(schedule::Column::LastOutcome, Expr::value(Some(ran.outcome)))
         .col_expr(schedule::Column::LastError, Expr::value(ran.error))

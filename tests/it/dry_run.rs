@@ -288,3 +288,20 @@ db_test!(a_dry_run_of_a_change_no_reconciler_acts_on_plans_no_provider_call, |ba
     let volume = s.server.ok(Some(&s.token), read, json!({ "v": id })).await["providerVolume"].clone();
     assert_eq!(volume, json!({ "sizeGiB": 10, "deletionProtection": false, "version": 1 }));
 });
+
+db_test!(a_dry_run_over_the_socket_answers_its_plan_too, |backend: Backend| async move {
+    let s = setup(backend).await;
+    let mut ws = s.server.ws(json!({ "Authorization": format!("Bearer {}", s.token) })).await;
+    let query = "mutation($i: ProviderVolumeCreateInput!) { providerVolumeCreate(input: $i) { state } }";
+    let input = json!({ "tenantId": "acme", "poolId": s.pool, "name": "ws", "region": "nyc3", "sizeGiB": 5,
+        "idempotencyKey": "ws", "dryRun": true });
+    ws.subscribe("1", query, json!({ "i": input })).await;
+    let mut next = ws.next(std::time::Duration::from_secs(10)).await.expect("an answer");
+    while next["type"] == "connection_ack" {
+        next = ws.next(std::time::Duration::from_secs(10)).await.expect("an answer");
+    }
+    let payload = &next["payload"];
+    assert_eq!(payload["data"]["providerVolumeCreate"]["state"], "PENDING", "{next}");
+    assert_eq!(payload["extensions"]["plan"]["providerVolumeCreate"]["quota"][0]["after"], 5, "{next}");
+    assert_eq!(s.used().await, 0);
+});

@@ -86,6 +86,11 @@ impl Setup {
             .unwrap()
     }
 
+    async fn ready(&self, volume: &str, name: &str) -> bool {
+        let rows = self.rows(volume).await;
+        rows.into_iter().any(|r| r.name == name && r.state == vps_graph::store::state::State::Ready)
+    }
+
     /// The names of the volume's snapshots still wanted, sorted.
     async fn kept(&self, volume: &str) -> Vec<String> {
         let mut names: Vec<String> = self
@@ -309,3 +314,118 @@ db_test!(a_schedule_asks_one_cadence_some_retention_and_at_most_25_kept, |backen
     let listed = s.server.ok(Some(&s.token), "{ snapshotSchedules(tenantId: \"acme\") { id } }", json!({})).await;
     assert_eq!(listed["snapshotSchedules"], json!([]), "nothing refused was recorded");
 });
+
+db_test!(keeping_one_never_leaves_the_volume_without_a_ready_snapshot, |backend: Backend| async move {
+    let s = setup(backend).await;
+    let volume = s.ready_volume("one").await;
+    let schedule = s
+        .schedule(json!({ "volumeId": volume, "name": "one", "everyHours": 1, "keepLast": 1,
+        "idempotencyKey": "one" }))
+        .await;
+    let first = START + HOUR;
+    s.at(first + 60_000).await;
+    for _ in 0..50 {
+        if s.ready(&volume, &name_at("one", first)).await {
+            break;
+        }
+        s.at(s.clock.now_ms() + 1_000).await;
+    }
+    assert!(s.ready(&volume, &name_at("one", first)).await, "the first slot's snapshot is READY");
+    // The next slot's take is pending when retention runs: the READY one stays with it.
+    let second = first + HOUR;
+    s.clock.advance(second + 60_000 - s.clock.now_ms());
+    s.server.app.services.schedule_run(schedule["id"].as_str().unwrap()).await.unwrap();
+    let mut both = vec![name_at("one", first), name_at("one", second)];
+    both.sort();
+    assert_eq!(s.kept(&volume).await, both, "the newest READY snapshot is never deleted for one still pending");
+    // Once the second is READY, the next slot deletes the first.
+    s.at(second + 30 * 60_000).await;
+    s.at(second + HOUR + 60_000).await;
+    let mut last = vec![name_at("one", second), name_at("one", second + HOUR)];
+    last.sort();
+    assert_eq!(s.kept(&volume).await, last);
+});
+
+db_test!(a_slot_that_meets_a_volume_at_its_limit_is_tried_again_not_lost, |backend: Backend| async move {
+    let s = setup(backend).await;
+    let volume = s.ready_volume("full").await;
+    let mut manual = Vec::new();
+    for n in 0..24 {
+        manual.push(s.snapshot(&volume, &format!("m{n}"), false).await);
+    }
+    let schedule = s
+        .schedule(json!({ "volumeId": volume, "name": "full", "everyHours": 1, "keepLast": 25,
+        "idempotencyKey": "full" }))
+        .await;
+    let id = schedule["id"].as_str().unwrap().to_owned();
+    let first = START + HOUR;
+    s.at(first + 60_000).await;
+    assert_eq!(s.kept(&volume).await.len(), 25, "the first slot fills the volume");
+    let second = first + HOUR;
+    s.at(second + 60_000).await;
+    let read = s.read(&id).await;
+    assert_eq!(read["lastSlotAt"].as_str().unwrap(), iso(first), "the second slot is not recorded taken: {read}");
+    assert!(read["lastError"].as_str().unwrap().contains("QUOTA_EXCEEDED"), "{read}");
+    assert_eq!(read["nextRunAt"].as_str().unwrap(), iso(second + 2 * 60_000), "tried again a minute later: {read}");
+    // The user makes room; the retry takes the slot.
+    s.call("providerSnapshotDelete", "id", json!({ "tenantId": "acme", "snapshotId": manual[0] })).await;
+    for _ in 0..30 {
+        s.at(s.clock.now_ms() + 10_000).await;
+        if s.read(&id).await["lastSlotAt"].as_str() == Some(iso(second).as_str()) {
+            break;
+        }
+    }
+    let read = s.read(&id).await;
+    assert_eq!(read["lastSlotAt"].as_str().unwrap(), iso(second), "{read}");
+    assert!(s.kept(&volume).await.contains(&name_at("full", second)));
+});
+
+db_test!(
+    a_schedule_pruning_manual_snapshots_asks_the_right_to_delete_them_and_goes_with_its_volume,
+    |backend: Backend| async move {
+        let s = setup(backend).await;
+        let volume = s.ready_volume("owned").await;
+        let on_volume = format!("provider-volume/{volume}");
+        let grants = [("compute:volumes:manage", on_volume.as_str()), ("compute:volumes:read", on_volume.as_str())];
+        let token = s.server.token(Some("acme"), &grants).await;
+        let create = "mutation($i: SnapshotScheduleCreateInput!) { snapshotScheduleCreate(input: $i) { id } }";
+        let input = json!({ "tenantId": "acme", "volumeId": volume, "name": "mine", "everyHours": 6, "keepLast": 2,
+        "pruneManual": true, "idempotencyKey": "mine" });
+        let body = s.server.gql(Some(&token), create, json!({ "i": input })).await;
+        assert_eq!(common::first_code(&body).as_deref(), Some("ACCESS_DENIED"), "{body}");
+        let mut input = input;
+        input["pruneManual"] = json!(false);
+        let body = s.server.gql(Some(&token), create, json!({ "i": input })).await;
+        let id = body["data"]["snapshotScheduleCreate"]["id"].as_str().unwrap_or_else(|| panic!("{body}")).to_owned();
+        // Its maker reads and stops it by its right on the volume.
+        let read = "query($s: String!) { snapshotSchedule(tenantId: \"acme\", scheduleId: $s) { state } }";
+        assert_eq!(s.server.ok(Some(&token), read, json!({ "s": id })).await["snapshotSchedule"]["state"], "ACTIVE");
+        let listed = s.server.ok(Some(&token), "{ snapshotSchedules(tenantId: \"acme\") { id } }", json!({})).await;
+        assert_eq!(listed["snapshotSchedules"], json!([{ "id": id }]));
+        // Same name again: CONFLICT; a volume and a project at once: INVALID_INPUT.
+        let again = s
+            .call(
+                "snapshotScheduleCreate",
+                "id",
+                json!({ "tenantId": "acme", "volumeId": volume, "name": "mine",
+        "everyHours": 6, "keepLast": 2, "idempotencyKey": "mine-2" }),
+            )
+            .await;
+        assert_eq!(common::first_code(&again).as_deref(), Some("CONFLICT"), "{again}");
+        let project = s.server.project("acme", "p").await;
+        let both = s
+            .call(
+                "snapshotScheduleCreate",
+                "id",
+                json!({ "tenantId": "acme", "volumeId": volume, "projectId": project,
+        "name": "both", "everyHours": 6, "keepLast": 2, "idempotencyKey": "both" }),
+            )
+            .await;
+        assert_eq!(common::first_code(&both).as_deref(), Some("INVALID_INPUT"), "{both}");
+        // Its volume deleted, the schedule ends at its next slot.
+        s.call("providerVolumeDelete", "id", json!({ "tenantId": "acme", "volumeId": volume })).await;
+        s.at(START + 6 * HOUR).await;
+        let state = s.read(&id).await["state"].clone();
+        assert_eq!(state, "DELETED");
+    }
+);

@@ -23,6 +23,8 @@ use crate::store::queue;
 use crate::store::schedules::{self as store, NewSchedule, RUNNER};
 use crate::store::state::{Desired, ScheduleState, State};
 use crate::views::schedules::{KIND, ScheduleView, event, view};
+use crate::views::snapshots::KIND as SNAPSHOT_KIND;
+use crate::views::volumes::KIND as VOLUME_KIND;
 pub use run::ScheduleRunner;
 pub use slots::Cadence;
 
@@ -60,7 +62,10 @@ impl Services {
         let project_id = match (&input.volume_id, &input.project_id) {
             (Some(volume_id), _) => {
                 let volume = self.volume_decided(&txn, actor, &input.tenant_id, volume_id).await?;
-                if volume.state == State::Deleted || volume.desired_state == Desired::Absent {
+                if volume.state == State::Deleted {
+                    return Err(Error::not_found(VOLUME_KIND, volume_id));
+                }
+                if volume.desired_state == Desired::Absent {
                     return Err(Error::new(Code::InvalidState, format!("volume {volume_id} is being deleted"))
                         .with_details(json!({ "reason": "deleting" })));
                 }
@@ -73,6 +78,10 @@ impl Services {
             }
             (None, None) => unreachable!("check_create asks one"),
         };
+        // Deleting the snapshots calls took is deleting snapshots: the caller must be allowed to.
+        if input.prune_manual {
+            actor.decide_create(MANAGE, &input.tenant_id, project_id.as_deref(), SNAPSHOT_KIND, &id)?;
+        }
         let key = idempotency::Key {
             tenant_id: &input.tenant_id,
             operation: "snapshotScheduleCreate",
@@ -141,7 +150,11 @@ impl Services {
         actor.decide_list(READ, tenant_id)?;
         let all = store::active_of(&self.db, tenant_id, volume_id).await?;
         let target = |s: &crate::store::entity::snapshot_schedule::Model| {
-            actor.allows(READ, &Target::resource(tenant_id, s.project_id.as_deref(), KIND, &s.id))
+            let project = s.project_id.as_deref();
+            actor.allows(READ, &Target::resource(tenant_id, project, KIND, &s.id))
+                || s.volume_id
+                    .as_deref()
+                    .is_some_and(|v| actor.allows(READ, &Target::resource(tenant_id, project, VOLUME_KIND, v)))
         };
         Ok(all.iter().filter(|s| target(s)).map(view).collect())
     }
@@ -172,7 +185,13 @@ impl Services {
             .await?
             .filter(|s| s.tenant_id == tenant_id)
             .ok_or_else(|| Error::not_found(KIND, schedule_id))?;
-        actor.decide(permission, &Target::resource(tenant_id, found.project_id.as_deref(), KIND, schedule_id))?;
+        // A volume's schedule is its volume's too: whoever may manage the volume made it.
+        let on_volume = found.volume_id.as_deref().is_some_and(|volume_id| {
+            actor.allows(permission, &Target::resource(tenant_id, found.project_id.as_deref(), VOLUME_KIND, volume_id))
+        });
+        if !on_volume {
+            actor.decide(permission, &Target::resource(tenant_id, found.project_id.as_deref(), KIND, schedule_id))?;
+        }
         Ok(found)
     }
 }
@@ -187,7 +206,13 @@ fn check_create(input: &ScheduleCreate) -> Result<()> {
     validate::max_len("name", &input.name, MAX_NAME)?;
     validate::idempotency_key(&input.idempotency_key)?;
     match (&input.volume_id, &input.project_id) {
-        (Some(volume_id), _) => validate::id("volumeId", ids::VOLUME, volume_id)?,
+        (Some(_), Some(_)) => {
+            return Err(Error::invalid_input(
+                "projectId",
+                "name a volume or a project, not both (a volume's project is its own)",
+            ));
+        }
+        (Some(volume_id), None) => validate::id("volumeId", ids::VOLUME, volume_id)?,
         (None, Some(project_id)) => validate::id("projectId", ids::PROJECT, project_id)?,
         (None, None) => {
             return Err(Error::invalid_input("volumeId", "name a volume, or a project for all its volumes"));

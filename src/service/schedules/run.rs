@@ -34,16 +34,22 @@ impl Reconciler for ScheduleRunner {
     }
 }
 
-/// What a run did of one volume.
+/// What a run did of its volumes.
 #[derive(Default)]
 struct Done {
     took: Vec<String>,
     deleted: Vec<String>,
     refused: Vec<String>,
+    /// A volume at its snapshot limit: the slot is tried again once retention made room.
+    full: bool,
 }
 
+/// How long a slot that met a volume at its snapshot limit waits before it is tried again,
+/// while the deletes retention asked make room.
+pub const FULL_RETRY_MS: i64 = 60_000;
+
 impl Services {
-    /// Runs the schedule's latest slot if it has not been taken; how long until its next slot
+    /// Runs the schedule's latest slot if it has not been taken; how long until its next run
     /// (None: the schedule is gone).
     pub async fn schedule_run(&self, schedule_id: &str) -> Result<Option<i64>> {
         let Some(s) = store::find(&self.db, schedule_id).await? else { return Ok(None) };
@@ -57,12 +63,26 @@ impl Services {
         if slot <= taken {
             return Ok(Some(cadence.slot_after(now) - now));
         }
+        let Some(volumes) = self.covered(&s).await? else {
+            self.schedule_ended(&s).await?;
+            return Ok(None);
+        };
         let mut done = Done::default();
-        for v in self.covered(&s).await? {
-            self.keep_and_take(&s, &v, at(slot), &mut done).await?;
+        for v in &volumes {
+            self.keep_and_take(&s, v, at(slot), &mut done).await?;
         }
-        let next = cadence.slot_after(now);
-        let ran = Ran { slot: at(slot), outcome: outcome(&done), error: error(&done), next_run_at: at(next) };
+        // A slot that met a full volume is not recorded as taken: it goes again shortly (its
+        // takes replayed where they were made), until the next slot replaces it.
+        let next = match done.full {
+            true => (now + FULL_RETRY_MS).min(cadence.slot_after(now)),
+            false => cadence.slot_after(now),
+        };
+        let ran = Ran {
+            slot: (!done.full).then(|| at(slot)),
+            outcome: outcome(&done),
+            error: error(&done),
+            next_run_at: at(next),
+        };
         let txn = self.begin().await?;
         if let Some(recorded) = store::record_run(&txn, schedule_id, ran, self.clock.now()).await? {
             self.commit(txn, vec![event("ran", &recorded)]).await?;
@@ -70,22 +90,31 @@ impl Services {
         Ok(Some(next - self.clock.now_ms()))
     }
 
-    /// The volumes the schedule covers now: wanted, not deleted.
-    async fn covered(&self, s: &schedule::Model) -> Result<Vec<volume::Model>> {
+    /// The volumes the schedule covers now (wanted, not deleted); None when it covers none
+    /// ever again: its one volume is gone.
+    async fn covered(&self, s: &schedule::Model) -> Result<Option<Vec<volume::Model>>> {
         if let Some(volume_id) = &s.volume_id {
             let found = crate::store::volumes::find(&self.db, volume_id).await?;
-            return Ok(found
-                .filter(|v| v.desired_state == Desired::Present && v.state != State::Deleted)
-                .into_iter()
-                .collect());
+            let live = found.filter(|v| v.desired_state == Desired::Present && v.state != State::Deleted);
+            return Ok(live.map(|v| vec![v]));
         }
         match &s.project_id {
-            Some(project_id) => store::live_volumes_of_project(&self.db, &s.tenant_id, project_id).await,
-            None => Ok(Vec::new()),
+            Some(project_id) => Ok(Some(store::live_volumes_of_project(&self.db, &s.tenant_id, project_id).await?)),
+            None => Ok(None),
         }
     }
 
-    /// Deletes what the slot's snapshot puts beyond retention, then takes it.
+    /// Deletes a schedule whose volume is gone, with `snapshotSchedule.deleted`.
+    async fn schedule_ended(&self, s: &schedule::Model) -> Result<()> {
+        let txn = self.begin().await?;
+        crate::store::lock(&txn, "snapshot_schedules", &s.id).await?;
+        let deleted = store::mark_deleted(&txn, &s.id, self.clock.now()).await?;
+        self.commit(txn, vec![event("deleted", &deleted)]).await
+    }
+
+    /// Takes the slot's snapshot of `v`, then deletes what it puts beyond retention. Nothing is
+    /// deleted for a take refused; for a volume at its limit, retention makes room for the next
+    /// try.
     async fn keep_and_take(
         &self,
         s: &schedule::Model,
@@ -93,36 +122,50 @@ impl Services {
         slot: DateTime<Utc>,
         done: &mut Done,
     ) -> Result<()> {
-        let system = Actor::system();
-        let name = format!("{}-{}", s.name, slot.format("%Y%m%d-%H%M"));
-        let kept = store::kept_snapshots(&self.db, &v.id).await?;
-        let others: Vec<&snapshot::Model> =
-            kept.iter().filter(|k| !(k.schedule_id.as_deref() == Some(s.id.as_str()) && k.name == name)).collect();
-        let oldest_kept = self.clock.now() - Duration::hours(i64::from(s.max_age_hours.unwrap_or(0)));
-        for (newer, k) in others.iter().enumerate() {
-            // The slot's snapshot is the newest, so `keepLast - 1` of the others stay.
-            let past_count = s.keep_last.is_some_and(|keep| newer as i64 >= i64::from(keep) - 1);
-            // Kept while younger than the age: one as old as it goes.
-            let past_age = s.max_age_hours.is_some() && k.created_at <= oldest_kept;
-            if !(past_count || past_age) || !prunable(s, k) {
-                continue;
-            }
-            match self.snapshot_delete(&system, &s.tenant_id, &k.id).await {
-                Ok(_) => done.deleted.push(k.id.clone()),
-                Err(err) => done.refused.push(refusal(&k.id, err)?),
-            }
-        }
         let take = SnapshotTake {
             tenant_id: s.tenant_id.clone(),
             volume_id: v.id.clone(),
-            name,
+            name: format!("{}-{}", s.name, slot.format("%Y%m%d-%H%M")),
             deletion_protection: false,
-            idempotency_key: format!("schedule:{}:{}:{}", s.id, slot.timestamp_millis(), v.id),
+            idempotency_key: format!("{}:{}:{}", s.id, slot.timestamp_millis(), v.id),
             schedule_id: Some(s.id.clone()),
         };
-        match self.volume_snapshot(&system, take).await {
-            Ok(taken) => done.took.push(taken.id),
-            Err(err) => done.refused.push(refusal(&v.id, err)?),
+        let keep = match self.volume_snapshot(&Actor::system(), take).await {
+            Ok(taken) => {
+                done.took.push(taken.id);
+                s.keep_last.map(i64::from)
+            }
+            Err(err) if err.code == Code::QuotaExceeded => {
+                done.full = true;
+                done.refused.push(refusal(&v.id, err)?);
+                Some(s.keep_last.map_or(0, |keep| i64::from(keep) - 1))
+            }
+            Err(err) => {
+                done.refused.push(refusal(&v.id, err)?);
+                return Ok(());
+            }
+        };
+        self.prune(s, v, keep, done).await
+    }
+
+    /// Deletes the schedule's snapshots of `v` (and the manual ones, with `pruneManual`) beyond
+    /// the newest `keep` of them or older than its age, never the volume's newest READY one: a
+    /// run of failed takes never leaves a volume without a good snapshot.
+    async fn prune(&self, s: &schedule::Model, v: &volume::Model, keep: Option<i64>, done: &mut Done) -> Result<()> {
+        let kept = store::kept_snapshots(&self.db, &v.id).await?;
+        let newest_ready = kept.iter().find(|k| k.state == State::Ready).map(|k| k.id.clone());
+        let oldest_kept = self.clock.now() - Duration::hours(i64::from(s.max_age_hours.unwrap_or(0)));
+        for (newer, k) in kept.iter().filter(|k| prunable(s, k)).enumerate() {
+            let past_count = keep.is_some_and(|keep| newer as i64 >= keep);
+            // Kept while younger than the age: one as old as it goes.
+            let past_age = s.max_age_hours.is_some() && k.created_at <= oldest_kept;
+            if !(past_count || past_age) || newest_ready.as_deref() == Some(k.id.as_str()) {
+                continue;
+            }
+            match self.snapshot_delete(&Actor::system(), &s.tenant_id, &k.id).await {
+                Ok(_) => done.deleted.push(k.id.clone()),
+                Err(err) => done.refused.push(refusal(&k.id, err)?),
+            }
         }
         Ok(())
     }
@@ -145,13 +188,23 @@ fn refusal(of: &str, err: Error) -> Result<String> {
     Ok(format!("{of}: {} {}", err.code.as_str(), err.message))
 }
 
+/// The most ids an outcome lists of each kind; past it, how many more.
+const LISTED: usize = 10;
+
+fn listed(ids: &[String]) -> String {
+    match ids.len() > LISTED {
+        true => format!("{} and {} more", ids[..LISTED].join(", "), ids.len() - LISTED),
+        false => ids.join(", "),
+    }
+}
+
 fn outcome(done: &Done) -> String {
     let mut parts = Vec::new();
     if !done.took.is_empty() {
-        parts.push(format!("took {}", done.took.join(", ")));
+        parts.push(format!("took {}", listed(&done.took)));
     }
     if !done.deleted.is_empty() {
-        parts.push(format!("deleted {}", done.deleted.join(", ")));
+        parts.push(format!("deleted {}", listed(&done.deleted)));
     }
     if parts.is_empty() {
         return "took nothing".into();
@@ -160,7 +213,7 @@ fn outcome(done: &Done) -> String {
 }
 
 fn error(done: &Done) -> Option<String> {
-    (!done.refused.is_empty()).then(|| done.refused.join("; "))
+    (!done.refused.is_empty()).then(|| listed(&done.refused))
 }
 
 fn at(ms: i64) -> DateTime<Utc> {
