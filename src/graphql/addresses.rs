@@ -316,6 +316,6 @@ impl AddressSubscription {
     ) -> Result<impl Stream<Item = Result<ProviderAddress>> + use<>> {
         let svc = services(ctx).clone();
         let filter = svc.address_watch(actor(ctx)?, &tenant_id, &address_id).await?;
-        Ok(super::changes(&svc.feed, filter, ProviderAddress))
+        super::changes(ctx, &svc.feed, filter, ProviderAddress).await
     }
 }

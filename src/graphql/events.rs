@@ -7,6 +7,7 @@ use futures_util::{Stream, StreamExt};
 
 use super::pages::{Connection, Edge};
 use super::render::Render;
+use super::resume::Resume;
 use super::{actor, services};
 use crate::service::events::Start;
 use crate::store::outbox;
@@ -111,6 +112,10 @@ impl EventSubscription {
         since: Option<DateTime<Utc>>,
     ) -> Result<impl Stream<Item = Result<Event>> + use<>> {
         let svc = services(ctx).clone();
+        // A stream resumed over SSE starts after the last event its client saw.
+        let resume = ctx.data_opt::<Resume>().cloned();
+        let after =
+            after.or_else(|| resume.as_ref().filter(|_| since.is_none()).and_then(|r| r.start().map(str::to_owned)));
         let start = Start { after: after.as_deref(), since, tenant_id: tenant_id.as_deref() };
         let (filter, after) =
             svc.event_subscription(actor(ctx)?, tenant_id.clone(), types.unwrap_or_default(), start).await?;
@@ -118,6 +123,9 @@ impl EventSubscription {
         Ok(feed.subscribe(filter, after).map(move |item| {
             let event = item?;
             let cursor = svc.feed.cursor(event.position);
+            if let Some(resume) = &resume {
+                resume.mark(&cursor);
+            }
             Ok(Event { event, cursor })
         }))
     }

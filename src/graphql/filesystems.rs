@@ -232,6 +232,6 @@ impl FilesystemSubscription {
     ) -> Result<impl Stream<Item = Result<Filesystem>> + use<>> {
         let svc = services(ctx).clone();
         let filter = svc.filesystem_watch(actor(ctx)?, &tenant_id, &network_id, &filesystem_id).await?;
-        Ok(super::changes(&svc.feed, filter, Filesystem))
+        super::changes(ctx, &svc.feed, filter, Filesystem).await
     }
 }

@@ -234,6 +234,6 @@ impl FirewallRuleSubscription {
     ) -> Result<impl Stream<Item = Result<FirewallRule>> + use<>> {
         let svc = services(ctx).clone();
         let filter = svc.firewall_rule_watch(actor(ctx)?, &tenant_id, &network_id, &firewall_rule_id).await?;
-        Ok(super::changes(&svc.feed, filter, FirewallRule))
+        super::changes(ctx, &svc.feed, filter, FirewallRule).await
     }
 }

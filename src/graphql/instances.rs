@@ -210,6 +210,6 @@ impl InstanceSubscription {
     ) -> Result<impl Stream<Item = Result<Instance>> + use<>> {
         let svc = services(ctx).clone();
         let filter = svc.instance_watch(actor(ctx)?, &tenant_id, &instance_id).await?;
-        Ok(super::changes::<InstanceView, _>(&svc.feed, filter, Instance::from))
+        super::changes::<InstanceView, _>(ctx, &svc.feed, filter, Instance::from).await
     }
 }

@@ -17,6 +17,7 @@ pub mod plans;
 mod pools;
 mod reads;
 pub(crate) mod render;
+pub mod resume;
 mod schedules;
 pub mod shared;
 mod snapshots;
@@ -196,6 +197,20 @@ impl Schemas {
         }
     }
 
+    /// The answers of `request` of `caller` as one stream, once admitted: a subscription's
+    /// events as they come (resumed after `resume`'s cursor, marking each), for GraphQL over SSE.
+    pub async fn stream(
+        &self,
+        request: async_graphql::Request,
+        caller: &Caller,
+        resume: resume::Resume,
+    ) -> Result<futures_util::stream::BoxStream<'static, async_graphql::Response>, async_graphql::ServerError> {
+        use futures_util::StreamExt;
+        let (request, measured) = self.admit(request).await;
+        let request = request.data(measured?).data(caller.clone()).data(resume);
+        Ok(self.checked.execute_stream(request).map(limits::with_codes).boxed())
+    }
+
     /// Answers `request` of `caller` as subscription `id` on `link`, once admitted. `place`
     /// (among the requests in flight) is held until a query or mutation is answered.
     pub async fn subscribe(
@@ -271,20 +286,35 @@ pub(crate) fn providers<'a>(ctx: &Context<'a>) -> &'a Providers {
 
 /// What a `…Changed` subscription yields: each event of `filter` (from now on), its data read
 /// back as the view `V` it was written from, made the GraphQL type by `to`.
-pub(crate) fn changes<V, T>(
+pub(crate) async fn changes<V, T>(
+    ctx: &Context<'_>,
     feed: &crate::feed::Feed,
     filter: crate::feed::Filter,
     to: fn(V) -> T,
-) -> impl futures_util::Stream<Item = async_graphql::Result<T>> + Send + 'static + use<V, T>
+) -> async_graphql::Result<impl futures_util::Stream<Item = async_graphql::Result<T>> + Send + 'static + use<V, T>>
 where
     V: serde::de::DeserializeOwned + 'static,
     T: Send + 'static,
 {
     use futures_util::StreamExt;
-    feed.subscribe(filter, None).map(move |item| {
+    // Live from now, or, for a stream resumed over SSE, after the last event its client saw.
+    let resume = ctx.data_opt::<resume::Resume>().cloned();
+    let after = match resume.as_ref().and_then(|r| r.start()) {
+        Some(cursor) => {
+            let after = feed.parse_cursor(cursor)?;
+            feed.check_retained(after).await?;
+            Some(after)
+        }
+        None => None,
+    };
+    let cursors = feed.clone();
+    Ok(feed.subscribe(filter, after).map(move |item| {
         let event = item?;
+        if let Some(resume) = &resume {
+            resume.mark(&cursors.cursor(event.position));
+        }
         let view: V =
             serde_json::from_value(event.data.clone()).map_err(|e| async_graphql::Error::new(e.to_string()))?;
         Ok(to(view))
-    })
+    }))
 }

@@ -336,6 +336,6 @@ impl NetworkSubscription {
     ) -> Result<impl Stream<Item = Result<Network>> + use<>> {
         let svc = services(ctx).clone();
         let filter = svc.network_watch(actor(ctx)?, &tenant_id, &network_id).await?;
-        Ok(super::changes(&svc.feed, filter, Network))
+        super::changes(ctx, &svc.feed, filter, Network).await
     }
 }

@@ -155,6 +155,6 @@ impl SnapshotSubscription {
     ) -> Result<impl Stream<Item = Result<ProviderSnapshot>> + use<>> {
         let svc = services(ctx).clone();
         let filter = svc.snapshot_watch(actor(ctx)?, &tenant_id, &snapshot_id).await?;
-        Ok(super::changes(&svc.feed, filter, |view: SnapshotView| ProviderSnapshot::from(view)))
+        super::changes(ctx, &svc.feed, filter, |view: SnapshotView| ProviderSnapshot::from(view)).await
     }
 }

@@ -595,6 +595,6 @@ impl VolumeSubscription {
     ) -> Result<impl Stream<Item = Result<ProviderVolume>> + use<>> {
         let svc = services(ctx).clone();
         let filter = svc.volume_watch(actor(ctx)?, &tenant_id, &volume_id).await?;
-        Ok(super::changes(&svc.feed, filter, ProviderVolume::whole))
+        super::changes(ctx, &svc.feed, filter, ProviderVolume::whole).await
     }
 }

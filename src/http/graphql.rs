@@ -4,7 +4,6 @@
 //! mutation over GET 405. The bearer token is read once per request (or per WebSocket, from
 //! `connection_init`) and handed to resolvers as the `Caller`.
 use async_graphql::http::parse_query_string;
-use async_graphql::parser::types::OperationType;
 use async_graphql::{BatchRequest, BatchResponse};
 use axum::body::Bytes;
 use axum::extract::{Request, State};
@@ -21,10 +20,10 @@ use axum::extract::ConnectInfo;
 
 use super::HttpState;
 use super::bearer::{caller, header_token};
+use super::execute::{Operation, operation_of_request, with_loaders};
 use super::load::{Budget, Spender};
 use crate::error::Code;
 use crate::graphql::Caller;
-use crate::graphql::loaders::Loaders;
 use crate::graphql::render;
 use crate::store::STATEMENTS;
 
@@ -52,6 +51,12 @@ pub async fn post(State(state): State<HttpState>, peer: Peer, headers: HeaderMap
         let message = format!("a batch holds at most {} operations, not {}", state.max_batch, operations.len());
         return request_error(&headers, Code::LimitExceeded, &message);
     }
+    if super::sse::wanted(&headers) {
+        let BatchRequest::Single(request) = batch else {
+            return request_error(&headers, Code::InvalidInput, "an event stream answers one operation, not a batch");
+        };
+        return super::sse::serve(state, peer.map(|p| p.0.0), &headers, request).await;
+    }
     let caller = caller(&state, header_token(&headers)).await;
     let operations = match &batch {
         BatchRequest::Single(_) => 1,
@@ -77,10 +82,6 @@ fn budgeted(mut response: Response, budget: Option<Budget>) -> Response {
     response
 }
 
-/// The GraphQL operation type of a request, for the latency metrics (`batch` for several).
-#[derive(Clone, Copy)]
-pub struct Operation(pub &'static str);
-
 /// The operation type of a request; `batch` for several.
 async fn operation_of(state: &HttpState, batch: BatchRequest) -> (BatchRequest, Operation) {
     match batch {
@@ -92,44 +93,9 @@ async fn operation_of(state: &HttpState, batch: BatchRequest) -> (BatchRequest, 
     }
 }
 
-/// Parses a request once, or finds its text parsed before (execution reuses the document), to
-/// learn its operation type: the POST's metrics label, and the GET's refusal of a mutation.
-async fn operation_of_request(
-    state: &HttpState,
-    request: async_graphql::Request,
-) -> (async_graphql::Request, Operation) {
-    let (mut request, parsed) = state.schema.parse(request).await;
-    let operation = match parsed {
-        Ok(()) => operation_type(&mut request),
-        Err(_) => Operation("invalid"),
-    };
-    (request, operation)
-}
-
-fn operation_type(request: &mut async_graphql::Request) -> Operation {
-    let name = request.operation_name.clone();
-    let Ok(document) = request.parsed_query() else { return Operation("invalid") };
-    Operation(match crate::graphql::documents::chosen(document, name.as_deref()).map(|op| op.node.ty) {
-        Some(OperationType::Query) => "query",
-        Some(OperationType::Mutation) => "mutation",
-        Some(OperationType::Subscription) => "subscription",
-        None => "invalid",
-    })
-}
-
 fn labelled(mut response: Response, operation: Operation) -> Response {
     response.extensions_mut().insert(operation);
     response
-}
-
-/// The request's DataLoaders, counting their statements with the request's.
-fn with_loaders(state: &HttpState, caller: &Caller, statements: &Arc<AtomicU64>, batch: BatchRequest) -> BatchRequest {
-    match caller {
-        Caller::Authenticated(actor) => {
-            batch.data(Arc::new(Loaders::new(&state.services, actor, Some(statements.clone()))))
-        }
-        _ => batch,
-    }
 }
 
 /// `x-sql-statements`: how many SQL statements the request cost, for operators (and benchmarks)
@@ -158,6 +124,9 @@ pub async fn get(State(state): State<HttpState>, peer: Peer, request: Request) -
             );
         }
     };
+    if super::sse::wanted(&headers) {
+        return super::sse::serve(state, peer, &headers, graphql_request).await;
+    }
     // Who asks and whether they may, before the document is parsed.
     let caller = caller(&state, header_token(&headers)).await;
     let budget = state.load.spend(&Spender::of(&caller, peer), 1);

@@ -2,10 +2,12 @@
 //! `/readyz`, `/metrics`. It knows nothing of SQL or providers.
 mod bearer;
 mod edge;
+mod execute;
 mod graphql;
 mod load;
 pub mod playground;
 mod serve;
+mod sse;
 mod websocket;
 
 pub use edge::{REQUEST_ID_HEADER, with_edge};
@@ -123,7 +125,7 @@ async fn count_requests(State(state): State<HttpState>, request: Request, next: 
     let method = request.method().as_str().to_owned();
     let started = std::time::Instant::now();
     let response = next.run(request).await;
-    let operation = response.extensions().get::<graphql::Operation>().map_or("none", |o| o.0);
+    let operation = response.extensions().get::<execute::Operation>().map_or("none", |o| o.0);
     state
         .metrics
         .http_seconds

@@ -25,7 +25,7 @@ fn chromium() -> Option<String> {
 }
 
 /// The binary, serving on `listen` from the SQLite file in `data`.
-struct Server {
+pub(crate) struct Server {
     child: Child,
     listen: String,
     data: PathBuf,
@@ -33,7 +33,7 @@ struct Server {
 
 impl Server {
     /// Starts the binary; the first start's tenant token comes on `token` (a restart prints none).
-    fn start(listen: &str, data: &Path, token: std::sync::mpsc::Sender<String>) -> Server {
+    pub(crate) fn start(listen: &str, data: &Path, token: std::sync::mpsc::Sender<String>) -> Server {
         let database = format!("sqlite://{}?mode=rwc", data.join("vps-graph.db").display());
         let mut child = Command::new(env!("CARGO_BIN_EXE_vps-graph"))
             .args(["serve", "--listen", listen, "--database-url", &database, "--feed-poll-ms", "100"])
@@ -56,7 +56,7 @@ impl Server {
         Server { child, listen: listen.to_owned(), data: data.to_owned() }
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://{}", self.listen)
     }
 
@@ -66,7 +66,7 @@ impl Server {
         let _ = self.child.wait();
     }
 
-    fn restart(&mut self) {
+    pub(crate) fn restart(&mut self) {
         self.kill();
         let (unused, _) = std::sync::mpsc::channel();
         *self = Server::start(&self.listen, &self.data, unused);
@@ -80,7 +80,7 @@ impl Drop for Server {
 }
 
 /// The driver (node and its Chromium), ended however the test ends.
-struct Driver(Child);
+pub(crate) struct Driver(pub(crate) Child);
 
 impl Drop for Driver {
     fn drop(&mut self) {

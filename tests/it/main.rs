@@ -43,6 +43,7 @@ mod schedules;
 mod schema;
 mod secrets;
 mod sim;
+mod sse;
 mod status;
 mod subscriptions;
 mod usage;
