@@ -187,10 +187,10 @@ pub struct LoadArgs {
     /// Count operator tokens against the rate limit and the per-token socket cap too.
     #[arg(long, env = "VPS_GRAPH_RATE_LIMIT_OPERATORS")]
     pub rate_limit_operators: bool,
-    /// Most WebSockets open at once.
+    /// Most WebSockets and event streams (GraphQL over SSE subscriptions) open at once.
     #[arg(long, env = "VPS_GRAPH_MAX_SOCKETS", default_value_t = 30_000)]
     pub max_sockets: usize,
-    /// Most WebSockets one token holds at once (operators are not counted).
+    /// Most WebSockets and event streams one token holds at once (operators are not counted).
     #[arg(long, env = "VPS_GRAPH_MAX_SOCKETS_PER_TOKEN", default_value_t = 1_000)]
     pub max_sockets_per_token: usize,
     /// Most TCP connections open at once; past it a new one is closed as it is accepted.

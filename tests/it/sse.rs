@@ -247,3 +247,44 @@ async fn the_reference_sse_client_follows_the_feed_across_a_restart_with_nothing
     assert_eq!(report["ok"], true, "the SSE client failed: {report}\n{stderr}");
     let _ = std::fs::remove_dir_all(&data);
 }
+
+db_test!(an_sse_subscription_takes_a_socket_place_of_its_token, |backend: Backend| async move {
+    let db = common::TestDb::new(backend).await;
+    let mut config = common::config(&db.url);
+    config.load.max_sockets_per_token = 1;
+    let mut server = TestServer::with_config(config).await;
+    server.keep(db);
+    server.tenant("acme").await;
+    let token = server.token(Some("acme"), &[("compute:*", "tenant/acme")]).await;
+    let before = server.app.services.feed.registered();
+    let _open = Stream::open(&server, Some(&token), EVENTS, None).await;
+    server.registered_beyond(before).await;
+    let second = server
+        .http
+        .post(server.url("/graphql"))
+        .header("accept", "text/event-stream")
+        .bearer_auth(&token)
+        .json(&json!({ "query": EVENTS }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(second.status(), 503, "the token holds its one place");
+    drop(_open);
+    // Given back once the stream is gone.
+    for _ in 0..100 {
+        let again = server
+            .http
+            .post(server.url("/graphql"))
+            .header("accept", "text/event-stream")
+            .bearer_auth(&token)
+            .json(&json!({ "query": "subscription { events(tenantId: \"acme\") { cursor } }" }))
+            .send()
+            .await
+            .unwrap();
+        if again.status() == 200 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the place was never given back");
+});
