@@ -83,8 +83,9 @@ impl ScheduleQuery {
         Ok(SnapshotSchedule { view })
     }
 
-    /// The tenant's active snapshot schedules the caller may read, of one volume if named (at
-    /// most 100 a tenant, so one list).
+    /// The tenant's active snapshot schedules the caller may read (at most 100 a tenant, so one
+    /// list); with `volumeId`, those made on that volume (a project's schedules, which cover it
+    /// too, are listed without it).
     async fn snapshot_schedules(
         &self,
         ctx: &Context<'_>,

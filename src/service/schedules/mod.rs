@@ -93,6 +93,8 @@ impl Services {
             drop(txn);
             return self.schedule_load(&input.tenant_id, &existing).await.map(|s| view(&s));
         }
+        // The tenant's row first: two creates at once count one after the other.
+        crate::store::lock(&txn, "tenants", &input.tenant_id).await?;
         if store::active_count(&txn, &input.tenant_id).await? >= MAX_SCHEDULES {
             return Err(Error::new(Code::LimitExceeded, format!("a tenant has at most {MAX_SCHEDULES} schedules"))
                 .with_details(json!({ "limit": MAX_SCHEDULES, "resource": "snapshotSchedules" })));
