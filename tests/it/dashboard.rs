@@ -82,6 +82,34 @@ impl Drop for Server {
 /// The driver (node and its Chromium), ended however the test ends.
 pub(crate) struct Driver(pub(crate) Child);
 
+impl Driver {
+    /// Runs `command` (node and a script) with its stdin to write to and its stdout's lines
+    /// arriving on a channel (read on a thread: reading them blocks).
+    pub(crate) fn spawn(
+        mut command: Command,
+    ) -> (Driver, std::process::ChildStdin, tokio::sync::mpsc::UnboundedReceiver<String>) {
+        let mut driver = Driver(
+            command
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("node runs the driver"),
+        );
+        let to_driver = driver.0.stdin.take().unwrap();
+        let from_driver = BufReader::new(driver.0.stdout.take().unwrap());
+        let (lines, received) = tokio::sync::mpsc::unbounded_channel();
+        std::thread::spawn(move || {
+            for line in from_driver.lines().map_while(Result::ok) {
+                if lines.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        (driver, to_driver, received)
+    }
+}
+
 impl Drop for Driver {
     fn drop(&mut self) {
         let _ = self.0.kill();
@@ -118,30 +146,9 @@ async fn the_dashboard_shows_a_volume_converge_a_refusal_and_resumes_after_a_res
     let page = page.text().await.unwrap();
     assert!(page.contains("<script"), "the binary serves no dashboard build at /dashboard: {page}");
 
-    let mut node = Driver(
-        Command::new("node")
-            .arg(&driver)
-            .arg(&base)
-            .arg(&token)
-            .arg(&shots)
-            .env("CHROMIUM", chromium)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("node runs the driver"),
-    );
-    let mut to_driver = node.0.stdin.take().unwrap();
-    let from_driver = BufReader::new(node.0.stdout.take().unwrap());
-    // The driver's lines arrive on a thread: reading them blocks.
-    let (lines, mut received) = tokio::sync::mpsc::unbounded_channel();
-    std::thread::spawn(move || {
-        for line in from_driver.lines().map_while(Result::ok) {
-            if lines.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let mut command = Command::new("node");
+    command.arg(&driver).arg(&base).arg(&token).arg(&shots).env("CHROMIUM", chromium);
+    let (mut node, mut to_driver, mut received) = Driver::spawn(command);
 
     let mut report = Value::Null;
     let mut restarted = false;

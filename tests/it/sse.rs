@@ -171,8 +171,8 @@ db_test!(over_sse_a_query_or_mutation_is_one_next_and_a_refusal_is_a_next_with_e
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_reference_sse_client_follows_the_feed_across_a_restart_with_nothing_missed_or_twice() {
-    use std::io::{BufRead, BufReader, Write};
-    use std::process::{Command, Stdio};
+    use std::io::Write;
+    use std::process::Command;
 
     use crate::dashboard::{Driver, Server};
 
@@ -190,28 +190,9 @@ async fn the_reference_sse_client_follows_the_feed_across_a_restart_with_nothing
     let mut server = Server::start(&listen, &data, token_sent);
     let token = token.recv_timeout(Duration::from_secs(60)).expect("the first start prints the tenant token");
     let base = server.url();
-    let mut node = Driver(
-        Command::new("node")
-            .arg(root.join("playground/tests/sse.mjs"))
-            .arg(&base)
-            .arg(&token)
-            .current_dir(root.join("playground"))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("node runs the client"),
-    );
-    let mut to_client = node.0.stdin.take().unwrap();
-    let from_client = BufReader::new(node.0.stdout.take().unwrap());
-    let (lines, mut received) = tokio::sync::mpsc::unbounded_channel();
-    std::thread::spawn(move || {
-        for line in from_client.lines().map_while(Result::ok) {
-            if lines.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let mut command = Command::new("node");
+    command.arg(root.join("playground/tests/sse.mjs")).arg(&base).arg(&token).current_dir(root.join("playground"));
+    let (mut node, mut to_client, mut received) = Driver::spawn(command);
     let (mut report, mut restarted) = (Value::Null, false);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(180);
     while let Ok(Some(line)) = tokio::time::timeout_at(deadline, received.recv()).await {
