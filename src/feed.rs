@@ -354,6 +354,12 @@ impl Feed {
         })))
     }
 
+    /// Whether the feed has stopped (the process is shutting down): its streams ended for that,
+    /// not because their subscriptions were over.
+    pub fn is_stopped(&self) -> bool {
+        self.inner.live.lock().unwrap_or_else(|e| e.into_inner()).stopped
+    }
+
     /// How many live subscriptions are registered (one per execution, one per socket watching
     /// its token): a subscription made before an event sees it once it counts here, not when its
     /// socket was answered.

@@ -112,10 +112,13 @@ impl EventSubscription {
         since: Option<DateTime<Utc>>,
     ) -> Result<impl Stream<Item = Result<Event>> + use<>> {
         let svc = services(ctx).clone();
-        // A stream resumed over SSE starts after the last event its client saw.
+        // A stream resumed over SSE goes on after the last event its client saw, whatever its
+        // document asked (the same document is sent again on each reconnect).
         let resume = ctx.data_opt::<Resume>().cloned();
-        let after =
-            after.or_else(|| resume.as_ref().filter(|_| since.is_none()).and_then(|r| r.start().map(str::to_owned)));
+        let (after, since) = match resume.as_ref().and_then(|r| r.start()) {
+            Some(cursor) => (Some(cursor.to_owned()), None),
+            None => (after, since),
+        };
         let start = Start { after: after.as_deref(), since, tenant_id: tenant_id.as_deref() };
         let (filter, after) =
             svc.event_subscription(actor(ctx)?, tenant_id.clone(), types.unwrap_or_default(), start).await?;

@@ -69,3 +69,27 @@ pub async fn execute_one(
         BatchResponse::Batch(mut responses) => responses.pop().unwrap_or_default(),
     }
 }
+
+/// How many fields the chosen operation selects at its root (a fragment spread or inline there
+/// counted by its own items); 0 when the request has no parsed document.
+pub fn root_fields(request: &mut async_graphql::Request) -> usize {
+    use async_graphql::parser::types::Selection;
+    let name = request.operation_name.clone();
+    let Ok(document) = request.parsed_query() else { return 0 };
+    let Some(operation) = crate::graphql::documents::chosen(document, name.as_deref()) else { return 0 };
+    operation
+        .node
+        .selection_set
+        .node
+        .items
+        .iter()
+        .map(|item| match &item.node {
+            Selection::Field(_) => 1,
+            Selection::InlineFragment(inline) => inline.node.selection_set.node.items.len(),
+            Selection::FragmentSpread(spread) => document
+                .fragments
+                .get(&spread.node.fragment_name.node)
+                .map_or(1, |fragment| fragment.node.selection_set.node.items.len()),
+        })
+        .sum()
+}

@@ -7,7 +7,7 @@ use async_graphql::http::parse_query_string;
 use async_graphql::{BatchRequest, BatchResponse};
 use axum::body::Bytes;
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
@@ -55,7 +55,7 @@ pub async fn post(State(state): State<HttpState>, peer: Peer, headers: HeaderMap
         let BatchRequest::Single(request) = batch else {
             return request_error(&headers, Code::InvalidInput, "an event stream answers one operation, not a batch");
         };
-        return super::sse::serve(state, peer.map(|p| p.0.0), &headers, request).await;
+        return super::sse::serve(state, peer.map(|p| p.0.0), &headers, request, Method::POST).await;
     }
     let caller = caller(&state, header_token(&headers)).await;
     let operations = match &batch {
@@ -125,7 +125,7 @@ pub async fn get(State(state): State<HttpState>, peer: Peer, request: Request) -
         }
     };
     if super::sse::wanted(&headers) {
-        return super::sse::serve(state, peer, &headers, graphql_request).await;
+        return super::sse::serve(state, peer, &headers, graphql_request, Method::GET).await;
     }
     // Who asks and whether they may, before the document is parsed.
     let caller = caller(&state, header_token(&headers)).await;

@@ -10,13 +10,15 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures_util::stream::{self, BoxStream, StreamExt};
 
 use super::HttpState;
 use super::bearer::{caller, header_token};
 use super::load::Spender;
+use crate::error::{Code, Error};
+use crate::graphql::error::server_error;
 use crate::graphql::resume::Resume;
 use crate::graphql::{Caller, render};
 
@@ -40,12 +42,24 @@ pub async fn serve(
     peer: Option<SocketAddr>,
     headers: &HeaderMap,
     request: async_graphql::Request,
+    method: Method,
 ) -> Response {
     let caller = caller(&state, header_token(headers)).await;
     if let Some(spent) = state.load.spend(&Spender::of(&caller, peer), 1).filter(|b| !b.allowed) {
         return spent.refusal();
     }
-    let (request, operation) = super::execute::operation_of_request(&state, request).await;
+    let (mut request, operation) = super::execute::operation_of_request(&state, request).await;
+    if method == Method::GET && operation.0 == "mutation" {
+        let mut response = (StatusCode::METHOD_NOT_ALLOWED, "mutations are sent with POST\n").into_response();
+        response.headers_mut().insert(header::ALLOW, HeaderValue::from_static("POST"));
+        return response;
+    }
+    // One root field a subscription (the GraphQL spec's rule): one stream, one cursor per event.
+    if operation.0 == "subscription" && super::execute::root_fields(&mut request) > 1 {
+        let error = Error::invalid_input("query", "a subscription selects one root field");
+        let refused = async_graphql::Response::from_errors(vec![server_error(error)]);
+        return events(stream::iter([next(&refused, None), complete()]).boxed());
+    }
     if operation.0 != "subscription" {
         let response = super::execute::execute_one(&state, &caller, request).await;
         return events(stream::iter([next(&response, None), complete()]).boxed());
@@ -63,12 +77,42 @@ pub async fn serve(
         }
     };
     let nexts = answers.map(move |response| next(&response, resume.take().as_deref()));
+    // A revoked token ends its stream, as it closes its sockets.
+    let revoked: futures_util::future::BoxFuture<'static, ()> = match &caller {
+        Caller::Authenticated(actor) => Box::pin(super::websocket::revocation(state.clone(), actor.clone())),
+        _ => Box::pin(futures_util::future::pending()),
+    };
+    let nexts = until_revoked(nexts.boxed(), revoked);
+    // `complete` only for a subscription that is over: one cut short by a shutdown is dropped,
+    // so that its client reconnects (and resumes) once a server is back.
+    let feed = state.services.feed.clone();
+    let ending = stream::iter([()]).filter_map(move |()| {
+        let over = (!feed.is_stopped()).then(complete);
+        async move { over }
+    });
     // The place is held as long as the stream is.
-    let body = with_pings(nexts.chain(stream::iter([complete()])).boxed()).map(move |chunk| {
+    let body = with_pings(nexts.chain(ending).boxed()).map(move |chunk| {
         let _held = &place;
         chunk
     });
     events(body.boxed())
+}
+
+/// `nexts` until `revoked` resolves; then a `next` saying the token was revoked.
+fn until_revoked(
+    nexts: BoxStream<'static, Bytes>,
+    revoked: futures_util::future::BoxFuture<'static, ()>,
+) -> impl futures_util::Stream<Item = Bytes> + Send + 'static {
+    stream::unfold(Some((nexts, revoked)), |state| async move {
+        let (mut nexts, mut revoked) = state?;
+        tokio::select! {
+            chunk = nexts.next() => chunk.map(|chunk| (chunk, Some((nexts, revoked)))),
+            () = &mut revoked => {
+                let error = Error::new(Code::Unauthenticated, "the token was revoked");
+                Some((next(&async_graphql::Response::from_errors(vec![server_error(error)]), None), None))
+            }
+        }
+    })
 }
 
 /// A subscription streams on a place among the sockets: the server's and its token's.
@@ -130,7 +174,7 @@ fn events(body: BoxStream<'static, Bytes>) -> Response {
     let mut response = (StatusCode::OK, body).into_response();
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream; charset=utf-8"));
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     // Not buffered by a reverse proxy in front.
     headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
     response

@@ -377,7 +377,7 @@ fn over_the_cap() -> Value {
 /// Watches `actor`'s token from now on (registered on the feed before the socket is
 /// acknowledged, so an acknowledged socket's revocation is never missed): the future resolves
 /// once the token is revoked (never once the feed stops).
-fn revocation(state: HttpState, actor: Actor) -> impl Future<Output = ()> + Send + 'static {
+pub(super) fn revocation(state: HttpState, actor: Actor) -> impl Future<Output = ()> + Send + 'static {
     let events = actor.token_id.clone().map(|token_id| {
         let filter = Filter {
             actor: actor.clone(),

@@ -45,6 +45,23 @@ impl Stream {
         Stream { response, buffer: String::new() }
     }
 
+    /// Whether the stream ends within `wait` with no message more (pings aside).
+    async fn ended(&mut self, wait: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            let buffered = self.buffer.replace(":\n\n", "");
+            if !buffered.trim().is_empty() {
+                return false;
+            }
+            self.buffer.clear();
+            match tokio::time::timeout_at(deadline, self.response.chunk()).await {
+                Ok(Ok(Some(chunk))) => self.buffer.push_str(std::str::from_utf8(&chunk).unwrap()),
+                Ok(Ok(None)) | Ok(Err(_)) => return true,
+                Err(_) => return false,
+            }
+        }
+    }
+
     /// The next message (pings skipped), or None when the stream ended or `wait` passed.
     async fn next(&mut self, wait: Duration) -> Option<Message> {
         let deadline = tokio::time::Instant::now() + wait;
@@ -111,14 +128,13 @@ db_test!(
     an_sse_subscription_sends_each_event_with_its_cursor_and_resumes_after_last_event_id,
     |backend: Backend| async move {
         let (server, pool, token) = setup(backend).await;
-        let first = volume(&server, &token, &pool, "first").await;
         let before = server.app.services.feed.registered();
         let mut stream = Stream::open(&server, Some(&token), EVENTS, None).await;
-        server.registered_beyond(before).await;
+        // Registered twice: the subscription and its token's watch.
+        server.registered_beyond(before + 1).await;
         let second = volume(&server, &token, &pool, "second").await;
         let seen = subject(&stream.next(Duration::from_secs(20)).await.expect("the second volume's event"));
-        assert_eq!(seen, second, "a subscription without a cursor is live from now");
-        let _ = first;
+        assert_eq!(seen, second, "the first event the stream sends");
         let resume_at = {
             let third = volume(&server, &token, &pool, "third").await;
             let message = stream.next(Duration::from_secs(20)).await.expect("the third volume's event");
@@ -129,7 +145,9 @@ db_test!(
         // Made while no stream is open: the resumed one replays them, and nothing before.
         let fourth = volume(&server, &token, &pool, "fourth").await;
         let fifth = volume(&server, &token, &pool, "fifth").await;
-        let mut resumed = Stream::open(&server, Some(&token), EVENTS, Some(&resume_at)).await;
+        // The same document each reconnect sends: `Last-Event-ID` decides where it goes on, not `since`.
+        let since = EVENTS.replace("types:", "since: \"2020-01-01T00:00:00Z\", types:");
+        let mut resumed = Stream::open(&server, Some(&token), &since, Some(&resume_at)).await;
         let mut subjects = Vec::new();
         while subjects.len() < 2 {
             let message = resumed.next(Duration::from_secs(20)).await.expect("the events after the cursor");
@@ -147,7 +165,7 @@ db_test!(over_sse_a_query_or_mutation_is_one_next_and_a_refusal_is_a_next_with_e
     let answer = query.next(Duration::from_secs(10)).await.unwrap();
     assert_eq!((answer.event.as_str(), &answer.data["data"]["me"]["tenantId"]), ("next", &json!("acme")));
     assert_eq!(query.next(Duration::from_secs(10)).await.unwrap().event, "complete");
-    assert!(query.next(Duration::from_secs(2)).await.is_none(), "the stream ends");
+    assert!(query.ended(Duration::from_secs(5)).await, "the stream ends");
 
     let mutation = format!(
         "mutation {{ providerVolumeCreate(input: {{ tenantId: \"acme\", poolId: \"{pool}\", name: \"m\", region: \"nyc3\", sizeGiB: 1, idempotencyKey: \"m\" }}) {{ state }} }}"
@@ -155,6 +173,23 @@ db_test!(over_sse_a_query_or_mutation_is_one_next_and_a_refusal_is_a_next_with_e
     let mut made = Stream::open(&server, Some(&token), &mutation, None).await;
     let answer = made.next(Duration::from_secs(10)).await.unwrap();
     assert_eq!(answer.data["data"]["providerVolumeCreate"]["state"], "PENDING", "{answer:?}");
+    assert_eq!(made.next(Duration::from_secs(10)).await.unwrap().event, "complete");
+    // Never over GET: an event stream's GET is retried by browsers and proxies.
+    let url = server.url("/graphql");
+    let get = server
+        .http
+        .get(&url)
+        .query(&[("query", mutation.as_str())])
+        .header("accept", "text/event-stream")
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(get.status(), 405, "a mutation over GET");
+    let two = "subscription { events(tenantId: \"acme\") { cursor } providerVolumeChanged(tenantId: \"acme\", volumeId: \"pvol_01jz0000000000000000000000\") { id } }";
+    let mut refused = Stream::open(&server, Some(&token), two, None).await;
+    let message = refused.next(Duration::from_secs(10)).await.unwrap();
+    assert_eq!(message.data["errors"][0]["extensions"]["code"], "INVALID_INPUT", "one root field: {message:?}");
 
     let mut stranger = Stream::open(&server, None, EVENTS, None).await;
     let refused = stranger.next(Duration::from_secs(10)).await.unwrap();
@@ -239,7 +274,8 @@ db_test!(an_sse_subscription_takes_a_socket_place_of_its_token, |backend: Backen
     let token = server.token(Some("acme"), &[("compute:*", "tenant/acme")]).await;
     let before = server.app.services.feed.registered();
     let _open = Stream::open(&server, Some(&token), EVENTS, None).await;
-    server.registered_beyond(before).await;
+    // Registered twice: the subscription and its token's watch.
+    server.registered_beyond(before + 1).await;
     let second = server
         .http
         .post(server.url("/graphql"))
@@ -268,4 +304,41 @@ db_test!(an_sse_subscription_takes_a_socket_place_of_its_token, |backend: Backen
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     panic!("the place was never given back");
+});
+
+db_test!(a_revoked_token_ends_its_stream_and_a_shutdown_ends_it_without_complete, |backend: Backend| async move {
+    let (server, pool, _) = setup(backend).await;
+    let (token, token_id) = server.token_with_id(Some("acme"), &[("compute:*", "tenant/acme")]).await;
+    let before = server.app.services.feed.registered();
+    let mut stream = Stream::open(&server, Some(&token), EVENTS, None).await;
+    // Registered twice: the subscription and its token's watch.
+    server.registered_beyond(before + 1).await;
+    let revoke = "mutation($t: String!) { tokenRevoke(input: { tokenId: $t }) { id } }";
+    server.ok(Some(common::ADMIN), revoke, json!({ "t": token_id })).await;
+    // The stream says why it ends (the feed's end of the subscription and the token's watch may
+    // both say so), then completes and ends.
+    let mut said = 0;
+    loop {
+        let message = stream.next(Duration::from_secs(20)).await.expect("the stream says why it ends");
+        if message.event == "complete" {
+            break;
+        }
+        assert!(message.data["errors"][0]["extensions"]["code"].is_string(), "only refusals after it: {message:?}");
+        said += 1;
+    }
+    assert!(said >= 1, "a refusal before the end");
+    assert!(stream.ended(Duration::from_secs(10)).await, "and ends");
+
+    let other = server.token(Some("acme"), &[("compute:*", "tenant/acme")]).await;
+    let before = server.app.services.feed.registered();
+    let mut stream = Stream::open(&server, Some(&other), EVENTS, None).await;
+    // Registered twice: the subscription and its token's watch.
+    server.registered_beyond(before + 1).await;
+    let made = volume(&server, &other, &pool, "before-stop").await;
+    assert_eq!(subject(&stream.next(Duration::from_secs(20)).await.unwrap()), made);
+    server.app.stop.cancel();
+    assert!(
+        stream.ended(Duration::from_secs(20)).await,
+        "a shutdown ends the stream with no `complete`, so clients reconnect"
+    );
 });
