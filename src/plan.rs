@@ -26,9 +26,9 @@ pub struct Plan {
     /// What the meters would cost over a month of 730 hours, where the pool has a rate card.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub monthly_cost: Option<Cost>,
-    /// The resources whose reconciler it would wake: (reconciler, resource id).
+    /// Whether it would wake a reconciler (a change no reconciler acts on makes no call).
     #[serde(skip)]
-    pub woken: Vec<(String, String)>,
+    pub woke: bool,
     /// The resources at a provider its events are of.
     #[serde(skip)]
     pub subjects: Vec<Subject>,

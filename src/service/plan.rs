@@ -11,7 +11,7 @@ pub const HOURS_PER_MONTH: f64 = 730.0;
 impl Services {
     /// `plan` of mutation `mutation`, with its provider calls and monthly cost.
     pub async fn finish_plan(&self, mutation: &str, mut plan: Plan) -> Result<Plan> {
-        if !plan.woken.is_empty() {
+        if plan.woke {
             plan.provider_calls = provider_calls(mutation, &plan.subjects);
         }
         plan.monthly_cost = self.monthly_cost(&plan).await?;
@@ -22,8 +22,14 @@ impl Services {
     /// rate card (or they differ in currency), or there is no meter.
     async fn monthly_cost(&self, plan: &Plan) -> Result<Option<Cost>> {
         let mut total: Option<Cost> = None;
+        // A plan's meters are of one pool or a few: each card is read once.
+        let mut cards = std::collections::HashMap::new();
         for meter in &plan.meters {
-            let Some(card) = crate::store::pools::rate_card(&self.db, &meter.pool_id).await? else {
+            if !cards.contains_key(&meter.pool_id) {
+                let card = crate::store::pools::rate_card(&self.db, &meter.pool_id).await?;
+                cards.insert(meter.pool_id.clone(), card);
+            }
+            let Some(card) = &cards[&meter.pool_id] else {
                 return Ok(None);
             };
             let amount = card.price(&meter.meter) * meter.quantity * HOURS_PER_MONTH;

@@ -56,7 +56,7 @@ pub struct Claimed {
 /// Asks for `(kind, resource_id)` to be reconciled at `due_at` (or earlier if already asked),
 /// for a change someone made (`asked`). Call it in the transaction of the change that needs it.
 pub async fn wake(conn: &impl ConnectionTrait, kind: &str, resource_id: &str, due_at: i64) -> Result<()> {
-    crate::plan::note(|plan| plan.woken.push((kind.to_owned(), resource_id.to_owned())));
+    crate::plan::note(|plan| plan.woke = true);
     let backend = conn.get_database_backend();
     let least = if backend == DbBackend::Postgres { "LEAST" } else { "MIN" };
     let sql = format!(

@@ -122,15 +122,7 @@ pub async fn held(conn: &impl ConnectionTrait, resource_id: &str, quota: &str) -
 
 /// A dry run's note of a booking just charged: the quota's use before and after, and its max.
 async fn note_change(conn: &impl ConnectionTrait, holding: &Holding<'_>, delta: i64) -> Result<()> {
-    let row = conn
-        .query_one_raw(stmt(
-            conn.get_database_backend(),
-            "SELECT max, used FROM quotas WHERE tenant_id = $1 AND pool_id = $2 AND resource = $3",
-            vec![holding.tenant_id.into(), holding.pool_id.into(), holding.quota.into()],
-        ))
-        .await?
-        .ok_or_else(|| Error::internal("a quota charged vanished"))?;
-    let (max, used): (i64, i64) = (row.try_get("", "max")?, row.try_get("", "used")?);
+    let (max, used) = max_and_used(conn, holding).await?.ok_or_else(|| Error::internal("a quota charged vanished"))?;
     crate::plan::note(|plan| {
         plan.quota.push(crate::plan::QuotaChange {
             pool_id: holding.pool_id.to_owned(),
@@ -144,18 +136,25 @@ async fn note_change(conn: &impl ConnectionTrait, holding: &Holding<'_>, delta: 
     Ok(())
 }
 
-async fn exceeded(conn: &impl ConnectionTrait, holding: &Holding<'_>, requested: i64) -> Error {
+/// The quota row's max and use, if the row exists.
+async fn max_and_used(conn: &impl ConnectionTrait, holding: &Holding<'_>) -> Result<Option<(i64, i64)>> {
     let row = conn
         .query_one_raw(stmt(
             conn.get_database_backend(),
             "SELECT max, used FROM quotas WHERE tenant_id = $1 AND pool_id = $2 AND resource = $3",
             vec![holding.tenant_id.into(), holding.pool_id.into(), holding.quota.into()],
         ))
-        .await;
-    let (limit, used) = match row {
-        Ok(Some(row)) => (row.try_get::<i64>("", "max").unwrap_or(0), row.try_get::<i64>("", "used").unwrap_or(0)),
-        Ok(None) => (0, 0),
-        Err(err) => return err.into(),
+        .await?;
+    Ok(match row {
+        Some(row) => Some((row.try_get("", "max")?, row.try_get("", "used")?)),
+        None => None,
+    })
+}
+
+async fn exceeded(conn: &impl ConnectionTrait, holding: &Holding<'_>, requested: i64) -> Error {
+    let (limit, used) = match max_and_used(conn, holding).await {
+        Ok(found) => found.unwrap_or((0, 0)),
+        Err(err) => return err,
     };
     Error::new(
         Code::QuotaExceeded,

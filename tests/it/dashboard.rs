@@ -108,6 +108,15 @@ impl Driver {
         });
         (driver, to_driver, received)
     }
+
+    /// Ends the driver; what it wrote on stderr.
+    pub(crate) fn finish(mut self) -> String {
+        let mut stderr_pipe = self.0.stderr.take().unwrap();
+        drop(self);
+        let mut stderr = String::new();
+        let _ = std::io::Read::read_to_string(&mut stderr_pipe, &mut stderr);
+        stderr
+    }
 }
 
 impl Drop for Driver {
@@ -148,7 +157,7 @@ async fn the_dashboard_shows_a_volume_converge_a_refusal_and_resumes_after_a_res
 
     let mut command = Command::new("node");
     command.arg(&driver).arg(&base).arg(&token).arg(&shots).env("CHROMIUM", chromium);
-    let (mut node, mut to_driver, mut received) = Driver::spawn(command);
+    let (node, mut to_driver, mut received) = Driver::spawn(command);
 
     let mut report = Value::Null;
     let mut restarted = false;
@@ -169,10 +178,7 @@ async fn the_dashboard_shows_a_volume_converge_a_refusal_and_resumes_after_a_res
             break;
         }
     }
-    let mut stderr_pipe = node.0.stderr.take().unwrap();
-    drop(node);
-    let mut stderr = String::new();
-    let _ = std::io::Read::read_to_string(&mut stderr_pipe, &mut stderr);
+    let stderr = node.finish();
     assert_eq!(
         report["ok"],
         true,

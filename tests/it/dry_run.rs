@@ -172,13 +172,6 @@ db_test!(every_mutations_dry_run_agrees_with_its_real_run_and_changes_no_table, 
 local_app!(Setup);
 
 impl Setup {
-    async fn call(&self, field: &str, selection: &str, input: Value) -> Value {
-        let mut chars = field.chars();
-        let input_type = chars.next().unwrap().to_ascii_uppercase().to_string() + chars.as_str() + "Input";
-        let query = format!("mutation($i: {input_type}!) {{ {field}(input: $i) {{ {selection} }} }}");
-        self.server.gql(Some(&self.token), &query, json!({ "i": input })).await
-    }
-
     async fn used(&self) -> i64 {
         let query = "{ quotas(tenantId: \"acme\") { resource used } }";
         let quotas = self.server.ok(Some(&self.token), query, json!({})).await["quotas"].clone();

@@ -20,19 +20,7 @@ async fn setup(backend: Backend) -> Setup {
         .into()
 }
 
-/// `field`'s input type: `providerVolumeUpdate` → `ProviderVolumeUpdateInput`.
-fn input_type(field: &str) -> String {
-    let mut chars = field.chars();
-    chars.next().unwrap().to_ascii_uppercase().to_string() + chars.as_str() + "Input"
-}
-
 impl Setup {
-    /// The mutation `field` with `input`: its whole answer (data or errors).
-    async fn call(&self, field: &str, selection: &str, input: Value) -> Value {
-        let query = format!("mutation($i: {}!) {{ {field}(input: $i) {{ {selection} }} }}", input_type(field));
-        self.server.gql(Some(&self.token), &query, json!({ "i": input })).await
-    }
-
     async fn made(&self, field: &str, input: Value) -> Value {
         let body = self.call(field, "id deletionProtection version state", input).await;
         assert!(body["errors"].is_null(), "{field}: {body}");

@@ -25,13 +25,6 @@ async fn setup(backend: Backend) -> Setup {
 }
 
 impl Setup {
-    async fn call(&self, field: &str, selection: &str, input: Value) -> Value {
-        let mut chars = field.chars();
-        let input_type = chars.next().unwrap().to_ascii_uppercase().to_string() + chars.as_str() + "Input";
-        let query = format!("mutation($i: {input_type}!) {{ {field}(input: $i) {{ {selection} }} }}");
-        self.server.gql(Some(&self.token), &query, json!({ "i": input })).await
-    }
-
     async fn made(&self, field: &str, input: Value) -> String {
         let body = self.call(field, "id", input).await;
         body["data"][field]["id"].as_str().unwrap_or_else(|| panic!("{field}: {body}")).to_owned()

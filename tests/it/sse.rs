@@ -227,7 +227,7 @@ async fn the_reference_sse_client_follows_the_feed_across_a_restart_with_nothing
     let base = server.url();
     let mut command = Command::new("node");
     command.arg(root.join("playground/tests/sse.mjs")).arg(&base).arg(&token).current_dir(root.join("playground"));
-    let (mut node, mut to_client, mut received) = Driver::spawn(command);
+    let (node, mut to_client, mut received) = Driver::spawn(command);
     let (mut report, mut restarted) = (Value::Null, false);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(180);
     while let Ok(Some(line)) = tokio::time::timeout_at(deadline, received.recv()).await {
@@ -255,10 +255,7 @@ async fn the_reference_sse_client_follows_the_feed_across_a_restart_with_nothing
             break;
         }
     }
-    let mut stderr_pipe = node.0.stderr.take().unwrap();
-    drop(node);
-    let mut stderr = String::new();
-    let _ = std::io::Read::read_to_string(&mut stderr_pipe, &mut stderr);
+    let stderr = node.finish();
     assert!(restarted, "the client never asked for the restart: {report}\n{stderr}");
     assert_eq!(report["ok"], true, "the SSE client failed: {report}\n{stderr}");
     let _ = std::fs::remove_dir_all(&data);

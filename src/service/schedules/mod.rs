@@ -7,7 +7,6 @@
 mod run;
 mod slots;
 
-use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::json;
 
@@ -18,6 +17,7 @@ use crate::authz::{Actor, Target};
 use crate::error::{Code, Error, Result};
 use crate::ids;
 use crate::services::Services;
+use crate::store::entity::snapshot_schedule::Model as Schedule;
 use crate::store::idempotency::{self, Claim};
 use crate::store::queue;
 use crate::store::schedules::{self as store, NewSchedule, RUNNER};
@@ -27,6 +27,7 @@ use crate::views::snapshots::KIND as SNAPSHOT_KIND;
 use crate::views::volumes::KIND as VOLUME_KIND;
 pub use run::ScheduleRunner;
 pub use slots::Cadence;
+use slots::at;
 
 /// Active schedules a tenant may have.
 pub const MAX_SCHEDULES: u64 = 100;
@@ -91,7 +92,7 @@ impl Services {
             idempotency::claim(&txn, &key, &idempotency::request_hash(&input), &id).await?
         {
             drop(txn);
-            return self.schedule_load(&input.tenant_id, &existing).await.map(|s| view(&s));
+            return find_in_tenant(&self.db, &input.tenant_id, &existing).await.map(|s| view(&s));
         }
         // The tenant's row first: two creates at once count one after the other.
         crate::store::lock(&txn, "tenants", &input.tenant_id).await?;
@@ -151,25 +152,7 @@ impl Services {
         }
         actor.decide_list(READ, tenant_id)?;
         let all = store::active_of(&self.db, tenant_id, volume_id).await?;
-        let target = |s: &crate::store::entity::snapshot_schedule::Model| {
-            let project = s.project_id.as_deref();
-            actor.allows(READ, &Target::resource(tenant_id, project, KIND, &s.id))
-                || s.volume_id
-                    .as_deref()
-                    .is_some_and(|v| actor.allows(READ, &Target::resource(tenant_id, project, VOLUME_KIND, v)))
-        };
-        Ok(all.iter().filter(|s| target(s)).map(view).collect())
-    }
-
-    async fn schedule_load(
-        &self,
-        tenant_id: &str,
-        schedule_id: &str,
-    ) -> Result<crate::store::entity::snapshot_schedule::Model> {
-        store::find(&self.db, schedule_id)
-            .await?
-            .filter(|s| s.tenant_id == tenant_id)
-            .ok_or_else(|| Error::not_found(KIND, schedule_id))
+        Ok(all.iter().filter(|s| may(actor, READ, s)).map(view).collect())
     }
 
     /// The schedule, once the caller is decided on it with `permission`.
@@ -180,26 +163,33 @@ impl Services {
         permission: &str,
         tenant_id: &str,
         schedule_id: &str,
-    ) -> Result<crate::store::entity::snapshot_schedule::Model> {
+    ) -> Result<Schedule> {
         validate::tenant_id("tenantId", tenant_id)?;
         validate::id("scheduleId", ids::SNAPSHOT_SCHEDULE, schedule_id)?;
-        let found = store::find(conn, schedule_id)
-            .await?
-            .filter(|s| s.tenant_id == tenant_id)
-            .ok_or_else(|| Error::not_found(KIND, schedule_id))?;
-        // A volume's schedule is its volume's too: whoever may manage the volume made it.
-        let on_volume = found.volume_id.as_deref().is_some_and(|volume_id| {
-            actor.allows(permission, &Target::resource(tenant_id, found.project_id.as_deref(), VOLUME_KIND, volume_id))
-        });
-        if !on_volume {
+        let found = find_in_tenant(conn, tenant_id, schedule_id).await?;
+        if !may(actor, permission, &found) {
             actor.decide(permission, &Target::resource(tenant_id, found.project_id.as_deref(), KIND, schedule_id))?;
         }
         Ok(found)
     }
 }
 
-fn at(ms: i64) -> DateTime<Utc> {
-    DateTime::from_timestamp_millis(ms).unwrap_or_default()
+/// The schedule of the tenant; NOT_FOUND for another tenant's.
+async fn find_in_tenant(conn: &impl sea_orm::ConnectionTrait, tenant_id: &str, schedule_id: &str) -> Result<Schedule> {
+    store::find(conn, schedule_id)
+        .await?
+        .filter(|s| s.tenant_id == tenant_id)
+        .ok_or_else(|| Error::not_found(KIND, schedule_id))
+}
+
+/// Whether `permission` is granted on the schedule, or, for a volume's schedule, on its volume
+/// (whoever may manage the volume made it).
+fn may(actor: &Actor, permission: &str, s: &Schedule) -> bool {
+    let project = s.project_id.as_deref();
+    actor.allows(permission, &Target::resource(&s.tenant_id, project, KIND, &s.id))
+        || s.volume_id
+            .as_deref()
+            .is_some_and(|v| actor.allows(permission, &Target::resource(&s.tenant_id, project, VOLUME_KIND, v)))
 }
 
 fn check_create(input: &ScheduleCreate) -> Result<()> {

@@ -6,7 +6,7 @@
 //! a delete of one being deleted changes nothing.
 use chrono::{DateTime, Duration, Utc};
 
-use super::slots::Cadence;
+use super::slots::{Cadence, at};
 use crate::authz::Actor;
 use crate::error::{Code, Error, Result};
 use crate::reconcile::{Next, Reconciler, Run};
@@ -214,8 +214,4 @@ fn outcome(done: &Done) -> String {
 
 fn error(done: &Done) -> Option<String> {
     (!done.refused.is_empty()).then(|| listed(&done.refused))
-}
-
-fn at(ms: i64) -> DateTime<Utc> {
-    DateTime::from_timestamp_millis(ms).unwrap_or_default()
 }

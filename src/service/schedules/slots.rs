@@ -1,5 +1,6 @@
 //! When a schedule's slots are: every N hours on the hours that divide evenly since 1970 (so
 //! `everyHours: 6` is 00:00, 06:00, 12:00, 18:00 UTC), or daily at a UTC minute.
+use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::MAX_EVERY_HOURS;
@@ -7,6 +8,11 @@ use crate::error::{Error, Result};
 
 const HOUR_MS: i64 = 3_600_000;
 const DAY_MS: i64 = 24 * HOUR_MS;
+
+/// A moment in milliseconds as a time (the epoch's start for one out of range, which no slot is).
+pub(super) fn at(ms: i64) -> DateTime<Utc> {
+    DateTime::from_timestamp_millis(ms).unwrap_or_default()
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum Cadence {

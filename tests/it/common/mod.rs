@@ -188,6 +188,15 @@ pub struct TestAppBuilder {
 }
 
 impl TestApp {
+    /// The mutation `field` with `input`, by the tenant's token, selecting `selection`: its whole
+    /// answer (data or errors).
+    pub async fn call(&self, field: &str, selection: &str, input: Value) -> Value {
+        let mut chars = field.chars();
+        let input_type = chars.next().unwrap().to_ascii_uppercase().to_string() + chars.as_str() + "Input";
+        let query = format!("mutation($i: {input_type}!) {{ {field}(input: $i) {{ {selection} }} }}");
+        self.server.gql(Some(&self.token), &query, json!({ "i": input })).await
+    }
+
     /// A test that drives the clock itself: a manual clock and the quick sim. (Leases are
     /// measured on the database's clock, so moving the manual one never expires a run's lease.)
     pub fn driven(backend: Backend) -> TestAppBuilder {
